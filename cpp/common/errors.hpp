@@ -1,0 +1,38 @@
+// The one place where failures become Python exceptions.
+//
+// Every oneDNN call goes through oneDNN's C++ API, which throws dnnl::error;
+// checks made by the binding on oneDNN's behalf throw status_error. Both reach
+// Python as dnnl_ocl_interop.error with a .status (dnnl.status) attribute.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <CL/cl.h>
+#include <pybind11/pybind11.h>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace dnnl_ocl_interop {
+
+// A refusal with a oneDNN status, raised by the binding itself.
+struct status_error : std::runtime_error {
+    status_error(dnnl_status_t status, const std::string &message)
+        : std::runtime_error(message), status(status) {}
+    dnnl_status_t status;
+};
+
+[[noreturn]] inline void throw_invalid_argument(const std::string &message) {
+    throw status_error(dnnl_invalid_arguments, message);
+}
+
+// Throws status_error (dnnl.status.invalid_arguments) naming the OpenCL call
+// and its error code when `result` is not CL_SUCCESS.
+void check_cl(cl_int result, const char *what);
+
+const char *cl_error_name(cl_int result);
+
+// Registers dnnl.status, dnnl.error and the exception translator.
+void bind_errors(pybind11::module_ &m);
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,54 @@
+#include <sstream>
+
+#include <pybind11/native_enum.h>
+
+#include "bindings.hpp"
+#include "common/errors.hpp"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+
+const char *engine_kind_name(dnnl::engine::kind kind) {
+    switch (kind) {
+        case dnnl::engine::kind::cpu: return "cpu";
+        case dnnl::engine::kind::gpu: return "gpu";
+        default: return "any";
+    }
+}
+
+void bind_engine(py::module_ &m) {
+    py::class_<dnnl::engine> engine(m, "engine",
+            "An execution device for oneDNN (dnnl::engine). OpenCL engines come "
+            "from dnnl.ocl_interop.make_engine or from engine(kind.gpu, index).");
+    py::native_enum<dnnl::engine::kind>(engine, "kind", "enum.Enum")
+            .value("any", dnnl::engine::kind::any)
+            .value("cpu", dnnl::engine::kind::cpu)
+            .value("gpu", dnnl::engine::kind::gpu)
+            .finalize();
+    engine.def(py::init([](dnnl::engine::kind kind, size_t index) {
+        py::gil_scoped_release release; // queries and may set up the device
+        return dnnl::engine(kind, index);
+    }),
+            py::arg("kind"), py::arg("index"),
+            "Engine on the `index`-th device of `kind` that oneDNN enumerates "
+            "itself (for OpenCL: Intel GPUs of Intel platforms).");
+    engine.def_static("get_count", &dnnl::engine::get_count, py::arg("kind"),
+            "Number of devices of `kind` oneDNN can use.");
+    engine.def("get_kind", &dnnl::engine::get_kind, "The engine's kind.");
+    engine.def("__eq__", [](const dnnl::engine &a, const dnnl::engine &b) {
+        return a.get() == b.get();
+    }, py::is_operator());
+    engine.def("__hash__", [](const dnnl::engine &e) {
+        return std::hash<const void *>()(e.get());
+    });
+    engine.def("__repr__", [](const dnnl::engine &e) {
+        std::ostringstream os;
+        os << "<dnnl.engine " << engine_kind_name(e.get_kind()) << " at "
+           << static_cast<const void *>(e.get()) << ">";
+        return os.str();
+    });
+}
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,318 @@
+#include <sstream>
+#include <string>
+
+#include <pybind11/native_enum.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "common/errors.hpp"
+#include "core/objects.hpp"
+
+namespace py = pybind11;
+using dnnl::memory;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// Keeps a memory mapped while any NumPy view of the mapping lives; unmaps
+// when the last view goes, unless unmap_data came first.
+struct mapped_data {
+    mapped_data(memory_object owner, void *ptr) : owner(std::move(owner)), ptr(ptr) {}
+    mapped_data(const mapped_data &) = delete; // one mapping, one unmap
+    mapped_data &operator=(const mapped_data &) = delete;
+
+    memory_object owner;
+    void *ptr;
+    bool mapped = true;
+
+    void unmap() {
+        if (!mapped) return;
+        mapped = false;
+        py::gil_scoped_release release;
+        owner.memory.unmap_data(ptr);
+    }
+    ~mapped_data() {
+        if (!mapped) return;
+        try {
+            owner.memory.unmap_data(ptr);
+        } catch (...) {} // a destructor must not throw; nothing to report to
+    }
+};
+
+const char *data_type_name(dt t) {
+    switch (t) {
+        case dt::f16: return "f16";
+        case dt::bf16: return "bf16";
+        case dt::f32: return "f32";
+        case dt::f64: return "f64";
+        case dt::s64: return "s64";
+        case dt::s32: return "s32";
+        case dt::s8: return "s8";
+        case dt::u8: return "u8";
+        case dt::s4: return "s4";
+        case dt::u4: return "u4";
+        case dt::f8_e5m2: return "f8_e5m2";
+        case dt::f8_e4m3: return "f8_e4m3";
+        case dt::f4_e2m1: return "f4_e2m1";
+        case dt::f4_e3m0: return "f4_e3m0";
+        case dt::e8m0: return "e8m0";
+        default: return "undef";
+    }
+}
+
+// The NumPy dtype an element maps to, or None for sub-byte types (shown as
+// raw bytes).
+py::object numpy_dtype(dt t) {
+    switch (t) {
+        case dt::f16: return py::dtype("float16");
+        case dt::bf16: return py::dtype("uint16");
+        case dt::f32: return py::dtype("float32");
+        case dt::f64: return py::dtype("float64");
+        case dt::s64: return py::dtype("int64");
+        case dt::s32: return py::dtype("int32");
+        case dt::s8: return py::dtype("int8");
+        case dt::u8:
+        case dt::f8_e5m2:
+        case dt::f8_e4m3:
+        case dt::e8m0: return py::dtype("uint8");
+        default: return py::none();
+    }
+}
+
+// A NumPy array over a mapped host copy: shaped and strided by the descriptor
+// when its layout is plain, raw bytes otherwise.
+py::array mapped_array(const memory::desc &desc, void *ptr, py::handle base) {
+    py::object dtype = numpy_dtype(desc.get_data_type());
+    bool plain = desc.get_format_kind() == memory::format_kind::blocked
+            && desc.get_inner_nblks() == 0 && !dtype.is_none();
+    if (!plain)
+        return py::array(py::dtype("uint8"),
+                {static_cast<py::ssize_t>(desc.get_size())}, {}, ptr, base);
+    auto item = py::reinterpret_borrow<py::dtype>(dtype).itemsize();
+    std::vector<py::ssize_t> shape, strides;
+    for (auto d : desc.get_dims()) shape.push_back(d);
+    for (auto s : desc.get_strides()) strides.push_back(s * item);
+    char *first = static_cast<char *>(ptr) + desc.get_submemory_offset() * item;
+    return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, strides,
+            first, base);
+}
+
+std::string desc_repr(const memory::desc &d) {
+    std::ostringstream os;
+    os << "<dnnl.memory.desc dims=[";
+    auto dims = d.get_dims();
+    for (size_t i = 0; i < dims.size(); ++i) os << (i ? ", " : "") << dims[i];
+    os << "] " << data_type_name(d.get_data_type());
+    if (d.get_format_kind() == memory::format_kind::blocked) {
+        os << " strides=[";
+        auto strides = d.get_strides();
+        for (size_t i = 0; i < strides.size(); ++i)
+            os << (i ? ", " : "") << strides[i];
+        os << "]";
+        if (d.get_inner_nblks()) os << " blocked";
+    } else if (d.get_format_kind() == memory::format_kind::any) {
+        os << " any";
+    }
+    os << " size=" << d.get_size() << ">";
+    return os.str();
+}
+
+void bind_enums(py::class_<memory_object> &mem) {
+    py::native_enum<dt>(mem, "data_type", "enum.Enum")
+            .value("undef", dt::undef)
+            .value("f4_e3m0", dt::f4_e3m0)
+            .value("f4_e2m1", dt::f4_e2m1)
+            .value("e8m0", dt::e8m0)
+            .value("f8_e5m2", dt::f8_e5m2)
+            .value("f8_e4m3", dt::f8_e4m3)
+            .value("f16", dt::f16)
+            .value("bf16", dt::bf16)
+            .value("f32", dt::f32)
+            .value("f64", dt::f64)
+            .value("s64", dt::s64)
+            .value("s32", dt::s32)
+            .value("s8", dt::s8)
+            .value("u8", dt::u8)
+            .value("s4", dt::s4)
+            .value("u4", dt::u4)
+            .finalize();
+
+    py::native_enum<memory::format_kind>(mem, "format_kind", "enum.Enum")
+            .value("undef", memory::format_kind::undef)
+            .value("any", memory::format_kind::any)
+            .value("blocked", memory::format_kind::blocked)
+            .value("sparse", memory::format_kind::sparse)
+            .value("opaque", memory::format_kind::opaque)
+            .finalize();
+
+    // Plain layouts by letter and by their conventional names, and the blocked
+    // layouts users most often name; primitives choose others via `any`.
+#define TAG(name) .value(#name, tag::name)
+    py::native_enum<tag>(mem, "format_tag", "enum.Enum")
+            TAG(undef) TAG(any)
+            TAG(a) TAG(ab) TAG(ba) TAG(abc) TAG(acb) TAG(bac) TAG(bca) TAG(cba)
+            TAG(abcd) TAG(abdc) TAG(acbd) TAG(acdb) TAG(adbc) TAG(bacd) TAG(bcda)
+            TAG(cdba) TAG(dcab) TAG(abcde) TAG(abdec) TAG(acbde) TAG(acdeb)
+            TAG(bacde) TAG(bcdea) TAG(cdeba) TAG(decab) TAG(abced) TAG(abcdef)
+            TAG(abdfce) TAG(acbdef) TAG(abdefc) TAG(defcab) TAG(abcdfe) TAG(abcdefg)
+            TAG(x) TAG(nc) TAG(cn) TAG(tn) TAG(nt) TAG(ncw) TAG(nwc) TAG(nchw)
+            TAG(nhwc) TAG(chwn) TAG(ncdhw) TAG(ndhwc) TAG(oi) TAG(io) TAG(oiw)
+            TAG(owi) TAG(wio) TAG(iwo) TAG(oihw) TAG(hwio) TAG(ohwi) TAG(ihwo)
+            TAG(iohw) TAG(oidhw) TAG(iodhw) TAG(dhwio) TAG(odhwi) TAG(idhwo)
+            TAG(goiw) TAG(gowi) TAG(wigo) TAG(goihw) TAG(gohwi) TAG(hwigo)
+            TAG(giohw) TAG(goidhw) TAG(giodhw) TAG(godhwi) TAG(dhwigo)
+            TAG(tnc) TAG(ntc) TAG(ldnc) TAG(ldigo) TAG(ldgoi) TAG(ldio) TAG(ldoi)
+            TAG(ldgo)
+            TAG(nCw8c) TAG(nCw16c) TAG(nChw8c) TAG(nChw16c) TAG(nCdhw8c)
+            TAG(nCdhw16c) TAG(NCw16n16c) TAG(NChw16n16c) TAG(NCdhw16n16c)
+            TAG(OIhw16i16o) TAG(OIhw16o16i) TAG(Ohwi16o) TAG(OIhw8i8o)
+            TAG(aBcd8b) TAG(aBcd16b) TAG(ABcd16a16b) TAG(ABcd16b16a) TAG(AB16b16a)
+            .finalize();
+#undef TAG
+}
+
+void bind_desc(py::class_<memory_object> &mem) {
+    py::class_<memory::desc> desc(mem, "desc",
+            "A memory descriptor (dnnl::memory::desc): dimensions, data type "
+            "and layout. Compare with ==.");
+    desc.def(py::init<>(), "A zero descriptor (no dimensions, size 0).");
+    desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag) {
+        return memory::desc(dims, data_type, format_tag);
+    }),
+            py::arg("dims"), py::arg("data_type"), py::arg("format_tag"),
+            "Descriptor of `dims` elements of `data_type` in layout `format_tag`.");
+    desc.def(py::init([](const memory::dims &dims, dt data_type,
+                               const memory::dims &strides) {
+        return memory::desc(dims, data_type, strides);
+    }),
+            py::arg("dims"), py::arg("data_type"), py::arg("strides"),
+            "Descriptor of `dims` elements of `data_type` with explicit "
+            "`strides` (in elements).");
+    desc.def("get_size", &memory::desc::get_size, py::arg("index") = 0,
+            "Size in bytes (of the index-th buffer for multi-buffer layouts).");
+    desc.def("get_dims", &memory::desc::get_dims, "Dimensions.");
+    desc.def("get_padded_dims", &memory::desc::get_padded_dims, "Padded dimensions.");
+    desc.def("get_data_type", &memory::desc::get_data_type, py::arg("index") = 0,
+            "Data type (of the index-th buffer for multi-buffer layouts).");
+    desc.def("get_ndims", &memory::desc::get_ndims, "Number of dimensions.");
+    desc.def("get_strides", &memory::desc::get_strides,
+            "Strides in elements (empty unless the layout is blocked).");
+    desc.def("get_format_kind", &memory::desc::get_format_kind, "Format kind.");
+    desc.def("get_inner_nblks", &memory::desc::get_inner_nblks,
+            "Number of inner blocks (0 for plain layouts).");
+    desc.def("get_inner_blks", &memory::desc::get_inner_blks, "Inner block sizes.");
+    desc.def("get_inner_idxs", &memory::desc::get_inner_idxs,
+            "Dimension indices of the inner blocks.");
+    desc.def("get_submemory_offset", &memory::desc::get_submemory_offset,
+            "Offset of the first element, in elements.");
+    desc.def("is_zero", &memory::desc::is_zero, "True for a zero descriptor.");
+    desc.def("reshape", &memory::desc::reshape, py::arg("dims"),
+            py::arg("allow_empty") = false, "Descriptor with new dimensions.");
+    desc.def("permute_axes", &memory::desc::permute_axes, py::arg("permutation"),
+            py::arg("allow_empty") = false, "Descriptor with permuted axes.");
+    desc.def("submemory_desc", &memory::desc::submemory_desc, py::arg("dims"),
+            py::arg("offsets"), py::arg("allow_empty") = false,
+            "Descriptor of a sub-tensor of `dims` starting at `offsets`.");
+    desc.def("__eq__", [](const memory::desc &a, const memory::desc &b) {
+        return a == b;
+    }, py::is_operator());
+    desc.def("__ne__", [](const memory::desc &a, const memory::desc &b) {
+        return a != b;
+    }, py::is_operator());
+    desc.attr("__hash__") = py::none(); // mutable C handle: equal, not hashable
+    desc.def("__repr__", &desc_repr);
+}
+
+} // namespace
+
+void bind_memory(py::module_ &m) {
+    py::class_<special_handle>(m, "_special_handle",
+            "Type of dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.")
+            .def("__repr__", [](const special_handle &h) {
+                return std::string("dnnl.") + h.name;
+            });
+    m.attr("MEMORY_ALLOCATE") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"};
+    m.attr("MEMORY_NONE") = special_handle {DNNL_MEMORY_NONE, "MEMORY_NONE"};
+
+    py::class_<mapped_data>(m, "_mapped_data",
+            "Keeps a memory mapped while NumPy views of the mapping live.");
+
+    py::class_<memory_object> mem(m, "memory",
+            "Data on an engine (dnnl::memory). On OpenCL engines, memory made "
+            "here is buffer-based; dnnl.ocl_interop.make_memory chooses USM or "
+            "buffer.");
+    bind_enums(mem);
+    bind_desc(mem);
+
+    mem.def(py::init([](const memory::desc &desc, const dnnl::engine &engine,
+                             py::handle handle) {
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
+        check_user_handle(desc, engine, /*usm=*/false, h);
+        return memory_object {memory(desc, engine, h), engine};
+    }),
+            py::arg("desc"), py::arg("engine"),
+            py::arg("handle") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"},
+            "Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE "
+            "(oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the "
+            "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
+            "or int), which oneDNN retains and which must hold desc.get_size() "
+            "bytes.");
+    mem.def("get_desc", [](const memory_object &m) { return m.memory.get_desc(); },
+            "The memory descriptor.");
+    mem.def("get_engine", [](const memory_object &m) { return m.engine; },
+            "The engine the memory lives on.");
+    mem.def("get_data_handle", [](const memory_object &m) {
+        return reinterpret_cast<uintptr_t>(m.memory.get_data_handle());
+    }, "The storage handle as an int (a USM pointer or a cl_mem); 0 when none.");
+    mem.def("set_data_handle", [](memory_object &m, py::handle handle) {
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
+        if (h == DNNL_MEMORY_ALLOCATE)
+            throw py::value_error("set_data_handle() takes a handle or "
+                                  "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
+        check_user_handle(m.memory.get_desc(), m.engine, is_usm(m.memory), h);
+        m.memory.set_data_handle(h);
+    }, py::arg("handle"),
+            "Point the memory at other storage of the same kind (checked to "
+            "fit the descriptor), or at none with dnnl.MEMORY_NONE.");
+    mem.def("map_data", [](const memory_object &m) {
+        void *ptr = nullptr;
+        {
+            py::gil_scoped_release release; // waits for the device
+            ptr = m.memory.map_data<void>();
+        }
+        if (!ptr)
+            throw status_error(dnnl_invalid_arguments,
+                    "map_data(): the memory has no storage to map");
+        py::object holder = py::cast(new mapped_data(m, ptr), py::return_value_policy::take_ownership);
+        return mapped_array(m.memory.get_desc(), ptr, holder);
+    }, "Map the memory for host access and return a NumPy array over the "
+       "mapping: typed by the data type (f16 as float16, bf16 as uint16) and "
+       "shaped and strided by the dims when the layout is plain, otherwise flat "
+       "uint8 bytes. Writes reach the memory at unmap_data(), which is also "
+       "done when the last view of the mapping is gone. Do not use the array "
+       "after unmap_data().");
+    mem.def("unmap_data", [](const memory_object &self, py::handle view) {
+        for (py::handle obj = view; obj && !obj.is_none();
+                obj = py::getattr(obj, "base", py::none())) {
+            if (py::isinstance<mapped_data>(obj)) {
+                auto &mapping = obj.cast<mapped_data &>();
+                if (mapping.owner.memory.get() != self.memory.get())
+                    throw py::value_error("unmap_data(): view maps another memory");
+                if (!mapping.mapped)
+                    throw py::value_error("unmap_data(): already unmapped");
+                mapping.unmap();
+                return;
+            }
+            if (!py::isinstance<py::array>(obj)) break;
+        }
+        throw py::type_error("unmap_data(): view must be an array returned by "
+                             "map_data() (or a view of one)");
+    }, py::arg("view"), "Unmap a mapping made by map_data(), writing host "
+                        "changes back to the memory.");
+}
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,71 @@
+#include <string>
+
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+#include "usm/usm_api.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+
+void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object) {
+    if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
+    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+        unsigned long long value = PyLong_AsUnsignedLongLong(obj.ptr());
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            throw py::value_error(std::string(param)
+                    + " must be an int between 0 and 2**64-1");
+        }
+        return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
+    }
+    if (accept_mem_object && cl_handles::is_mem_object(obj))
+        return cl_handles::to_mem(obj, param);
+    throw py::type_error(std::string(param) + " must be an int handle"
+            + (accept_mem_object ? ", a pyopencl memory object" : "")
+            + ", dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE, not "
+            + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+}
+
+bool is_usm(const dnnl::memory &memory) {
+    if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu) return false;
+    return dnnl::ocl_interop::get_memory_kind(memory)
+            == dnnl::ocl_interop::memory_kind::usm;
+}
+
+void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
+        bool usm, void *handle) {
+    if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
+    if (engine.get_kind() != dnnl::engine::kind::gpu) return;
+    cl_context context = dnnl::ocl_interop::get_context(engine);
+    size_t needed = desc.get_size();
+    if (usm) {
+        size_t available = usm::bytes_available(context, handle);
+        if (available == 0)
+            throw_invalid_argument("handle is not a USM allocation of the "
+                                   "engine's OpenCL context");
+        if (available < needed)
+            throw_invalid_argument("USM allocation has " + std::to_string(available)
+                    + " bytes from the handle on, but the memory descriptor needs "
+                    + std::to_string(needed));
+        return;
+    }
+    auto mem = static_cast<cl_mem>(handle);
+    cl_context mem_context = nullptr;
+    size_t size = 0;
+    check_cl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(mem_context),
+                     &mem_context, nullptr),
+            "clGetMemObjectInfo(CL_MEM_CONTEXT)");
+    if (mem_context != context)
+        throw_invalid_argument("cl_mem belongs to another OpenCL context than "
+                               "the engine's");
+    check_cl(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr),
+            "clGetMemObjectInfo(CL_MEM_SIZE)");
+    if (size < needed)
+        throw_invalid_argument("cl_mem has " + std::to_string(size)
+                + " bytes, but the memory descriptor needs " + std::to_string(needed));
+}
+
+} // namespace dnnl_ocl_interop

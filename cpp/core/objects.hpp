@@ -1,0 +1,45 @@
+// The Python-side objects that are more than a oneDNN handle.
+//
+// oneDNN's C++ accessors (memory::get_engine, stream::get_engine) return
+// non-owning engines, so every object bound here keeps an owning copy of its
+// engine: what get_engine() returns stays valid however the user drops things.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace dnnl_ocl_interop {
+
+struct stream_object {
+    dnnl::stream stream;
+    dnnl::engine engine;
+};
+
+struct memory_object {
+    dnnl::memory memory;
+    dnnl::engine engine;
+};
+
+// dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.
+struct special_handle {
+    void *value;
+    const char *name;
+};
+
+// Interprets a memory handle given from Python: dnnl.MEMORY_ALLOCATE,
+// dnnl.MEMORY_NONE, an int, or (when `accept_mem_object`) a pyopencl memory
+// object. TypeError names `param` for anything else.
+void *memory_handle_from(pybind11::handle obj, const char *param, bool accept_mem_object);
+
+// Refuses (dnnl.error, invalid_arguments) a user handle that oneDNN would use
+// past its end or in the wrong context: a cl_mem smaller than `desc` or from
+// another context, a USM pointer not allocated in the engine's context or
+// with fewer bytes left than `desc` needs. Special handles pass.
+void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
+        bool usm, void *handle);
+
+// Whether `memory` is USM-based (false for buffers and non-OpenCL engines).
+bool is_usm(const dnnl::memory &memory);
+
+} // namespace dnnl_ocl_interop

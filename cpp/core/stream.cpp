@@ -1,0 +1,37 @@
+#include <pybind11/native_enum.h>
+
+#include "bindings.hpp"
+#include "core/objects.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+
+void bind_stream(py::module_ &m) {
+    py::class_<stream_object> stream(m, "stream",
+            "An execution queue on an engine (dnnl::stream). OpenCL streams on "
+            "a user queue come from dnnl.ocl_interop.make_stream.");
+    py::native_enum<dnnl::stream::flags>(stream, "flags", "enum.IntFlag")
+            .value("in_order", dnnl::stream::flags::in_order)
+            .value("out_of_order", dnnl::stream::flags::out_of_order)
+            .value("default_flags", dnnl::stream::flags::default_flags)
+            // dnnl_stream_profiling (0x4) exists only with oneDNN's experimental
+            // profiling; other builds refuse the flag when a stream is made.
+            .value("profiling", static_cast<dnnl::stream::flags>(0x4U))
+            .finalize();
+    stream.def(py::init([](const dnnl::engine &engine, dnnl::stream::flags flags) {
+        py::gil_scoped_release release;
+        return stream_object {dnnl::stream(engine, flags), engine};
+    }),
+            py::arg("engine"), py::arg("flags") = dnnl::stream::flags::default_flags,
+            "A stream on `engine` with its own queue (oneDNN creates it).");
+    stream.def("wait", [](stream_object &s) {
+        py::gil_scoped_release release;
+        s.stream.wait();
+    }, "Block until all work submitted to the stream has completed. "
+       "The GIL is released while waiting.");
+    stream.def("get_engine", [](const stream_object &s) { return s.engine; },
+            "The engine the stream runs on.");
+}
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,17 @@
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
+              "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
+    using namespace dnnl_ocl_interop;
+    bind_errors(m);
+    bind_engine(m);
+    bind_stream(m);
+    bind_memory(m);
+    auto ocl_interop = m.def_submodule("ocl_interop", "Mirrors dnnl::ocl_interop.");
+    bind_ocl_interop_engine(ocl_interop);
+    bind_ocl_interop_stream(ocl_interop);
+    bind_ocl_interop_memory(ocl_interop);
+    auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
+    bind_usm(usm);
+}

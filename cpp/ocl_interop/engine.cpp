@@ -1,0 +1,68 @@
+#include <vector>
+
+#include "bindings.hpp"
+#include "common/cl_handles.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace py = pybind11;
+namespace oi = dnnl::ocl_interop;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+std::vector<uint8_t> bytes_arg(py::handle obj, const char *param) {
+    if (!PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
+        throw py::type_error(std::string(param) + " must be bytes or bytearray, not "
+                + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+    std::string data = py::bytes(py::reinterpret_borrow<py::object>(obj));
+    return std::vector<uint8_t>(data.begin(), data.end());
+}
+
+py::bytes to_bytes(const std::vector<uint8_t> &data) {
+    return py::bytes(reinterpret_cast<const char *>(data.data()), data.size());
+}
+
+} // namespace
+
+void bind_ocl_interop_engine(py::module_ &m) {
+    m.def("make_engine", [](py::handle device, py::handle context, py::handle cache_blob) {
+        cl_device_id dev = cl_handles::to_device(device, "device");
+        cl_context ctx = cl_handles::to_context(context, "context");
+        if (cache_blob.is_none()) {
+            py::gil_scoped_release release; // may build kernels
+            return oi::make_engine(dev, ctx);
+        }
+        std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
+        py::gil_scoped_release release;
+        return oi::make_engine(dev, ctx, blob);
+    },
+            py::arg("device"), py::arg("context"), py::arg("cache_blob") = py::none(),
+            "A GPU engine on the user's OpenCL `device` and `context` "
+            "(pyopencl objects or int handles). oneDNN retains both, so the "
+            "engine keeps them alive. `device` must be an Intel GPU in "
+            "`context`. With `cache_blob` (from get_engine_cache_blob), the "
+            "engine's kernels are loaded from it instead of being compiled.");
+    m.def("get_context", [](const dnnl::engine &engine) {
+        return cl_handles::retained_context(oi::get_context(engine));
+    }, py::arg("engine"), "The engine's OpenCL context (a new pyopencl.Context "
+                          "holding its own reference).");
+    m.def("get_device", [](const dnnl::engine &engine) {
+        return cl_handles::retained_device(oi::get_device(engine));
+    }, py::arg("engine"), "The engine's OpenCL device (a pyopencl.Device).");
+    m.def("get_engine_cache_blob_id", [](py::handle device) {
+        cl_device_id dev = cl_handles::to_device(device, "device");
+        return to_bytes(oi::get_engine_cache_blob_id(dev));
+    }, py::arg("device"), "Identifies the device, driver and oneDNN version a "
+                          "cache blob is valid for (bytes).");
+    m.def("get_engine_cache_blob", [](const dnnl::engine &engine) {
+        std::vector<uint8_t> blob;
+        {
+            py::gil_scoped_release release;
+            blob = oi::get_engine_cache_blob(engine);
+        }
+        return to_bytes(blob);
+    }, py::arg("engine"), "The engine's compiled kernels as bytes, for "
+                          "make_engine(device, context, cache_blob).");
+}
+
+} // namespace dnnl_ocl_interop

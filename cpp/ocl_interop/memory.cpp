@@ -1,0 +1,80 @@
+#include <pybind11/native_enum.h>
+
+#include "bindings.hpp"
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace py = pybind11;
+namespace oi = dnnl::ocl_interop;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+memory_object make(const dnnl::memory::desc &desc, const dnnl::engine &engine,
+        oi::memory_kind kind, void *handle) {
+    check_user_handle(desc, engine, kind == oi::memory_kind::usm, handle);
+    return memory_object {oi::make_memory(desc, engine, kind, handle), engine};
+}
+
+} // namespace
+
+void bind_ocl_interop_memory(py::module_ &m) {
+    py::native_enum<oi::memory_kind>(m, "memory_kind", "enum.Enum",
+            "How OpenCL memory is held: USM pointers or cl_mem buffers.")
+            .value("usm", oi::memory_kind::usm)
+            .value("buffer", oi::memory_kind::buffer)
+            .finalize();
+
+    m.def("make_memory", [](const dnnl::memory::desc &desc, const dnnl::engine &engine,
+                                 oi::memory_kind kind, py::handle handle) {
+        void *h = memory_handle_from(handle, "handle",
+                /*accept_mem_object=*/kind == oi::memory_kind::buffer);
+        return make(desc, engine, kind, h);
+    },
+            py::arg("desc"), py::arg("engine"), py::arg("kind"),
+            py::arg("handle") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"},
+            "Memory of `kind` for `desc` on `engine`. `handle`: "
+            "dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM "
+            "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
+            "the engine's context for kind.buffer. User storage must hold "
+            "desc.get_size() bytes; oneDNN does not free a user USM pointer, so "
+            "keep it allocated while the memory uses it.");
+    m.def("make_memory", [](const dnnl::memory::desc &desc, const dnnl::engine &engine,
+                                 py::handle mem_object) {
+        if (!cl_handles::is_mem_object(mem_object) && !PyLong_Check(mem_object.ptr()))
+            throw py::type_error("make_memory(): the third argument must be a "
+                    "dnnl.ocl_interop.memory_kind or a mem_object (a pyopencl "
+                    "memory object or an int cl_mem), not "
+                    + py::str(py::type::handle_of(mem_object).attr("__name__"))
+                              .cast<std::string>());
+        cl_mem mem = cl_handles::to_mem(mem_object, "mem_object");
+        return make(desc, engine, oi::memory_kind::buffer, mem);
+    },
+            py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
+            "Buffer-based memory for `desc` on the user's `mem_object`, which "
+            "oneDNN retains; it must belong to the engine's context and hold "
+            "desc.get_size() bytes.");
+    m.def("get_mem_object", [](const memory_object &memory) -> py::object {
+        if (is_usm(memory.memory)) return py::none();
+        return cl_handles::retained_buffer(oi::get_mem_object(memory.memory));
+    }, py::arg("memory"), "The memory's cl_mem as a new pyopencl.Buffer holding "
+                          "its own reference; None for USM memory or memory "
+                          "without storage.");
+    m.def("set_mem_object", [](memory_object &memory, py::handle mem_object) {
+        cl_mem mem = cl_handles::to_mem(mem_object, "mem_object");
+        if (is_usm(memory.memory))
+            throw_invalid_argument("set_mem_object(): memory is USM-based; use "
+                                   "memory.set_data_handle()");
+        check_user_handle(memory.memory.get_desc(), memory.engine, false, mem);
+        oi::set_mem_object(memory.memory, mem);
+    }, py::arg("memory"), py::arg("mem_object"),
+            "Point buffer-based `memory` at `mem_object` (retained by oneDNN; "
+            "checked to fit the descriptor).");
+    m.def("get_memory_kind", [](const memory_object &memory) {
+        return oi::get_memory_kind(memory.memory);
+    }, py::arg("memory"), "memory_kind.usm or memory_kind.buffer.");
+}
+
+} // namespace dnnl_ocl_interop

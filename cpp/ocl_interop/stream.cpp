@@ -1,0 +1,25 @@
+#include "bindings.hpp"
+#include "common/cl_handles.hpp"
+#include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace py = pybind11;
+namespace oi = dnnl::ocl_interop;
+
+namespace dnnl_ocl_interop {
+
+void bind_ocl_interop_stream(py::module_ &m) {
+    m.def("make_stream", [](const dnnl::engine &engine, py::handle queue) {
+        cl_command_queue q = cl_handles::to_queue(queue, "queue");
+        return stream_object {oi::make_stream(engine, q), engine};
+    }, py::arg("engine"), py::arg("queue"),
+            "A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or "
+            "int), which must belong to the engine's context and device. oneDNN "
+            "retains the queue. The stream is out-of-order when the queue is.");
+    m.def("get_command_queue", [](const stream_object &stream) {
+        return cl_handles::retained_queue(oi::get_command_queue(stream.stream));
+    }, py::arg("stream"), "The stream's OpenCL queue (a new "
+                          "pyopencl.CommandQueue holding its own reference).");
+}
+
+} // namespace dnnl_ocl_interop

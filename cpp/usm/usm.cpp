@@ -1,0 +1,193 @@
+#include <string>
+
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "usm/usm_api.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+enum class alloc_kind { host, device, shared };
+
+uintptr_t allocate(alloc_kind kind, py::handle context, py::handle device,
+        size_t size, cl_uint alignment) {
+    cl_context ctx = cl_handles::to_context(context, "context");
+    cl_device_id dev = kind == alloc_kind::host
+            ? nullptr
+            : cl_handles::to_device(device, "device");
+    if (size == 0) throw py::value_error("size must be positive");
+    const usm::api_t &api = usm::api_for(ctx);
+    cl_int err = CL_SUCCESS;
+    void *ptr = nullptr;
+    {
+        py::gil_scoped_release release;
+        switch (kind) {
+            case alloc_kind::host:
+                ptr = api.host_alloc(ctx, nullptr, size, alignment, &err);
+                break;
+            case alloc_kind::device:
+                ptr = api.device_alloc(ctx, dev, nullptr, size, alignment, &err);
+                break;
+            case alloc_kind::shared:
+                ptr = api.shared_alloc(ctx, dev, nullptr, size, alignment, &err);
+                break;
+        }
+    }
+    if (err != CL_SUCCESS || !ptr)
+        throw status_error(err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY
+                                || err == CL_INVALID_BUFFER_SIZE
+                        ? dnnl_out_of_memory
+                        : dnnl_invalid_arguments,
+                "USM allocation of " + std::to_string(size) + " bytes failed: "
+                        + cl_error_name(err) + " (" + std::to_string(err) + ")");
+    return reinterpret_cast<uintptr_t>(ptr);
+}
+
+// Host memory of a NumPy array (or anything with the buffer protocol), or an
+// int USM pointer. Arrays must be C-contiguous and, as a destination, writable.
+struct usm_operand {
+    void *ptr = nullptr;
+    bool is_host_array = false;
+    size_t capacity = SIZE_MAX; // known only for arrays
+    py::buffer_info info;       // keeps the array's buffer exported
+};
+
+usm_operand operand(py::handle obj, const char *param, bool writable) {
+    usm_operand op;
+    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+        op.ptr = reinterpret_cast<void *>(obj.cast<uintptr_t>());
+        if (!op.ptr) throw py::value_error(std::string(param) + " is a NULL pointer");
+        return op;
+    }
+    if (!PyObject_CheckBuffer(obj.ptr()))
+        throw py::type_error(std::string(param)
+                + " must be an int USM pointer or a NumPy array, not "
+                + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+    op.info = py::reinterpret_borrow<py::buffer>(obj).request(writable);
+    py::ssize_t expected = op.info.itemsize;
+    for (py::ssize_t i = op.info.ndim - 1; i >= 0; --i) {
+        if (op.info.shape[i] != 1 && op.info.strides[i] != expected)
+            throw py::value_error(std::string(param) + " must be C-contiguous");
+        expected *= op.info.shape[i];
+    }
+    op.ptr = op.info.ptr;
+    op.is_host_array = true;
+    op.capacity = static_cast<size_t>(op.info.size * op.info.itemsize);
+    return op;
+}
+
+} // namespace
+
+void bind_usm(py::module_ &m) {
+    m.def("device_alloc", [](py::handle context, py::handle device, size_t size,
+                                  cl_uint alignment) {
+        return allocate(alloc_kind::device, context, device, size, alignment);
+    }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
+            "Allocate `size` bytes of device USM; returns the pointer (int). "
+            "Free it with free().");
+    m.def("shared_alloc", [](py::handle context, py::handle device, size_t size,
+                                  cl_uint alignment) {
+        return allocate(alloc_kind::shared, context, device, size, alignment);
+    }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
+            "Allocate `size` bytes of shared USM (host- and device-accessible).");
+    m.def("host_alloc", [](py::handle context, size_t size, cl_uint alignment) {
+        return allocate(alloc_kind::host, context, py::none(), size, alignment);
+    }, py::arg("context"), py::arg("size"), py::arg("alignment") = 0,
+            "Allocate `size` bytes of host USM.");
+    m.def("free", [](py::handle context, uintptr_t ptr) {
+        cl_context ctx = cl_handles::to_context(context, "context");
+        void *p = reinterpret_cast<void *>(ptr);
+        if (usm::pointer_type(ctx, p) == CL_MEM_TYPE_UNKNOWN_INTEL)
+            throw_invalid_argument("free(): pointer is not a USM allocation of "
+                                   "this context");
+        const usm::api_t &api = usm::api_for(ctx);
+        py::gil_scoped_release release; // waits for work using the memory
+        check_cl(api.blocking_free(ctx, p), "clMemBlockingFreeINTEL");
+    }, py::arg("context"), py::arg("ptr"),
+            "Free a USM allocation after the work that uses it has finished.");
+    m.def("pointer_type", [](py::handle context, uintptr_t ptr) {
+        cl_context ctx = cl_handles::to_context(context, "context");
+        switch (usm::pointer_type(ctx, reinterpret_cast<void *>(ptr))) {
+            case CL_MEM_TYPE_HOST_INTEL: return "host";
+            case CL_MEM_TYPE_DEVICE_INTEL: return "device";
+            case CL_MEM_TYPE_SHARED_INTEL: return "shared";
+            default: return "unknown";
+        }
+    }, py::arg("context"), py::arg("ptr"),
+            "'device', 'shared', 'host' or 'unknown' (not a USM allocation of "
+            "`context`).");
+    m.def("memcpy", [](py::handle queue, py::handle dst, py::handle src, size_t size,
+                            py::handle deps) {
+        cl_command_queue q = cl_handles::to_queue(queue, "queue");
+        std::vector<cl_event> wait_list = cl_handles::to_events(deps, "deps");
+        usm_operand d = operand(dst, "dst", /*writable=*/true);
+        usm_operand s = operand(src, "src", /*writable=*/false);
+        if (size > d.capacity || size > s.capacity)
+            throw py::value_error("size " + std::to_string(size)
+                    + " is larger than the " + (size > d.capacity ? "dst" : "src")
+                    + " array");
+        cl_context ctx = nullptr;
+        check_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr),
+                "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)");
+        for (auto *op : {&d, &s})
+            if (!op->is_host_array) {
+                size_t available = usm::bytes_available(ctx, op->ptr);
+                if (available < size)
+                    throw_invalid_argument(std::string(op == &d ? "dst" : "src")
+                            + (available ? " has fewer than size bytes left in "
+                                           "its USM allocation"
+                                         : " is not a USM allocation of the "
+                                           "queue's context"));
+            }
+        // Host arrays may be freed once we return: copy them synchronously.
+        bool blocking = d.is_host_array || s.is_host_array;
+        const usm::api_t &api = usm::api_for(ctx);
+        cl_event event = nullptr;
+        cl_int err;
+        {
+            py::gil_scoped_release release;
+            err = api.enqueue_memcpy(q, blocking, d.ptr, s.ptr, size,
+                    static_cast<cl_uint>(wait_list.size()),
+                    wait_list.empty() ? nullptr : wait_list.data(), &event);
+        }
+        check_cl(err, "clEnqueueMemcpyINTEL");
+        return cl_handles::owned_event(event);
+    }, py::arg("queue"), py::arg("dst"), py::arg("src"), py::arg("size"),
+            py::arg("deps") = py::list(),
+            "Copy `size` bytes from `src` to `dst` on `queue` after the events "
+            "in `deps`; returns the copy's pyopencl.Event. Either side is an int "
+            "USM pointer or a C-contiguous NumPy array; with an array the copy "
+            "completes before memcpy returns.");
+    m.def("fill", [](py::handle queue, uintptr_t ptr, py::bytes pattern, size_t size,
+                          py::handle deps) {
+        cl_command_queue q = cl_handles::to_queue(queue, "queue");
+        std::vector<cl_event> wait_list = cl_handles::to_events(deps, "deps");
+        std::string pat = pattern;
+        if (pat.empty() || size % pat.size() != 0)
+            throw py::value_error("size must be a multiple of the non-empty "
+                                  "pattern's length");
+        cl_context ctx = nullptr;
+        check_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr),
+                "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)");
+        if (usm::bytes_available(ctx, reinterpret_cast<void *>(ptr)) < size)
+            throw_invalid_argument("fill(): ptr is not a USM allocation of the "
+                                   "queue's context with size bytes left");
+        cl_event event = nullptr;
+        check_cl(usm::api_for(ctx).enqueue_fill(q, reinterpret_cast<void *>(ptr),
+                         pat.data(), pat.size(), size,
+                         static_cast<cl_uint>(wait_list.size()),
+                         wait_list.empty() ? nullptr : wait_list.data(), &event),
+                "clEnqueueMemFillINTEL");
+        return cl_handles::owned_event(event);
+    }, py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
+            py::arg("deps") = py::list(),
+            "Fill `size` bytes at `ptr` with repeats of `pattern` (bytes); "
+            "returns the pyopencl.Event.");
+}
+
+} // namespace dnnl_ocl_interop

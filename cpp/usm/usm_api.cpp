@@ -1,0 +1,80 @@
+#include "usm/usm_api.hpp"
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/errors.hpp"
+
+namespace dnnl_ocl_interop {
+namespace usm {
+namespace {
+
+cl_platform_id platform_of(cl_context context) {
+    cl_device_id device = nullptr;
+    check_cl(clGetContextInfo(context, CL_CONTEXT_DEVICES, sizeof(device),
+                     &device, nullptr),
+            "clGetContextInfo(CL_CONTEXT_DEVICES)");
+    cl_platform_id platform = nullptr;
+    check_cl(clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform),
+                     &platform, nullptr),
+            "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
+    return platform;
+}
+
+template <typename F>
+void load(cl_platform_id platform, const char *name, F &fn) {
+    fn = reinterpret_cast<F>(
+            clGetExtensionFunctionAddressForPlatform(platform, name));
+    if (!fn)
+        throw status_error(dnnl_invalid_arguments,
+                std::string("the context's OpenCL platform does not provide ")
+                        + name + " (extension cl_intel_unified_shared_memory)");
+}
+
+} // namespace
+
+const api_t &api_for(cl_context context) {
+    static std::mutex mutex;
+    static std::map<cl_platform_id, api_t> apis;
+    cl_platform_id platform = platform_of(context);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = apis.find(platform);
+    if (it != apis.end()) return it->second;
+    api_t api {};
+    load(platform, "clHostMemAllocINTEL", api.host_alloc);
+    load(platform, "clDeviceMemAllocINTEL", api.device_alloc);
+    load(platform, "clSharedMemAllocINTEL", api.shared_alloc);
+    load(platform, "clMemBlockingFreeINTEL", api.blocking_free);
+    load(platform, "clGetMemAllocInfoINTEL", api.get_alloc_info);
+    load(platform, "clEnqueueMemcpyINTEL", api.enqueue_memcpy);
+    load(platform, "clEnqueueMemFillINTEL", api.enqueue_fill);
+    return apis.emplace(platform, api).first->second;
+}
+
+cl_unified_shared_memory_type_intel pointer_type(
+        cl_context context, const void *ptr) {
+    cl_unified_shared_memory_type_intel type = CL_MEM_TYPE_UNKNOWN_INTEL;
+    check_cl(api_for(context).get_alloc_info(context, ptr,
+                     CL_MEM_ALLOC_TYPE_INTEL, sizeof(type), &type, nullptr),
+            "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_TYPE_INTEL)");
+    return type;
+}
+
+size_t bytes_available(cl_context context, const void *ptr) {
+    if (pointer_type(context, ptr) == CL_MEM_TYPE_UNKNOWN_INTEL) return 0;
+    const api_t &api = api_for(context);
+    void *base = nullptr;
+    size_t size = 0;
+    check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_BASE_PTR_INTEL,
+                     sizeof(base), &base, nullptr),
+            "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_BASE_PTR_INTEL)");
+    check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_SIZE_INTEL,
+                     sizeof(size), &size, nullptr),
+            "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_SIZE_INTEL)");
+    auto offset = static_cast<const char *>(ptr) - static_cast<const char *>(base);
+    return offset >= 0 && static_cast<size_t>(offset) <= size ? size - offset : 0;
+}
+
+} // namespace usm
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,179 @@
+"""An emulated Intel GPU for machines without one.
+
+oneDNN's OpenCL engines accept only Intel GPUs. This module presents Intel's
+CPU OpenCL runtime (the ``intel-opencl-rt`` package) to oneDNN, and to
+pyopencl, as an Intel GPU with the Xe-HP identity, through an OpenCL layer
+that ships with this package. oneDNN then runs its real OpenCL C kernels on
+a real OpenCL implementation: results are genuine, timings are a CPU's.
+
+Call :func:`enable` before the process makes its first OpenCL call, or run a
+command with ``python -m dnnl_ocl_interop.emulation COMMAND [ARGS...]``.
+:func:`ensure_device` picks a real Intel GPU when there is one and the
+emulated device otherwise (``DNNL_OCL_INTEROP_DEVICE=gpu|emulated`` forces
+either).
+"""
+
+import glob
+import importlib.metadata
+import importlib.util
+import os
+import subprocess
+import sys
+
+__all__ = [
+    "EmulationError",
+    "cpu_runtime_path",
+    "enable",
+    "ensure_device",
+    "intel_gpu_present",
+    "is_enabled",
+    "layer_path",
+]
+
+_ENABLED_FLAG = "DNNL_OCL_INTEROP_EMULATION"
+_DEVICE_CHOICE = "DNNL_OCL_INTEROP_DEVICE"
+_LAYER_FILE = "libdnnl_ocl_interop_emulation_layer.so"
+_RUNTIME_FILE = "libintelocl.so"
+
+
+class EmulationError(RuntimeError):
+    """The emulated device cannot be enabled (runtime missing, too late, ...)."""
+
+
+def cpu_runtime_path() -> str:
+    """Absolute path of the installed Intel CPU OpenCL runtime (libintelocl.so).
+
+    Its own ICD file holds a placeholder path (pip does not run the conda
+    post-link step), so the loader is pointed at the library directly.
+    """
+    candidates = []
+    try:
+        for entry in importlib.metadata.distribution("intel-opencl-rt").files or []:
+            if entry.name == _RUNTIME_FILE:
+                candidates.append(str(entry.locate()))
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    candidates.append(os.path.join(sys.prefix, "lib", _RUNTIME_FILE))
+    for path in candidates:
+        if os.path.isfile(path):
+            return os.path.realpath(path)
+    raise EmulationError(
+        "Intel's CPU OpenCL runtime is not installed: "
+        "pip install intel-opencl-rt intel-cmplr-lib-rt tbb"
+    )
+
+
+def layer_path() -> str:
+    """Absolute path of the OpenCL layer built and installed with this package."""
+    spec = importlib.util.find_spec("dnnl_ocl_interop._core")
+    if spec is None or spec.origin is None:
+        raise EmulationError("dnnl_ocl_interop._core is not built")
+    path = os.path.join(os.path.dirname(spec.origin), _LAYER_FILE)
+    if not os.path.isfile(path):
+        raise EmulationError(f"the emulation layer is missing: {path}")
+    return path
+
+
+def _icd_library_names() -> set:
+    """File names of the OpenCL drivers a loader would open."""
+    names = {_RUNTIME_FILE}
+    for icd in glob.glob("/etc/OpenCL/vendors/*.icd"):
+        try:
+            with open(icd) as f:
+                names.add(os.path.basename(f.read().strip()))
+        except OSError:
+            pass
+    return names
+
+
+def _opencl_initialized() -> bool:
+    """Whether an OpenCL driver is already loaded into this process: loaders
+    open drivers at the first OpenCL call and read their settings only then."""
+    try:
+        with open("/proc/self/maps") as f:
+            mapped = {os.path.basename(line.split()[-1]) for line in f if "/" in line}
+    except OSError:
+        return False
+    drivers = _icd_library_names()
+    return any(name in drivers or name.split(".so")[0] + ".so" in drivers for name in mapped)
+
+
+def is_enabled() -> bool:
+    """True when this process (or the one that started it) enabled emulation."""
+    return os.environ.get(_ENABLED_FLAG) == "1"
+
+
+def _description() -> str:
+    return (
+        "emulated Intel GPU (Xe-HP identity) on Intel's CPU OpenCL runtime "
+        f"{os.environ.get('OCL_ICD_VENDORS')} through layer {os.environ.get('OPENCL_LAYERS')}"
+    )
+
+
+def enable() -> str:
+    """Present Intel's CPU OpenCL runtime as an Intel GPU to this process.
+
+    Sets the ICD loader's ``OCL_ICD_VENDORS`` (only the CPU runtime is
+    visible) and ``OPENCL_LAYERS`` (the emulation layer); child processes
+    inherit both. Must run before the first OpenCL call. Returns a one-line
+    description; raises :class:`EmulationError` when the runtime is missing
+    or OpenCL is already initialized.
+    """
+    if is_enabled():
+        return _description()
+    if _opencl_initialized():
+        raise EmulationError(
+            "OpenCL is already initialized in this process: enable emulation "
+            "before the first OpenCL call, or run the program with "
+            "python -m dnnl_ocl_interop.emulation"
+        )
+    runtime = cpu_runtime_path()
+    layer = layer_path()
+    os.environ["OCL_ICD_VENDORS"] = runtime
+    os.environ["OPENCL_LAYERS"] = layer
+    os.environ[_ENABLED_FLAG] = "1"
+    return _description()
+
+
+_GPU_PROBE = """
+import pyopencl as cl
+found = [d.name for p in cl.get_platforms() if "Intel" in p.vendor
+         for d in p.get_devices() if d.type & cl.device_type.GPU]
+print(found[0] if found else "")
+"""
+
+
+def intel_gpu_present() -> str:
+    """Name of a real Intel GPU, or "" when there is none.
+
+    Asked in a child process without emulation, so this process's OpenCL
+    stays uninitialized and emulation can still be enabled.
+    """
+    env = {k: v for k, v in os.environ.items()
+           if k not in (_ENABLED_FLAG, "OPENCL_LAYERS", "OCL_ICD_VENDORS")}
+    try:
+        probe = subprocess.run([sys.executable, "-c", _GPU_PROBE], env=env,
+                               capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return ""
+    return probe.stdout.strip() if probe.returncode == 0 else ""
+
+
+def ensure_device() -> str:
+    """Make an Intel GPU available to this process; returns what is used.
+
+    A real Intel GPU when present, the emulated one otherwise. The
+    ``DNNL_OCL_INTEROP_DEVICE`` environment variable can force ``gpu``
+    (fail without a real one) or ``emulated``.
+    """
+    choice = os.environ.get(_DEVICE_CHOICE, "auto")
+    if choice not in ("auto", "gpu", "emulated"):
+        raise EmulationError(f"{_DEVICE_CHOICE} must be auto, gpu or emulated, not {choice!r}")
+    if is_enabled() or choice == "emulated":
+        return enable()
+    gpu = intel_gpu_present()
+    if gpu:
+        return f"real Intel GPU: {gpu}"
+    if choice == "gpu":
+        raise EmulationError(f"{_DEVICE_CHOICE}=gpu but no Intel GPU was found")
+    return enable()

@@ -1,0 +1,7 @@
+# Use ccache for incremental rebuilds when it is installed.
+find_program(DNNL_OCL_INTEROP_CCACHE ccache)
+if(DNNL_OCL_INTEROP_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_C_COMPILER_LAUNCHER "${DNNL_OCL_INTEROP_CCACHE}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${DNNL_OCL_INTEROP_CCACHE}")
+  message(STATUS "Compiler cache: ${DNNL_OCL_INTEROP_CCACHE}")
+endif()
