@@ -1,5 +1,6 @@
 #include "common/cl_handles.hpp"
 
+#include <mutex>
 #include <string>
 
 #include "common/errors.hpp"
@@ -37,7 +38,20 @@ PyObject *accepted_class(family_t &family) {
     return pyopencl_class(family.accepted_class, family.accepted);
 }
 
+// The ICD loader oneDNN is linked with sets up its layers at its first
+// platform query. Handles made through another loader (pyopencl carries its
+// own) would otherwise reach the driver without passing the layers, e.g. the
+// emulation layer that presents the device as a GPU.
+void initialize_system_loader() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        cl_uint count = 0;
+        clGetPlatformIDs(0, nullptr, &count);
+    });
+}
+
 void *to_handle(py::handle obj, family_t &family, const char *param) {
+    initialize_system_loader();
     uintptr_t value = 0;
     if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
         value = PyLong_AsUnsignedLongLong(obj.ptr());

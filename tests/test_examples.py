@@ -1,0 +1,28 @@
+"""The examples run as users run them: each in a fresh process.
+
+A fresh process also covers OpenCL's start-up order: pyopencl (with its own
+ICD loader) makes the first OpenCL call and oneDNN's loader comes second.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def run_example(name):
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.mark.timeout(600)
+def test_demo():
+    out = run_example("demo.py")
+    assert "same cl_mem: True" in out
+    assert "data handle matches: True" in out
+    assert out.rstrip().endswith("demo:    OK")
