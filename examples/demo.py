@@ -33,7 +33,8 @@ values = np.arange(6, dtype=np.float32).reshape(2, 3)
 buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, desc.get_size())
 cl.enqueue_copy(queue, buffer, values).wait()
 buffer_memory = oi.make_memory(desc, engine, buffer)
-same_cl_mem = oi.get_mem_object(buffer_memory).int_ptr == buffer.int_ptr
+wrapped = oi.get_mem_object(buffer_memory)
+same_cl_mem = wrapped is not None and wrapped.int_ptr == buffer.int_ptr
 view = buffer_memory.map_data()
 print(f"buffer:  cl.Buffer of {buffer.size} bytes wrapped as {oi.get_memory_kind(buffer_memory)} "
       f"memory (same cl_mem: {same_cl_mem}); oneDNN reads {view.tolist()}")
