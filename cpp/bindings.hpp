@@ -12,6 +12,7 @@ void bind_memory(pybind11::module_ &m);         // core/memory.cpp
 void bind_ocl_interop_engine(pybind11::module_ &m); // ocl_interop/engine.cpp
 void bind_ocl_interop_stream(pybind11::module_ &m); // ocl_interop/stream.cpp
 void bind_ocl_interop_memory(pybind11::module_ &m); // ocl_interop/memory.cpp
+void bind_ocl_interop_execute(pybind11::module_ &m); // ocl_interop/execute.cpp
 void bind_usm(pybind11::module_ &m);            // usm/usm.cpp
 
 } // namespace dnnl_ocl_interop

@@ -1,4 +1,5 @@
 #include "bindings.hpp"
+#include "core/primitive_objects.hpp"
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
@@ -8,10 +9,14 @@ PYBIND11_MODULE(_core, m) {
     bind_engine(m);
     bind_stream(m);
     bind_memory(m);
+    bind_attributes(m);
+    bind_primitive_base(m);
+    bind_primitives(m);
     auto ocl_interop = m.def_submodule("ocl_interop", "Mirrors dnnl::ocl_interop.");
     bind_ocl_interop_engine(ocl_interop);
     bind_ocl_interop_stream(ocl_interop);
     bind_ocl_interop_memory(ocl_interop);
+    bind_ocl_interop_execute(ocl_interop);
     auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
 }

@@ -10,28 +10,10 @@ pyopencl objects holding their own reference.
 """
 
 from . import _core
-from ._core import (
-    MEMORY_ALLOCATE,
-    MEMORY_NONE,
-    engine,
-    error,
-    memory,
-    status,
-    stream,
-)
-from . import emulation, ocl_interop, usm
+from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
+from ._reexport import public_names
+from . import emulation, ocl_interop, usm  # Python modules over _core's submodules
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "MEMORY_ALLOCATE",
-    "MEMORY_NONE",
-    "emulation",
-    "engine",
-    "error",
-    "memory",
-    "ocl_interop",
-    "status",
-    "stream",
-    "usm",
-]
+__all__ = public_names(_core) + ["emulation"]

@@ -1,0 +1,275 @@
+// Enums, execution-argument constants, post-ops and primitive attributes.
+#include <algorithm>
+
+#include <pybind11/native_enum.h>
+#include <pybind11/stl.h>
+
+#include "core/primitive_objects.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+struct arg_constant {
+    const char *name;
+    int value;
+};
+
+#define ARG(name) {"ARG_" #name, DNNL_ARG_##name}
+const arg_constant arg_constants[] = {
+        ARG(SRC), ARG(SRC_0), ARG(SRC_1), ARG(SRC_2), ARG(SRC_3), ARG(FROM),
+        ARG(SRC_LAYER), ARG(SRC_ITER), ARG(SRC_ITER_C), ARG(AUGRU_ATTENTION),
+        ARG(DST), ARG(DST_0), ARG(DST_1), ARG(DST_2), ARG(TO), ARG(DST_LAYER),
+        ARG(DST_ITER), ARG(DST_ITER_C), ARG(WEIGHTS), ARG(WEIGHTS_0),
+        ARG(WEIGHTS_1), ARG(WEIGHTS_2), ARG(WEIGHTS_3), ARG(WEIGHTS_LAYER),
+        ARG(WEIGHTS_ITER), ARG(WEIGHTS_PEEPHOLE), ARG(WEIGHTS_PROJECTION),
+        ARG(BIAS), ARG(REDUCE), ARG(MEAN), ARG(VARIANCE), ARG(SCALE), ARG(SHIFT),
+        ARG(WORKSPACE), ARG(SCRATCHPAD), ARG(DIFF_SRC), ARG(DIFF_SRC_0),
+        ARG(DIFF_SRC_1), ARG(DIFF_SRC_2), ARG(DIFF_SRC_3), ARG(DIFF_SRC_LAYER),
+        ARG(DIFF_SRC_ITER), ARG(DIFF_SRC_ITER_C), ARG(DIFF_AUGRU_ATTENTION),
+        ARG(DIFF_DST), ARG(DIFF_DST_0), ARG(DIFF_DST_1), ARG(DIFF_DST_2),
+        ARG(DIFF_DST_LAYER), ARG(DIFF_DST_ITER), ARG(DIFF_DST_ITER_C),
+        ARG(DIFF_WEIGHTS), ARG(DIFF_WEIGHTS_0), ARG(DIFF_WEIGHTS_1),
+        ARG(DIFF_WEIGHTS_2), ARG(DIFF_WEIGHTS_3), ARG(DIFF_WEIGHTS_LAYER),
+        ARG(DIFF_WEIGHTS_ITER), ARG(DIFF_WEIGHTS_PEEPHOLE),
+        ARG(DIFF_WEIGHTS_PROJECTION), ARG(DIFF_BIAS), ARG(DIFF_SCALE),
+        ARG(DIFF_SHIFT), ARG(ATTR_DROPOUT_MASK), ARG(ATTR_DROPOUT_PROBABILITY),
+        ARG(ATTR_DROPOUT_SEED), ARG(ATTR_ROUNDING_SEED), ARG(MULTIPLE_SRC),
+        ARG(MULTIPLE_DST), ARG(ATTR_SCALES), ARG(ATTR_ZERO_POINTS),
+        ARG(ATTR_POST_OP_DW), ARG(ATTR_MULTIPLE_POST_OP_BASE), ARG(UNDEF)};
+#undef ARG
+
+void add_quantization_arg(attr_object &a, int arg) {
+    if (std::find(a.quantization_args.begin(), a.quantization_args.end(), arg)
+            == a.quantization_args.end())
+        a.quantization_args.push_back(arg);
+}
+
+void bind_enums(py::module_ &m) {
+    using alg = dnnl::algorithm;
+#define ALG(name) .value(#name, alg::name)
+    py::native_enum<alg>(m, "algorithm", "enum.Enum", "Primitive algorithms.")
+            ALG(undef) ALG(convolution_auto) ALG(convolution_direct)
+            ALG(convolution_winograd) ALG(deconvolution_direct)
+            ALG(deconvolution_winograd) ALG(eltwise_relu) ALG(eltwise_tanh)
+            ALG(eltwise_elu) ALG(eltwise_square) ALG(eltwise_abs) ALG(eltwise_sqrt)
+            ALG(eltwise_swish) ALG(eltwise_linear) ALG(eltwise_soft_relu)
+            ALG(eltwise_mish) ALG(eltwise_logistic) ALG(eltwise_exp)
+            ALG(eltwise_gelu_tanh) ALG(eltwise_gelu_erf) ALG(eltwise_log)
+            ALG(eltwise_clip) ALG(eltwise_clip_v2) ALG(eltwise_pow) ALG(eltwise_round)
+            ALG(eltwise_hardswish) ALG(eltwise_hardsigmoid)
+            ALG(eltwise_relu_use_dst_for_bwd) ALG(eltwise_tanh_use_dst_for_bwd)
+            ALG(eltwise_elu_use_dst_for_bwd) ALG(eltwise_sqrt_use_dst_for_bwd)
+            ALG(eltwise_logistic_use_dst_for_bwd) ALG(eltwise_exp_use_dst_for_bwd)
+            ALG(eltwise_clip_v2_use_dst_for_bwd) ALG(lrn_across_channels)
+            ALG(lrn_within_channel) ALG(pooling_max) ALG(pooling_avg_include_padding)
+            ALG(pooling_avg_exclude_padding) ALG(vanilla_rnn) ALG(vanilla_lstm)
+            ALG(vanilla_gru) ALG(lbr_gru) ALG(vanilla_augru) ALG(lbr_augru)
+            ALG(binary_add) ALG(binary_mul) ALG(binary_max) ALG(binary_min)
+            ALG(binary_div) ALG(binary_sub) ALG(binary_ge) ALG(binary_gt)
+            ALG(binary_le) ALG(binary_lt) ALG(binary_eq) ALG(binary_ne)
+            ALG(binary_select) ALG(resampling_nearest) ALG(resampling_linear)
+            ALG(reduction_max) ALG(reduction_min) ALG(reduction_sum)
+            ALG(reduction_mul) ALG(reduction_mean) ALG(reduction_norm_lp_max)
+            ALG(reduction_norm_lp_sum) ALG(reduction_norm_lp_power_p_max)
+            ALG(reduction_norm_lp_power_p_sum) ALG(softmax_accurate) ALG(softmax_log)
+            .finalize();
+#undef ALG
+
+    using pk = dnnl::prop_kind;
+    py::native_enum<pk>(m, "prop_kind", "enum.Enum", "Propagation kinds.")
+            .value("undef", pk::undef)
+            .value("forward_training", pk::forward_training)
+            .value("forward_inference", pk::forward_inference)
+            .value("forward", pk::forward)
+            .value("backward", pk::backward)
+            .value("backward_data", pk::backward_data)
+            .value("backward_weights", pk::backward_weights)
+            .value("backward_bias", pk::backward_bias)
+            .finalize();
+
+    using fm = dnnl::fpmath_mode;
+    py::native_enum<fm>(m, "fpmath_mode", "enum.Enum",
+            "Floating-point math modes (implicit down-conversions allowed).")
+            .value("strict", fm::strict)
+            .value("bf16", fm::bf16)
+            .value("f16", fm::f16)
+            .value("tf32", fm::tf32)
+            .value("any", fm::any)
+            .finalize();
+
+    py::native_enum<dnnl::scratchpad_mode>(m, "scratchpad_mode", "enum.Enum",
+            "Who provides a primitive's scratchpad: oneDNN or the user "
+            "(as ARG_SCRATCHPAD).")
+            .value("library", dnnl::scratchpad_mode::library)
+            .value("user", dnnl::scratchpad_mode::user)
+            .finalize();
+
+    using nf = dnnl::normalization_flags;
+    py::native_enum<nf>(m, "normalization_flags", "enum.IntFlag",
+            "Flags of batch and layer normalization.")
+            .value("none", nf::none)
+            .value("use_global_stats", nf::use_global_stats)
+            .value("use_scale", nf::use_scale)
+            .value("use_shift", nf::use_shift)
+            .value("fuse_norm_relu", nf::fuse_norm_relu)
+            .value("fuse_norm_add_relu", nf::fuse_norm_add_relu)
+            .value("rms_norm", nf::rms_norm)
+            .finalize();
+
+    using q = dnnl::query;
+    py::native_enum<q>(m, "query", "enum.Enum",
+            "Queries for primitive_desc.query_md().")
+            .value("src_md", q::src_md)
+            .value("diff_src_md", q::diff_src_md)
+            .value("weights_md", q::weights_md)
+            .value("diff_weights_md", q::diff_weights_md)
+            .value("dst_md", q::dst_md)
+            .value("diff_dst_md", q::diff_dst_md)
+            .value("workspace_md", q::workspace_md)
+            .value("scratchpad_md", q::scratchpad_md)
+            .value("exec_arg_md", q::exec_arg_md)
+            .finalize();
+
+    using pok = dnnl::primitive::kind;
+    py::native_enum<pok>(m, "primitive_kind", "enum.Enum", "Primitive kinds.")
+            .value("undef", pok::undef)
+            .value("reorder", pok::reorder)
+            .value("shuffle", pok::shuffle)
+            .value("concat", pok::concat)
+            .value("sum", pok::sum)
+            .value("convolution", pok::convolution)
+            .value("deconvolution", pok::deconvolution)
+            .value("eltwise", pok::eltwise)
+            .value("lrn", pok::lrn)
+            .value("batch_normalization", pok::batch_normalization)
+            .value("inner_product", pok::inner_product)
+            .value("rnn", pok::rnn)
+            .value("binary", pok::binary)
+            .value("matmul", pok::matmul)
+            .value("resampling", pok::resampling)
+            .value("pooling", pok::pooling)
+            .value("reduction", pok::reduction)
+            .value("prelu", pok::prelu)
+            .value("softmax", pok::softmax)
+            .value("layer_normalization", pok::layer_normalization)
+            .value("group_normalization", pok::group_normalization)
+            .finalize();
+}
+
+void bind_post_ops(py::module_ &m) {
+    py::class_<dnnl::post_ops> po(m, "post_ops",
+            "Operations fused after a primitive (dnnl::post_ops): eltwise, "
+            "binary (its second input passed as "
+            "ARG_ATTR_MULTIPLE_POST_OP(index) | ARG_SRC_1) and sum.");
+    po.def(py::init<>());
+    po.def("__len__", &dnnl::post_ops::len);
+    po.def("len", &dnnl::post_ops::len, "Number of post-ops.");
+    po.def("kind", &dnnl::post_ops::kind, py::arg("index"),
+            "Primitive kind of the index-th post-op.");
+    po.def("append_eltwise", &dnnl::post_ops::append_eltwise, py::arg("algorithm"),
+            py::arg("alpha") = 0.f, py::arg("beta") = 0.f,
+            "Append an elementwise operation.");
+    po.def("append_binary",
+            py::overload_cast<dnnl::algorithm, const dnnl::memory::desc &>(
+                    &dnnl::post_ops::append_binary),
+            py::arg("algorithm"), py::arg("src1_desc"),
+            "Append a binary operation with a second input of `src1_desc`.");
+    po.def("append_sum", &dnnl::post_ops::append_sum, py::arg("scale") = 1.f,
+            py::arg("zero_point") = 0,
+            py::arg("data_type") = dnnl::memory::data_type::undef,
+            "Accumulate into the destination: dst = scale * (dst - zero_point) "
+            "+ result.");
+    po.def("get_params_eltwise", [](const dnnl::post_ops &p, int index) {
+        dnnl::algorithm alg;
+        float alpha, beta;
+        p.get_params_eltwise(index, alg, alpha, beta);
+        return py::make_tuple(alg, alpha, beta);
+    }, py::arg("index"), "(algorithm, alpha, beta) of an eltwise post-op.");
+    po.def("get_params_binary", [](const dnnl::post_ops &p, int index) {
+        dnnl::algorithm alg;
+        dnnl::memory::desc src1;
+        p.get_params_binary(index, alg, src1);
+        return py::make_tuple(alg, src1);
+    }, py::arg("index"), "(algorithm, src1_desc) of a binary post-op.");
+    po.def("get_params_sum", [](const dnnl::post_ops &p, int index) {
+        float scale;
+        int32_t zero_point;
+        dnnl::memory::data_type dt;
+        p.get_params_sum(index, scale, zero_point, dt);
+        return py::make_tuple(scale, zero_point, dt);
+    }, py::arg("index"), "(scale, zero_point, data_type) of a sum post-op.");
+}
+
+void bind_attr(py::module_ &m) {
+    py::class_<attr_object> attr(m, "primitive_attr",
+            "Primitive attributes (dnnl::primitive_attr): post-ops, scales, "
+            "zero points, fpmath and scratchpad modes.");
+    attr.def(py::init<>());
+    attr.def("set_post_ops", [](attr_object &a, const dnnl::post_ops &ops) {
+        a.attr.set_post_ops(ops);
+    }, py::arg("ops"));
+    attr.def("get_post_ops", [](const attr_object &a) { return a.attr.get_post_ops(); });
+    attr.def("set_scales_mask", [](attr_object &a, int arg, int mask) {
+        a.attr.set_scales_mask(arg, mask);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
+    }, py::arg("arg"), py::arg("mask"),
+            "Scale argument `arg` (e.g. ARG_SRC) by f32 factors passed at "
+            "execution as ARG_ATTR_SCALES | arg; `mask` selects the dimensions "
+            "with their own factor (0: one factor).");
+    attr.def("set_scales", [](attr_object &a, int arg, int mask,
+                                   const dnnl::memory::dims &groups,
+                                   dnnl::memory::data_type data_type) {
+        a.attr.set_scales(arg, mask, groups, data_type);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
+    }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
+            py::arg("data_type") = dnnl::memory::data_type::f32,
+            "Like set_scales_mask, with groups and the factors' data type.");
+    attr.def("set_zero_points_mask", [](attr_object &a, int arg, int mask) {
+        a.attr.set_zero_points_mask(arg, mask);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg);
+    }, py::arg("arg"), py::arg("mask"),
+            "Zero points of argument `arg`, passed at execution as s32 "
+            "ARG_ATTR_ZERO_POINTS | arg.");
+    attr.def("set_fpmath_mode", [](attr_object &a, dnnl::fpmath_mode mode, bool apply_to_int) {
+        a.attr.set_fpmath_mode(mode, apply_to_int);
+    }, py::arg("mode"), py::arg("apply_to_int") = false);
+    attr.def("get_fpmath_mode", [](const attr_object &a) { return a.attr.get_fpmath_mode(); });
+    attr.def("set_scratchpad_mode", [](attr_object &a, dnnl::scratchpad_mode mode) {
+        a.attr.set_scratchpad_mode(mode);
+    }, py::arg("mode"));
+    attr.def("get_scratchpad_mode", [](const attr_object &a) {
+        return a.attr.get_scratchpad_mode();
+    });
+}
+
+} // namespace
+
+std::string arg_name(int arg) {
+    for (const auto &c : arg_constants)
+        if (c.value == arg) return c.name;
+    int base = DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE;
+    if (arg >= DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) && arg < (base << 1) * 32)
+        return "ARG_ATTR_MULTIPLE_POST_OP(" + std::to_string(arg / base - 1) + ") | "
+                + arg_name(arg % base);
+    for (int flag : {DNNL_ARG_ATTR_SCALES, DNNL_ARG_ATTR_ZERO_POINTS})
+        if (arg & flag)
+            return arg_name(flag) + " | " + arg_name(arg & ~flag);
+    if (arg > DNNL_ARG_MULTIPLE_SRC && arg < DNNL_ARG_MULTIPLE_DST)
+        return "ARG_MULTIPLE_SRC + " + std::to_string(arg - DNNL_ARG_MULTIPLE_SRC);
+    return "argument " + std::to_string(arg);
+}
+
+void bind_attributes(py::module_ &m) {
+    bind_enums(m);
+    for (const auto &c : arg_constants) m.attr(c.name) = c.value;
+    m.def("ARG_ATTR_MULTIPLE_POST_OP", [](int index) {
+        return DNNL_ARG_ATTR_MULTIPLE_POST_OP(index);
+    }, py::arg("index"), "Base of the arguments of the index-th post-op; add "
+                         "ARG_SRC_1 for a binary post-op's input.");
+    bind_post_ops(m);
+    bind_attr(m);
+}
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,154 @@
+// primitive_desc and primitive base classes; argument checks for execute().
+#include <pybind11/stl.h>
+
+#include "bindings.hpp"
+#include "common/errors.hpp"
+#include "core/primitive_objects.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+// Arguments a forward primitive may read or write; the descriptor says which
+// it does (a zero exec_arg_md means "not used").
+const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2,
+        DNNL_ARG_SRC_3, DNNL_ARG_DST_0, DNNL_ARG_DST_1, DNNL_ARG_DST_2,
+        DNNL_ARG_WEIGHTS_0, DNNL_ARG_WEIGHTS_1, DNNL_ARG_WEIGHTS_2,
+        DNNL_ARG_WEIGHTS_3, DNNL_ARG_BIAS, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+        DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_WORKSPACE, DNNL_ARG_SCRATCHPAD,
+        DNNL_ARG_DIFF_SRC_0, DNNL_ARG_DIFF_SRC_1, DNNL_ARG_DIFF_DST_0,
+        DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1, DNNL_ARG_DIFF_BIAS,
+        DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+
+std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
+    const dnnl::primitive_desc_base &pd = pdo.pd;
+    std::vector<expected_arg> args;
+    auto add_if_used = [&](int arg) {
+        dnnl::memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
+        if (!md.is_zero()) args.push_back({arg, md});
+    };
+    for (int arg : candidate_args) add_if_used(arg);
+    int n_inputs = dnnl_primitive_desc_query_s32(
+            pd.get(), dnnl_query_num_of_inputs_s32, 0);
+    for (int i = 0; i < n_inputs; ++i) add_if_used(DNNL_ARG_MULTIPLE_SRC + i);
+    dnnl::post_ops ops = pd.get_primitive_attr().get_post_ops();
+    for (int i = 0; i < ops.len(); ++i) {
+        // oneDNN answers this query for any post-op index; only binary
+        // post-ops have inputs.
+        if (ops.kind(i) != dnnl::primitive::kind::binary) continue;
+        add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
+        add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
+    }
+    for (int arg : pdo.quantization_args) args.push_back({arg, dnnl::memory::desc()});
+    return args;
+}
+
+dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int index) {
+    return p.pd.query_md(what, index);
+}
+
+} // namespace
+
+primitive_object make_primitive(const primitive_desc_object &pd) {
+    dnnl::primitive primitive;
+    {
+        py::gil_scoped_release release; // compiles kernels
+        primitive = dnnl::primitive(pd.pd.get());
+    }
+    return primitive_object {primitive, pd.engine, expected_args(pd)};
+}
+
+std::unordered_map<int, dnnl::memory> execution_args(
+        const primitive_object &p, const stream_object &stream, py::handle args) {
+    if (!PyDict_Check(args.ptr()))
+        throw py::type_error("args must be a dict of {ARG_*: dnnl.memory}");
+    if (stream.engine.get() != p.engine.get())
+        throw_invalid_argument("the stream is on another engine than the primitive");
+    std::unordered_map<int, dnnl::memory> converted;
+    converted.reserve(PyDict_Size(args.ptr()));
+    for (auto item : py::reinterpret_borrow<py::dict>(args)) {
+        if (!PyLong_Check(item.first.ptr()))
+            throw py::type_error("args keys must be ARG_* ints");
+        int arg = item.first.cast<int>();
+        if (!py::isinstance<memory_object>(item.second))
+            throw py::type_error("args[" + arg_name(arg) + "] must be a dnnl.memory");
+        const auto &mem = item.second.cast<const memory_object &>();
+        const expected_arg *expected = nullptr;
+        for (const auto &e : p.args)
+            if (e.arg == arg) expected = &e;
+        if (!expected)
+            throw_invalid_argument(arg_name(arg) + " is not an argument of this primitive");
+        if (mem.engine.get() != p.engine.get())
+            throw_invalid_argument(arg_name(arg) + " is memory on another engine "
+                                                   "than the primitive's");
+        if (!expected->desc.is_zero() && mem.memory.get_desc() != expected->desc)
+            throw_invalid_argument(arg_name(arg) + " has a memory descriptor other "
+                    "than the primitive's (query it with the primitive "
+                    "descriptor's *_desc() or query_md(exec_arg_md, arg))");
+        if (!mem.memory.get_data_handle())
+            throw_invalid_argument(arg_name(arg) + " has no storage (dnnl.MEMORY_NONE)");
+        converted.emplace(arg, mem.memory);
+    }
+    for (const auto &e : p.args)
+        if (!converted.count(e.arg))
+            throw_invalid_argument("missing argument " + arg_name(e.arg));
+    return converted;
+}
+
+void bind_primitive_base(py::module_ &m) {
+    py::class_<primitive_desc_object> pd(m, "primitive_desc",
+            "Base of every primitive descriptor: the chosen implementation and "
+            "the memory descriptors it expects.");
+    pd.def("src_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::src_md, i);
+    }, py::arg("index") = 0, "Source memory descriptor (zero if none).");
+    pd.def("dst_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::dst_md, i);
+    }, py::arg("index") = 0, "Destination memory descriptor.");
+    pd.def("weights_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::weights_md, i);
+    }, py::arg("index") = 0, "Weights memory descriptor (index 1: bias, "
+                             "where the primitive has one).");
+    pd.def("bias_desc", [](const primitive_desc_object &p) {
+        return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_BIAS);
+    }, "Bias memory descriptor (zero if none).");
+    pd.def("workspace_desc", [](const primitive_desc_object &p) {
+        return query(p, dnnl::query::workspace_md, 0);
+    }, "Workspace memory descriptor (zero if none).");
+    pd.def("scratchpad_desc", [](const primitive_desc_object &p) {
+        return query(p, dnnl::query::scratchpad_md, 0);
+    }, "Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in "
+       "scratchpad_mode.user (zero otherwise).");
+    pd.def("query_md", &query, py::arg("what"), py::arg("index") = 0,
+            "Memory descriptor for a query; query.exec_arg_md with an ARG_* "
+            "index gives any execution argument's descriptor.");
+    pd.def("impl_info_str", [](const primitive_desc_object &p) {
+        return p.pd.impl_info_str();
+    }, "Name of the implementation oneDNN chose.");
+    pd.def("get_kind", [](const primitive_desc_object &p) {
+        return p.pd.get_kind();
+    }, "Primitive kind.");
+    pd.def("get_engine", [](const primitive_desc_object &p) { return p.engine; },
+            "The engine the primitive runs on.");
+    pd.def("get_scratchpad_mode", [](const primitive_desc_object &p) {
+        return p.pd.get_primitive_attr().get_scratchpad_mode();
+    });
+
+    py::class_<primitive_object> prim(m, "primitive",
+            "Base of every primitive: execute it on a stream with its arguments.");
+    prim.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args) {
+        auto converted = execution_args(p, s, args);
+        py::gil_scoped_release release;
+        p.primitive.execute(s.stream, converted);
+    }, py::arg("stream"), py::arg("args"),
+            "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "
+            "Arguments are checked first: every one the primitive uses must be "
+            "given, with the descriptor it expects, on its engine. Returns "
+            "once submitted; call stream.wait() before reading results. "
+            "On an out-of-order stream use dnnl.ocl_interop.execute to get "
+            "the event.");
+    prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); });
+}
+
+} // namespace dnnl_ocl_interop

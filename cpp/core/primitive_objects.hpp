@@ -1,0 +1,58 @@
+// Primitive descriptors, attributes and primitives as Python sees them.
+//
+// Each keeps what oneDNN's handles cannot report back: an owning copy of the
+// engine, and the quantization arguments (scales, zero points) an attribute
+// asks for, so execute() can require them. A primitive also keeps the list of
+// arguments it reads and writes, with their descriptors, to check execute()'s
+// arguments before oneDNN sees them.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+#include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace dnnl_ocl_interop {
+
+struct attr_object {
+    dnnl::primitive_attr attr;
+    std::vector<int> quantization_args; // DNNL_ARG_ATTR_SCALES | arg, ...
+};
+
+struct primitive_desc_object {
+    dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
+    dnnl::engine engine;
+    std::vector<int> quantization_args;
+};
+
+struct expected_arg {
+    int arg;
+    dnnl::memory::desc desc; // zero: any descriptor (quantization arguments)
+};
+
+struct primitive_object {
+    dnnl::primitive primitive;
+    dnnl::engine engine;
+    std::vector<expected_arg> args;
+};
+
+// Builds a primitive and the list of arguments it expects.
+primitive_object make_primitive(const primitive_desc_object &pd);
+
+// Converts and checks execute()'s `args` for `p` on `stream`: every expected
+// argument present, none unknown, descriptors equal, same engine, storage set.
+std::unordered_map<int, dnnl::memory> execution_args(
+        const primitive_object &p, const stream_object &stream, pybind11::handle args);
+
+// "ARG_SRC" and the like, for messages.
+std::string arg_name(int arg);
+
+void bind_attributes(pybind11::module_ &m); // core/attributes.cpp
+void bind_primitive_base(pybind11::module_ &m); // core/primitive.cpp
+void bind_primitives(pybind11::module_ &m); // core/primitives.cpp
+
+} // namespace dnnl_ocl_interop

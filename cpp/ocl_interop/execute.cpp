@@ -1,0 +1,53 @@
+#include "bindings.hpp"
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "core/primitive_objects.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace py = pybind11;
+namespace oi = dnnl::ocl_interop;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+// oneDNN hands dependencies to the engine's queue: events of another context
+// would be invalid there.
+void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine) {
+    if (events.empty()) return;
+    cl_context context = oi::get_context(engine);
+    for (size_t i = 0; i < events.size(); ++i) {
+        cl_context event_context = nullptr;
+        check_cl(clGetEventInfo(events[i], CL_EVENT_CONTEXT, sizeof(event_context),
+                         &event_context, nullptr),
+                "clGetEventInfo(CL_EVENT_CONTEXT)");
+        if (event_context != context)
+            throw_invalid_argument("deps[" + std::to_string(i)
+                    + "] is an event of another OpenCL context than the engine's");
+    }
+}
+
+} // namespace
+
+void bind_ocl_interop_execute(py::module_ &m) {
+    m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,
+                             py::handle deps) {
+        auto converted = execution_args(p, s, args);
+        std::vector<cl_event> events = cl_handles::to_events(deps, "deps");
+        check_same_context(events, s.engine);
+        cl_event event;
+        {
+            py::gil_scoped_release release;
+            event = oi::execute(p.primitive, s.stream, converted, events);
+        }
+        return cl_handles::owned_event(event);
+    }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
+            py::arg("deps") = py::list(),
+            "Submit `primitive` to `stream` with `args` ({ARG_*: memory}) after "
+            "the OpenCL events in `deps` (pyopencl.Event or int). Returns the "
+            "primitive's event as a pyopencl.Event owned by the caller on an "
+            "out-of-order stream, and None on an in-order stream, where oneDNN "
+            "returns no event: there, order follows the queue, and you must "
+            "call stream.wait() (or finish the queue) before reading results.");
+}
+
+} // namespace dnnl_ocl_interop
