@@ -12,8 +12,14 @@ pyopencl objects holding their own reference.
 from . import _core
 from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
 from ._reexport import public_names
-from . import emulation, ocl_interop, usm  # Python modules over _core's submodules
+from importlib import import_module as _import_module
+
+# The Python modules over _core's submodules. (`from . import usm` would
+# return the star-imported _core.usm instead of importing usm.py.)
+ocl_interop = _import_module(".ocl_interop", __name__)
+usm = _import_module(".usm", __name__)
+from . import arrays, emulation  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = public_names(_core) + ["emulation"]
+__all__ = public_names(_core) + ["arrays", "emulation"]

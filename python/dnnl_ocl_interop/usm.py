@@ -1,12 +1,97 @@
 """Intel unified shared memory (``cl_intel_unified_shared_memory``).
 
-Allocation, free, copies and pointer queries through the extension functions
-of the context's OpenCL platform. Pointers are plain ints. A platform without
-the extension raises ``dnnl.error`` naming the missing function.
+Allocation, free, copies, fills and pointer queries through the extension
+functions of the context's OpenCL platform; pointers are plain ints. A
+platform without the extension raises ``dnnl.error`` naming the missing
+function. :class:`allocation` owns a pointer and frees it, and gives
+zero-copy NumPy views of host and shared allocations.
 """
+
+import numpy as np
 
 from . import _core
 from ._reexport import public_names
 
-__all__ = public_names(_core.usm)
-globals().update({name: getattr(_core.usm, name) for name in __all__})
+__all__ = public_names(_core.usm) + ["allocation"]
+globals().update({name: getattr(_core.usm, name) for name in public_names(_core.usm)})
+
+_ALLOCATORS = {"device": _core.usm.device_alloc, "shared": _core.usm.shared_alloc}
+
+
+class _ArrayInterface:
+    """Exposes USM memory to NumPy and keeps its allocation alive."""
+
+    def __init__(self, owner, shape, dtype):
+        self.owner = owner
+        self.__array_interface__ = {
+            "shape": tuple(shape), "typestr": dtype.str,
+            "data": (owner.ptr, False), "version": 3,
+        }
+
+
+class allocation:
+    """A USM allocation of ``size`` bytes that frees itself.
+
+    ``kind`` is ``"device"``, ``"shared"`` or ``"host"`` (``device`` is not
+    needed for host memory). Freed by :meth:`free`, on leaving a ``with``
+    block, or when garbage collected; freeing waits for work using it.
+    ``int(allocation)`` is the pointer.
+    """
+
+    def __init__(self, context, size: int, kind: str = "device", device=None, alignment: int = 0):
+        if kind == "host":
+            self.ptr = _core.usm.host_alloc(context, size, alignment)
+        elif kind in _ALLOCATORS:
+            if device is None:
+                raise TypeError(f"a {kind} allocation needs a device")
+            self.ptr = _ALLOCATORS[kind](context, device, size, alignment)
+        else:
+            raise ValueError(f"kind must be 'device', 'shared' or 'host', not {kind!r}")
+        self.context, self.size, self.kind = context, size, kind
+
+    def __int__(self) -> int:
+        return self.ptr
+
+    def __index__(self) -> int:
+        return self.ptr
+
+    def __repr__(self) -> str:
+        state = f"{self.ptr:#x}" if self.ptr else "freed"
+        return f"<dnnl.usm.allocation {self.kind} {self.size} bytes at {state}>"
+
+    def free(self) -> None:
+        """Free now (idempotent). Arrays viewing the memory must be gone."""
+        if self.ptr:
+            ptr, self.ptr = self.ptr, 0
+            _core.usm.free(self.context, ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __del__(self):
+        if getattr(self, "ptr", 0):
+            try:
+                self.free()
+            except Exception:  # interpreter shutdown or a lost context: nothing to report to
+                pass
+
+    def as_array(self, dtype=np.uint8, shape=None) -> np.ndarray:
+        """A zero-copy NumPy view of a host or shared allocation.
+
+        The array keeps this allocation alive. ``shape`` defaults to as many
+        elements of ``dtype`` as fit.
+        """
+        if self.kind == "device":
+            raise ValueError("device USM is not host-accessible: copy it with usm.memcpy")
+        if not self.ptr:
+            raise ValueError("the allocation was freed")
+        dtype = np.dtype(dtype)
+        if shape is None:
+            shape = (self.size // dtype.itemsize,)
+        shape = tuple(int(n) for n in np.atleast_1d(shape))
+        if int(np.prod(shape)) * dtype.itemsize > self.size:
+            raise ValueError(f"shape {shape} of {dtype} needs more than the {self.size} bytes allocated")
+        return np.asarray(_ArrayInterface(self, shape, dtype))

@@ -1,0 +1,79 @@
+"""NumPy in and out of oneDNN memory, checked against the memory descriptor.
+
+Works for buffer- and USM-based memory alike (through ``memory.map_data``).
+Element types map as in ``map_data``: f16 is ``float16``, bf16 is raw
+``uint16`` bits (see :func:`bf16_from_float32` and :func:`float32_from_bf16`).
+"""
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["bf16_from_float32", "float32_from_bf16", "numpy_dtype", "read", "write"]
+
+_dt = _core.memory.data_type
+_DTYPES = {
+    _dt.f32: np.float32, _dt.f16: np.float16, _dt.bf16: np.uint16, _dt.f64: np.float64,
+    _dt.s32: np.int32, _dt.s8: np.int8, _dt.u8: np.uint8, _dt.s64: np.int64,
+}
+
+
+def numpy_dtype(data_type) -> np.dtype:
+    """The NumPy dtype that holds one element of a oneDNN data type."""
+    try:
+        return np.dtype(_DTYPES[data_type])
+    except KeyError:
+        raise ValueError(f"no NumPy dtype holds {data_type} elements") from None
+
+
+def _plain_dims(memory) -> list:
+    desc = memory.get_desc()
+    if desc.get_format_kind() != _core.memory.format_kind.blocked or desc.get_inner_nblks():
+        raise ValueError("the memory has a blocked layout: reorder it to a plain "
+                         "layout (e.g. with dnnl.reorder) to move data in or out")
+    return desc.get_dims()
+
+
+def write(memory, array) -> None:
+    """Copy ``array`` into ``memory``; dtype and shape must match its descriptor.
+
+    Blocks until the data is in the memory.
+    """
+    array = np.asarray(array)
+    dims = _plain_dims(memory)
+    expected = numpy_dtype(memory.get_desc().get_data_type())
+    if array.dtype != expected:
+        raise TypeError(f"array has dtype {array.dtype}, the memory holds {expected}")
+    if list(array.shape) != list(dims):
+        raise ValueError(f"array has shape {tuple(array.shape)}, the memory has dims {tuple(dims)}")
+    view = memory.map_data()
+    try:
+        view[...] = array
+    finally:
+        memory.unmap_data(view)
+
+
+def read(memory) -> np.ndarray:
+    """A new NumPy array with the memory's contents, shaped by its dims.
+
+    Maps the memory, which waits for oneDNN's service queue but not for work
+    on other queues: wait on the stream (or the event) that wrote it first.
+    """
+    _plain_dims(memory)
+    view = memory.map_data()
+    try:
+        return np.array(view, copy=True)
+    finally:
+        memory.unmap_data(view)
+
+
+def bf16_from_float32(array) -> np.ndarray:
+    """bf16 bit patterns (uint16) of float32 values, rounded to nearest even."""
+    bits = np.asarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def float32_from_bf16(bits) -> np.ndarray:
+    """float32 values of bf16 bit patterns (uint16)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
