@@ -26,3 +26,9 @@ def test_demo():
     assert "same cl_mem: True" in out
     assert "data handle matches: True" in out
     assert out.rstrip().endswith("demo:    OK")
+
+
+@pytest.mark.timeout(600)
+def test_pipeline():
+    out = run_example("pipeline.py")
+    assert out.rstrip().endswith("pipeline: OK")

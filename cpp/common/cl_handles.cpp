@@ -99,12 +99,14 @@ cl_event to_event(py::handle obj, const char *param) {
 std::vector<cl_event> to_events(py::handle obj, const char *param) {
     if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr()))
         throw py::type_error(std::string(param)
-                + " must be a list or tuple of pyopencl.Event or int cl_event");
+                + " must be a list or tuple of pyopencl.Event, int cl_event or None");
     py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
     std::vector<cl_event> events;
     events.reserve(seq.size());
     std::string item_param;
     for (size_t i = 0; i < seq.size(); ++i) {
+        // execute() returns None on in-order streams: chained code passes it on.
+        if (seq[i].is_none()) continue;
         item_param = std::string(param) + "[" + std::to_string(i) + "]";
         events.push_back(to_event(seq[i], item_param.c_str()));
     }

@@ -17,7 +17,7 @@ cl_context to_context(pybind11::handle obj, const char *param);
 cl_command_queue to_queue(pybind11::handle obj, const char *param);
 cl_mem to_mem(pybind11::handle obj, const char *param);
 cl_event to_event(pybind11::handle obj, const char *param);
-// A list or tuple of events (pyopencl.Event or int).
+// A list or tuple of events (pyopencl.Event or int); None entries are skipped.
 std::vector<cl_event> to_events(pybind11::handle obj, const char *param);
 
 // True when `obj` is a pyopencl memory object (for overloads that take either

@@ -43,7 +43,8 @@ void bind_ocl_interop_execute(py::module_ &m) {
     }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
             py::arg("deps") = py::list(),
             "Submit `primitive` to `stream` with `args` ({ARG_*: memory}) after "
-            "the OpenCL events in `deps` (pyopencl.Event or int). Returns the "
+            "the OpenCL events in `deps` (pyopencl.Event or int; None entries, "
+            "as execute returns on in-order streams, are skipped). Returns the "
             "primitive's event as a pyopencl.Event owned by the caller on an "
             "out-of-order stream, and None on an in-order stream, where oneDNN "
             "returns no event: there, order follows the queue, and you must "

@@ -1,11 +1,11 @@
 """Type stubs of dnnl_ocl_interop.ocl_interop (mirrors dnnl::ocl_interop)."""
 
 import enum
-from typing import Optional, Union, overload
+from typing import Optional, Sequence, Union, overload
 
 import pyopencl as cl
 
-from ._core import _MemoryHandle, engine, memory, stream
+from ._core import _MemoryHandle, engine, memory, primitive, stream
 
 class memory_kind(enum.Enum):
     usm = ...
@@ -32,3 +32,8 @@ def make_memory(desc: memory.desc, engine: engine, mem_object: _MemObject) -> me
 def get_mem_object(memory: memory) -> Optional[cl.Buffer]: ...
 def set_mem_object(memory: memory, mem_object: _MemObject) -> None: ...
 def get_memory_kind(memory: memory) -> memory_kind: ...
+
+_Event = Union[cl.Event, int]
+
+def execute(primitive: primitive, stream: stream, args: dict[int, memory],
+            deps: Sequence[Optional[_Event]] = ...) -> Optional[cl.Event]: ...
