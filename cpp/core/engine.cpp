@@ -4,6 +4,7 @@
 
 #include "bindings.hpp"
 #include "common/errors.hpp"
+#include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace py = pybind11;
@@ -19,7 +20,7 @@ const char *engine_kind_name(dnnl::engine::kind kind) {
 }
 
 void bind_engine(py::module_ &m) {
-    py::class_<dnnl::engine> engine(m, "engine",
+    py::class_<engine_object> engine(m, "engine",
             "An execution device for oneDNN (dnnl::engine). OpenCL engines come "
             "from dnnl.ocl_interop.make_engine or from engine(kind.gpu, index).");
     py::native_enum<dnnl::engine::kind>(engine, "kind", "enum.Enum")
@@ -29,21 +30,22 @@ void bind_engine(py::module_ &m) {
             .finalize();
     engine.def(py::init([](dnnl::engine::kind kind, size_t index) {
         py::gil_scoped_release release; // queries and may set up the device
-        return dnnl::engine(kind, index);
+        return engine_object(dnnl::engine(kind, index));
     }),
             py::arg("kind"), py::arg("index"),
             "Engine on the `index`-th device of `kind` that oneDNN enumerates "
             "itself (for OpenCL: Intel GPUs of Intel platforms).");
     engine.def_static("get_count", &dnnl::engine::get_count, py::arg("kind"),
             "Number of devices of `kind` oneDNN can use.");
-    engine.def("get_kind", &dnnl::engine::get_kind, "The engine's kind.");
-    engine.def("__eq__", [](const dnnl::engine &a, const dnnl::engine &b) {
+    engine.def("get_kind", [](const engine_object &e) { return e.get_kind(); },
+            "The engine's kind.");
+    engine.def("__eq__", [](const engine_object &a, const engine_object &b) {
         return a.get() == b.get();
     }, py::is_operator());
-    engine.def("__hash__", [](const dnnl::engine &e) {
+    engine.def("__hash__", [](const engine_object &e) {
         return std::hash<const void *>()(e.get());
     });
-    engine.def("__repr__", [](const dnnl::engine &e) {
+    engine.def("__repr__", [](const engine_object &e) {
         std::ostringstream os;
         os << "<dnnl.engine " << engine_kind_name(e.get_kind()) << " at "
            << static_cast<const void *>(e.get()) << ">";

@@ -248,7 +248,7 @@ void bind_memory(py::module_ &m) {
     bind_enums(mem);
     bind_desc(mem);
 
-    mem.def(py::init([](const memory::desc &desc, const dnnl::engine &engine,
+    mem.def(py::init([](const memory::desc &desc, const engine_object &engine,
                              py::handle handle) {
         void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
         check_user_handle(desc, engine, /*usm=*/false, h);

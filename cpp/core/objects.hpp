@@ -5,20 +5,33 @@
 // engine: what get_engine() returns stays valid however the user drops things.
 #pragma once
 
+#include <memory>
+
 #include <pybind11/pybind11.h>
 
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace dnnl_ocl_interop {
 
+// dnnl.engine. Besides the oneDNN engine it owns whatever oneDNN may call back
+// into while the engine lives (a graph allocator's Python callables). Every
+// object that keeps the engine keeps a copy of this, so the callbacks outlive
+// all their possible callers.
+struct engine_object : dnnl::engine {
+    engine_object() = default;
+    explicit engine_object(dnnl::engine engine, std::shared_ptr<void> callbacks = nullptr)
+        : dnnl::engine(std::move(engine)), callbacks(std::move(callbacks)) {}
+    std::shared_ptr<void> callbacks;
+};
+
 struct stream_object {
     dnnl::stream stream;
-    dnnl::engine engine;
+    engine_object engine;
 };
 
 struct memory_object {
     dnnl::memory memory;
-    dnnl::engine engine;
+    engine_object engine;
 };
 
 // dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.

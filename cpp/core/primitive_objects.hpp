@@ -25,7 +25,7 @@ struct attr_object {
 
 struct primitive_desc_object {
     dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
-    dnnl::engine engine;
+    engine_object engine;
     std::vector<int> quantization_args;
 };
 
@@ -36,7 +36,7 @@ struct expected_arg {
 
 struct primitive_object {
     dnnl::primitive primitive;
-    dnnl::engine engine;
+    engine_object engine;
     std::vector<expected_arg> args;
 };
 

@@ -26,7 +26,7 @@ template <int F> struct typed_primitive : primitive_object {};
 // Builds descriptor PD(engine, args..., attr) with the GIL released. Args are
 // always given explicitly, so the pack may precede `attr`.
 template <int F, typename PD, typename... Args>
-typed_pd<F> create(const dnnl::engine &engine, const Args &...args, const attr_object &attr) {
+typed_pd<F> create(const engine_object &engine, const Args &...args, const attr_object &attr) {
     py::gil_scoped_release release;
     return typed_pd<F> {{PD(engine, args..., attr.attr), engine, attr.quantization_args}};
 }
@@ -116,12 +116,12 @@ void bind_reorder(py::module_ &m) {
     using PD = dnnl::reorder::primitive_desc;
     auto pd = bind_family<f_reorder>(m, "reorder",
             "Copy between layouts, data types (with scales/zero points) or engines.");
-    auto make = [](const dnnl::engine &src_engine, const md &src, const dnnl::engine &dst_engine,
+    auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
                         const md &dst, const attr_object &attr) -> typed_pd<f_reorder> {
         py::gil_scoped_release release;
         PD desc(src_engine, src, dst_engine, dst, attr.attr);
         // The reorder runs on the GPU engine of the two.
-        const dnnl::engine &runs_on
+        const engine_object &runs_on
                 = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
         return typed_pd<f_reorder> {{desc, runs_on, attr.quantization_args}};
     };

@@ -19,7 +19,7 @@ void bind_stream(py::module_ &m) {
             // profiling; other builds refuse the flag when a stream is made.
             .value("profiling", static_cast<dnnl::stream::flags>(0x4U))
             .finalize();
-    stream.def(py::init([](const dnnl::engine &engine, dnnl::stream::flags flags) {
+    stream.def(py::init([](const engine_object &engine, dnnl::stream::flags flags) {
         py::gil_scoped_release release;
         return stream_object {dnnl::stream(engine, flags), engine};
     }),

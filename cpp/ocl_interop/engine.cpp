@@ -2,6 +2,7 @@
 
 #include "bindings.hpp"
 #include "common/cl_handles.hpp"
+#include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;
@@ -30,11 +31,11 @@ void bind_ocl_interop_engine(py::module_ &m) {
         cl_context ctx = cl_handles::to_context(context, "context");
         if (cache_blob.is_none()) {
             py::gil_scoped_release release; // may build kernels
-            return oi::make_engine(dev, ctx);
+            return engine_object(oi::make_engine(dev, ctx));
         }
         std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
         py::gil_scoped_release release;
-        return oi::make_engine(dev, ctx, blob);
+        return engine_object(oi::make_engine(dev, ctx, blob));
     },
             py::arg("device"), py::arg("context"), py::arg("cache_blob") = py::none(),
             "A GPU engine on the user's OpenCL `device` and `context` "
@@ -42,11 +43,11 @@ void bind_ocl_interop_engine(py::module_ &m) {
             "engine keeps them alive. `device` must be an Intel GPU in "
             "`context`. With `cache_blob` (from get_engine_cache_blob), the "
             "engine's kernels are loaded from it instead of being compiled.");
-    m.def("get_context", [](const dnnl::engine &engine) {
+    m.def("get_context", [](const engine_object &engine) {
         return cl_handles::retained_context(oi::get_context(engine));
     }, py::arg("engine"), "The engine's OpenCL context (a new pyopencl.Context "
                           "holding its own reference).");
-    m.def("get_device", [](const dnnl::engine &engine) {
+    m.def("get_device", [](const engine_object &engine) {
         return cl_handles::retained_device(oi::get_device(engine));
     }, py::arg("engine"), "The engine's OpenCL device (a pyopencl.Device).");
     m.def("get_engine_cache_blob_id", [](py::handle device) {
@@ -54,7 +55,7 @@ void bind_ocl_interop_engine(py::module_ &m) {
         return to_bytes(oi::get_engine_cache_blob_id(dev));
     }, py::arg("device"), "Identifies the device, driver and oneDNN version a "
                           "cache blob is valid for (bytes).");
-    m.def("get_engine_cache_blob", [](const dnnl::engine &engine) {
+    m.def("get_engine_cache_blob", [](const engine_object &engine) {
         std::vector<uint8_t> blob;
         {
             py::gil_scoped_release release;

@@ -12,7 +12,7 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 namespace {
 
-memory_object make(const dnnl::memory::desc &desc, const dnnl::engine &engine,
+memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
         oi::memory_kind kind, void *handle) {
     check_user_handle(desc, engine, kind == oi::memory_kind::usm, handle);
     return memory_object {oi::make_memory(desc, engine, kind, handle), engine};
@@ -27,7 +27,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
             .value("buffer", oi::memory_kind::buffer)
             .finalize();
 
-    m.def("make_memory", [](const dnnl::memory::desc &desc, const dnnl::engine &engine,
+    m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  oi::memory_kind kind, py::handle handle) {
         void *h = memory_handle_from(handle, "handle",
                 /*accept_mem_object=*/kind == oi::memory_kind::buffer);
@@ -41,7 +41,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "the engine's context for kind.buffer. User storage must hold "
             "desc.get_size() bytes; oneDNN does not free a user USM pointer, so "
             "keep it allocated while the memory uses it.");
-    m.def("make_memory", [](const dnnl::memory::desc &desc, const dnnl::engine &engine,
+    m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  py::handle mem_object) {
         if (!cl_handles::is_mem_object(mem_object) && !PyLong_Check(mem_object.ptr()))
             throw py::type_error("make_memory(): the third argument must be a "

@@ -9,7 +9,7 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 
 void bind_ocl_interop_stream(py::module_ &m) {
-    m.def("make_stream", [](const dnnl::engine &engine, py::handle queue) {
+    m.def("make_stream", [](const engine_object &engine, py::handle queue) {
         cl_command_queue q = cl_handles::to_queue(queue, "queue");
         return stream_object {oi::make_stream(engine, q), engine};
     }, py::arg("engine"), py::arg("queue"),
