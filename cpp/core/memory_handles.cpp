@@ -52,6 +52,11 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
                     + std::to_string(needed));
         return;
     }
+    // An int handle cannot be validated as a cl_mem without dereferencing it,
+    // but the likeliest mistake, a USM pointer, can be recognized first.
+    if (usm::is_usm_pointer(context, handle))
+        throw_invalid_argument("handle is a USM pointer, not a cl_mem: use "
+                               "memory_kind.usm for USM memory");
     auto mem = static_cast<cl_mem>(handle);
     cl_context mem_context = nullptr;
     size_t size = 0;

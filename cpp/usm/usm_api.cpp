@@ -61,6 +61,12 @@ cl_unified_shared_memory_type_intel pointer_type(
     return type;
 }
 
+bool is_usm_pointer(cl_context context, const void *ptr) {
+    try {
+        return pointer_type(context, ptr) != CL_MEM_TYPE_UNKNOWN_INTEL;
+    } catch (const status_error &) { return false; }
+}
+
 size_t bytes_available(cl_context context, const void *ptr) {
     if (pointer_type(context, ptr) == CL_MEM_TYPE_UNKNOWN_INTEL) return 0;
     const api_t &api = api_for(context);

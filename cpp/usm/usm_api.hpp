@@ -25,6 +25,10 @@ const api_t &api_for(cl_context context);
 // What `ptr` is within `context`: CL_MEM_TYPE_{HOST,DEVICE,SHARED,UNKNOWN}_INTEL.
 cl_unified_shared_memory_type_intel pointer_type(cl_context context, const void *ptr);
 
+// Whether `ptr` is a USM allocation of `context`; false also when the
+// platform lacks the extension.
+bool is_usm_pointer(cl_context context, const void *ptr);
+
 // Bytes from `ptr` to the end of its USM allocation in `context`; 0 when
 // `ptr` is not inside one.
 size_t bytes_available(cl_context context, const void *ptr);
