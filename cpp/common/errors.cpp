@@ -26,11 +26,15 @@ const char *status_name(dnnl_status_t status) {
     }
 }
 
-void raise_error(dnnl_status_t status, const std::string &what) {
+py::object make_error(dnnl_status_t status, const std::string &what) {
     std::string message = what + " (status: " + status_name(status) + ")";
     py::object exc = py::reinterpret_borrow<py::object>(error_type)(message);
     exc.attr("status") = py::cast(status);
-    PyErr_SetObject(error_type, exc.ptr());
+    return exc;
+}
+
+void raise_error(dnnl_status_t status, const std::string &what) {
+    PyErr_SetObject(error_type, make_error(status, what).ptr());
 }
 
 } // namespace
@@ -61,6 +65,13 @@ void check_cl(cl_int result, const char *what) {
     throw status_error(dnnl_invalid_arguments,
             std::string(what) + " failed: " + cl_error_name(result) + " ("
                     + std::to_string(result) + ")");
+}
+
+void throw_chained(dnnl_status_t status, const std::string &message, py::object cause) {
+    py::object exc = make_error(status, message);
+    PyException_SetCause(exc.ptr(), cause.release().ptr()); // steals the reference
+    PyErr_SetObject(error_type, exc.ptr());
+    throw py::error_already_set();
 }
 
 void bind_errors(py::module_ &m) {

@@ -32,6 +32,11 @@ void check_cl(cl_int result, const char *what);
 
 const char *cl_error_name(cl_int result);
 
+// Sets dnnl.error(status, message) with `cause` (a Python exception) as its
+// __cause__, and throws error_already_set to propagate it.
+[[noreturn]] void throw_chained(
+        dnnl_status_t status, const std::string &message, pybind11::object cause);
+
 // Registers dnnl.status, dnnl.error and the exception translator.
 void bind_errors(pybind11::module_ &m);
 

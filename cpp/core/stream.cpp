@@ -15,8 +15,8 @@ void bind_stream(py::module_ &m) {
             .value("in_order", dnnl::stream::flags::in_order)
             .value("out_of_order", dnnl::stream::flags::out_of_order)
             .value("default_flags", dnnl::stream::flags::default_flags)
-            // dnnl_stream_profiling (0x4) exists only with oneDNN's experimental
-            // profiling; other builds refuse the flag when a stream is made.
+            // dnnl_stream_profiling (0x4) is missing from dnnl.hpp's enum
+            // unless oneDNN has experimental profiling; the C API takes it.
             .value("profiling", static_cast<dnnl::stream::flags>(0x4U))
             .finalize();
     stream.def(py::init([](const engine_object &engine, dnnl::stream::flags flags) {

@@ -15,8 +15,10 @@ std::vector<uint8_t> bytes_arg(py::handle obj, const char *param) {
     if (!PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
         throw py::type_error(std::string(param) + " must be bytes or bytearray, not "
                 + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
-    std::string data = py::bytes(py::reinterpret_borrow<py::object>(obj));
-    return std::vector<uint8_t>(data.begin(), data.end());
+    const char *data = PyBytes_Check(obj.ptr()) ? PyBytes_AS_STRING(obj.ptr())
+                                                : PyByteArray_AS_STRING(obj.ptr());
+    Py_ssize_t size = PyObject_Length(obj.ptr());
+    return std::vector<uint8_t>(data, data + size);
 }
 
 py::bytes to_bytes(const std::vector<uint8_t> &data) {

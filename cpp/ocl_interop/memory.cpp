@@ -39,7 +39,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM "
             "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
             "the engine's context for kind.buffer. User storage must hold "
-            "desc.get_size() bytes; oneDNN does not free a user USM pointer, so "
+            "desc.get_size() bytes. Plain host pointers are refused even where "
+            "the device could use system memory: their size cannot be "
+            "checked. oneDNN does not free a user USM pointer, so "
             "keep it allocated while the memory uses it.");
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  py::handle mem_object) {

@@ -102,6 +102,7 @@ void bind_usm(py::module_ &m) {
     m.def("free", [](py::handle context, uintptr_t ptr) {
         cl_context ctx = cl_handles::to_context(context, "context");
         void *p = reinterpret_cast<void *>(ptr);
+        if (!p) return; // like free(NULL)
         if (usm::pointer_type(ctx, p) == CL_MEM_TYPE_UNKNOWN_INTEL)
             throw_invalid_argument("free(): pointer is not a USM allocation of "
                                    "this context");
@@ -109,7 +110,8 @@ void bind_usm(py::module_ &m) {
         py::gil_scoped_release release; // waits for work using the memory
         check_cl(api.blocking_free(ctx, p), "clMemBlockingFreeINTEL");
     }, py::arg("context"), py::arg("ptr"),
-            "Free a USM allocation after the work that uses it has finished.");
+            "Free a USM allocation after the work that uses it has finished. "
+            "Freeing 0 does nothing.");
     m.def("pointer_type", [](py::handle context, uintptr_t ptr) {
         cl_context ctx = cl_handles::to_context(context, "context");
         switch (usm::pointer_type(ctx, reinterpret_cast<void *>(ptr))) {
@@ -167,6 +169,7 @@ void bind_usm(py::module_ &m) {
                           py::handle deps) {
         cl_command_queue q = cl_handles::to_queue(queue, "queue");
         std::vector<cl_event> wait_list = cl_handles::to_events(deps, "deps");
+        if (!ptr) throw py::value_error("ptr is a NULL pointer");
         std::string pat = pattern;
         if (pat.empty() || size % pat.size() != 0)
             throw py::value_error("size must be a multiple of the non-empty "

@@ -11,7 +11,7 @@ pyopencl objects holding their own reference.
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
-from ._reexport import public_names
+from ._reexport import public_names as _public_names
 from importlib import import_module as _import_module
 
 # The Python modules over _core's submodules. (`from . import usm` would
@@ -22,4 +22,4 @@ from . import arrays, emulation  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = public_names(_core) + ["arrays", "emulation"]
+__all__ = _public_names(_core) + ["arrays", "emulation"]

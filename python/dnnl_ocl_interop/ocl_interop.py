@@ -8,7 +8,7 @@ buffer-based memory its ``cl_mem``.
 """
 
 from . import _core
-from ._reexport import public_names
+from ._reexport import public_names as _public_names
 
-__all__ = public_names(_core.ocl_interop)
+__all__ = _public_names(_core.ocl_interop)
 globals().update({name: getattr(_core.ocl_interop, name) for name in __all__})

@@ -1,0 +1,612 @@
+"""Bad input: every refusal is a Python exception, never a crash.
+
+Mirrors the refusals of oneDNN's OpenCL gtests (test_engine.cpp InvalidArgs:
+a device and a context that do not belong together; test_stream.cpp
+InteropIncompatibleQueue: a queue of another context; test_memory_usm.cpp:
+pointers that are not USM of the engine's context) and adds what a Python
+binding must refuse before oneDNN sees it: wrong types (TypeError naming the
+parameter), NULL handles (ValueError), cl_mem objects and USM allocations too
+small for the descriptor or from another context (dnnl.error with
+invalid_arguments), and misuse of map_data/unmap_data and the special
+handles. Cases that could crash the interpreter run in a child process.
+"""
+
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+oi = dnnl.ocl_interop
+usm = dnnl.usm
+D = dnnl.memory.data_type
+T = dnnl.memory.format_tag
+
+
+@pytest.fixture
+def o(engine, cl_device, cl_context, cl_queue):
+    """Valid arguments, so that each case can spoil exactly one."""
+    ns = types.SimpleNamespace(engine=engine, device=cl_device, context=cl_context,
+                               queue=cl_queue)
+    ns.desc = dnnl.memory.desc([2, 3], D.f32, T.ab)
+    ns.mem = dnnl.memory(ns.desc, engine)
+    ns.stream = oi.make_stream(engine, cl_queue)
+    ns.buffer = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, ns.desc.get_size())
+    ns.ptr = usm.device_alloc(cl_context, cl_device, ns.desc.get_size())
+    ns.usm_mem = oi.make_memory(ns.desc, engine, oi.memory_kind.usm, ns.ptr)
+    ns.host = np.zeros(ns.desc.get_size(), dtype=np.uint8)
+    ns.event = cl.enqueue_marker(cl_queue)
+    yield ns
+    cl_queue.finish()
+    usm.free(cl_context, ns.ptr)
+
+
+@pytest.fixture
+def other_context(cl_device):
+    """A second context on the same device: its objects are foreign to `engine`."""
+    return cl.Context([cl_device])
+
+
+# Wrong types ---------------------------------------------------------------
+#
+# (id, call, parameter, bad values). A bad value "WRONG_FAMILY" is replaced by
+# a pyopencl object of another OpenCL family than the parameter takes.
+
+CL_HANDLE = ["text", None, 1.5, True, "WRONG_FAMILY"]
+PY_OBJECT = ["text", None, 1.5]
+INTEGER = ["text", None, 1.5]
+EVENT_ITEM = ["text", 1.5, True, "WRONG_FAMILY"]  # None in deps is skipped, by design
+
+TYPE_CASES = [
+    # dnnl.ocl_interop
+    ("make_engine", lambda o, v: oi.make_engine(v, o.context), "device", CL_HANDLE),
+    ("make_engine", lambda o, v: oi.make_engine(o.device, v), "context", CL_HANDLE),
+    ("make_engine", lambda o, v: oi.make_engine(o.device, o.context, v),
+     "cache_blob", ["text", 1.5, [1, 2]]),
+    ("get_context", lambda o, v: oi.get_context(v), "engine", PY_OBJECT),
+    ("get_device", lambda o, v: oi.get_device(v), "engine", PY_OBJECT),
+    ("make_stream", lambda o, v: oi.make_stream(v, o.queue), "engine", PY_OBJECT),
+    ("make_stream", lambda o, v: oi.make_stream(o.engine, v), "queue", CL_HANDLE),
+    ("get_command_queue", lambda o, v: oi.get_command_queue(v), "stream", PY_OBJECT),
+    ("make_memory", lambda o, v: oi.make_memory(v, o.engine, oi.memory_kind.buffer),
+     "desc", PY_OBJECT),
+    ("make_memory", lambda o, v: oi.make_memory(o.desc, v, oi.memory_kind.buffer),
+     "engine", PY_OBJECT),
+    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "kind",
+     ["text", None, 1.5]),
+    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "mem_object",
+     ["text", None, True, "WRONG_FAMILY"]),
+    ("make_memory_buffer", lambda o, v: oi.make_memory(o.desc, o.engine,
+                                                       oi.memory_kind.buffer, v),
+     "handle", ["text", None, 1.5, True]),
+    ("make_memory_usm", lambda o, v: oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, v),
+     "handle", ["text", None, 1.5, True, "BUFFER"]),
+    ("get_mem_object", lambda o, v: oi.get_mem_object(v), "memory", PY_OBJECT),
+    ("set_mem_object", lambda o, v: oi.set_mem_object(v, o.buffer), "memory", PY_OBJECT),
+    ("set_mem_object", lambda o, v: oi.set_mem_object(o.mem, v), "mem_object", CL_HANDLE),
+    ("get_memory_kind", lambda o, v: oi.get_memory_kind(v), "memory", PY_OBJECT),
+    ("get_engine_cache_blob_id", lambda o, v: oi.get_engine_cache_blob_id(v), "device",
+     CL_HANDLE),
+    ("get_engine_cache_blob", lambda o, v: oi.get_engine_cache_blob(v), "engine", PY_OBJECT),
+    # dnnl.usm
+    ("device_alloc", lambda o, v: usm.device_alloc(v, o.device, 64), "context", CL_HANDLE),
+    ("device_alloc", lambda o, v: usm.device_alloc(o.context, v, 64), "device", CL_HANDLE),
+    ("device_alloc", lambda o, v: usm.device_alloc(o.context, o.device, v), "size", INTEGER),
+    ("device_alloc", lambda o, v: usm.device_alloc(o.context, o.device, 64, v),
+     "alignment", INTEGER),
+    ("shared_alloc", lambda o, v: usm.shared_alloc(v, o.device, 64), "context", CL_HANDLE),
+    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, v, 64), "device", CL_HANDLE),
+    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, o.device, v), "size", INTEGER),
+    ("host_alloc", lambda o, v: usm.host_alloc(v, 64), "context", CL_HANDLE),
+    ("host_alloc", lambda o, v: usm.host_alloc(o.context, v), "size", INTEGER),
+    ("host_alloc", lambda o, v: usm.host_alloc(o.context, 64, v), "alignment", INTEGER),
+    ("free", lambda o, v: usm.free(v, o.ptr), "context", CL_HANDLE),
+    ("free", lambda o, v: usm.free(o.context, v), "ptr", INTEGER),
+    ("pointer_type", lambda o, v: usm.pointer_type(v, o.ptr), "context", CL_HANDLE),
+    ("pointer_type", lambda o, v: usm.pointer_type(o.context, v), "ptr", INTEGER),
+    ("memcpy", lambda o, v: usm.memcpy(v, o.ptr, o.host, 8), "queue", CL_HANDLE),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, v, o.host, 8), "dst", ["text", None, 1.5]),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, v, 8), "src", [None, 1.5, object()]),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, v), "size", INTEGER),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=v), "deps",
+     ["text", 1.5, "EVENT"]),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=[v]), "deps[0]",
+     EVENT_ITEM),
+    ("fill", lambda o, v: usm.fill(v, o.ptr, b"\0", 8), "queue", CL_HANDLE),
+    ("fill", lambda o, v: usm.fill(o.queue, v, b"\0", 8), "ptr", INTEGER),
+    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, v, 8), "pattern", [None, 1.5, 7]),
+    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", v), "size", INTEGER),
+    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", 8, deps=[v]), "deps[0]",
+     EVENT_ITEM),
+    # core
+    ("memory", lambda o, v: dnnl.memory(v, o.engine), "desc", PY_OBJECT),
+    ("memory", lambda o, v: dnnl.memory(o.desc, v), "engine", PY_OBJECT),
+    ("memory", lambda o, v: dnnl.memory(o.desc, o.engine, v), "handle",
+     ["text", None, 1.5, True]),
+    ("set_data_handle", lambda o, v: o.mem.set_data_handle(v), "handle",
+     ["text", None, 1.5, True]),
+    ("stream", lambda o, v: dnnl.stream(v), "engine", PY_OBJECT),
+    ("stream", lambda o, v: dnnl.stream(o.engine, v), "flags", ["text", None, 1.5]),
+    ("desc", lambda o, v: dnnl.memory.desc(v, D.f32, T.ab), "dims", ["text", None, 1.5]),
+    ("desc", lambda o, v: dnnl.memory.desc([2, 3], v, T.ab), "data_type", PY_OBJECT),
+]
+
+
+def _bad_value(o, value, param):
+    if value == "WRONG_FAMILY":
+        # A pyopencl object of another OpenCL family than the parameter takes.
+        return o.device if param in ("context", "queue", "mem_object") else o.context
+    if value == "BUFFER":
+        return o.buffer
+    if value == "EVENT":
+        return o.event  # one event, not a list of them
+    return value
+
+
+def _type_params():
+    for name, call, param, values in TYPE_CASES:
+        for value in values:
+            label = value if isinstance(value, str) else type(value).__name__
+            yield pytest.param(call, param, value, id=f"{name}-{param}-{label}")
+
+
+@pytest.mark.parametrize("call, param, value", _type_params())
+def test_wrong_type_raises_type_error_naming_the_parameter(o, call, param, value):
+    with pytest.raises(TypeError) as info:
+        call(o, _bad_value(o, value, param))
+    assert param.split("[")[0] in str(info.value)
+
+
+@pytest.mark.parametrize("param, call", [
+    ("device", lambda o, v: oi.make_engine(v, o.context)),
+    ("context", lambda o, v: oi.make_engine(o.device, v)),
+    ("queue", lambda o, v: oi.make_stream(o.engine, v)),
+    ("mem_object", lambda o, v: oi.set_mem_object(o.mem, v)),
+    ("device", lambda o, v: oi.get_engine_cache_blob_id(v)),
+])
+def test_wrong_family_message_says_what_is_expected(o, param, call):
+    with pytest.raises(TypeError) as info:
+        call(o, "text")
+    message = str(info.value)
+    assert f"{param} must be" in message
+    assert "pyopencl" in message and "int" in message
+    assert "str" in message
+
+
+# NULL and out-of-range handles ---------------------------------------------------
+
+NULL_CASES = [
+    ("make_engine", lambda o, v: oi.make_engine(v, o.context), "device"),
+    ("make_engine", lambda o, v: oi.make_engine(o.device, v), "context"),
+    ("make_engine_with_blob", lambda o, v: oi.make_engine(v, o.context, b"blob"), "device"),
+    ("make_stream", lambda o, v: oi.make_stream(o.engine, v), "queue"),
+    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "mem_object"),
+    ("set_mem_object", lambda o, v: oi.set_mem_object(o.mem, v), "mem_object"),
+    ("get_engine_cache_blob_id", lambda o, v: oi.get_engine_cache_blob_id(v), "device"),
+    ("device_alloc", lambda o, v: usm.device_alloc(v, o.device, 64), "context"),
+    ("device_alloc", lambda o, v: usm.device_alloc(o.context, v, 64), "device"),
+    ("shared_alloc", lambda o, v: usm.shared_alloc(v, o.device, 64), "context"),
+    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, v, 64), "device"),
+    ("host_alloc", lambda o, v: usm.host_alloc(v, 64), "context"),
+    ("free", lambda o, v: usm.free(v, o.ptr), "context"),
+    ("pointer_type", lambda o, v: usm.pointer_type(v, o.ptr), "context"),
+    ("memcpy", lambda o, v: usm.memcpy(v, o.ptr, o.host, 8), "queue"),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, v, o.host, 8), "dst"),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.host, v, 8), "src"),
+    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=[v]), "deps[0]"),
+    ("fill", lambda o, v: usm.fill(v, o.ptr, b"\0", 8), "queue"),
+    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", 8, deps=[v]), "deps[0]"),
+]
+
+
+@pytest.mark.parametrize("call, param", [
+    pytest.param(call, param, id=f"{name}-{param}") for name, call, param in NULL_CASES])
+def test_null_handle_raises_value_error(o, call, param):
+    with pytest.raises(ValueError) as info:
+        call(o, 0)
+    assert param in str(info.value)
+
+
+@pytest.mark.parametrize("value", [-1, 2**64], ids=["negative", "too-large"])
+@pytest.mark.parametrize("param, call", [
+    ("device", lambda o, v: oi.make_engine(v, o.context)),
+    ("context", lambda o, v: oi.make_engine(o.device, v)),
+    ("queue", lambda o, v: oi.make_stream(o.engine, v)),
+    ("mem_object", lambda o, v: oi.set_mem_object(o.mem, v)),
+    ("handle", lambda o, v: dnnl.memory(o.desc, o.engine, v)),
+])
+def test_handle_out_of_range_raises_value_error(o, param, call, value):
+    with pytest.raises(ValueError) as info:
+        call(o, value)
+    assert param in str(info.value)
+
+
+def test_fill_on_a_null_pointer_raises(o):
+    with pytest.raises((ValueError, dnnl.error)) as info:
+        usm.fill(o.queue, 0, b"\0", 8)
+    assert "ptr" in str(info.value)
+
+
+# cl_mem too small or from another context ----------------------------------------
+
+BUFFER_ENTRY_POINTS = {
+    "make_memory": lambda o, b: oi.make_memory(o.desc, o.engine, b),
+    "make_memory_kind_buffer": lambda o, b: oi.make_memory(o.desc, o.engine,
+                                                            oi.memory_kind.buffer, b),
+    "memory": lambda o, b: dnnl.memory(o.desc, o.engine, b),
+    "set_mem_object": lambda o, b: oi.set_mem_object(o.mem, b),
+    "set_data_handle": lambda o, b: o.mem.set_data_handle(b),
+}
+
+
+@pytest.mark.parametrize("as_int", [False, True], ids=["pyopencl", "int"])
+@pytest.mark.parametrize("entry", list(BUFFER_ENTRY_POINTS))
+def test_too_small_cl_mem_is_refused(o, entry, as_int):
+    small_size = o.desc.get_size() - 4
+    small = cl.Buffer(o.context, cl.mem_flags.READ_WRITE, small_size)
+    before = o.mem.get_data_handle()
+    with pytest.raises(dnnl.error) as info:
+        BUFFER_ENTRY_POINTS[entry](o, small.int_ptr if as_int else small)
+    assert info.value.status == dnnl.status.invalid_arguments
+    assert str(small_size) in str(info.value)
+    assert str(o.desc.get_size()) in str(info.value)
+    assert o.mem.get_data_handle() == before  # a refused call changes nothing
+    assert small.reference_count == 1
+
+
+@pytest.mark.parametrize("entry", list(BUFFER_ENTRY_POINTS))
+def test_cl_mem_from_another_context_is_refused(o, other_context, entry):
+    foreign = cl.Buffer(other_context, cl.mem_flags.READ_WRITE, 4 * o.desc.get_size())
+    before = o.mem.get_data_handle()
+    with pytest.raises(dnnl.error) as info:
+        BUFFER_ENTRY_POINTS[entry](o, foreign)
+    assert info.value.status == dnnl.status.invalid_arguments
+    assert o.mem.get_data_handle() == before
+    assert foreign.reference_count == 1
+
+
+# USM pointers too small or from another context -----------------------------------
+
+USM_ENTRY_POINTS = {
+    "make_memory": lambda o, p: oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, p),
+    "set_data_handle": lambda o, p: o.usm_mem.set_data_handle(p),
+}
+
+
+@pytest.mark.parametrize("entry", list(USM_ENTRY_POINTS))
+def test_usm_pointer_from_another_context_is_refused(o, other_context, entry):
+    foreign = usm.device_alloc(other_context, o.device, 4 * o.desc.get_size())
+    try:
+        with pytest.raises(dnnl.error) as info:
+            USM_ENTRY_POINTS[entry](o, foreign)
+        assert info.value.status == dnnl.status.invalid_arguments
+        assert o.usm_mem.get_data_handle() == o.ptr
+    finally:
+        usm.free(other_context, foreign)
+
+
+@pytest.mark.parametrize("kind", ["device", "shared", "host"])
+@pytest.mark.parametrize("entry", list(USM_ENTRY_POINTS))
+def test_usm_allocation_too_small_is_refused(o, entry, kind):
+    small_size = o.desc.get_size() - 4
+    if kind == "host":
+        small = usm.host_alloc(o.context, small_size)
+    else:
+        small = getattr(usm, f"{kind}_alloc")(o.context, o.device, small_size)
+    try:
+        with pytest.raises(dnnl.error) as info:
+            USM_ENTRY_POINTS[entry](o, small)
+        assert info.value.status == dnnl.status.invalid_arguments
+        assert str(o.desc.get_size()) in str(info.value)
+        assert o.usm_mem.get_data_handle() == o.ptr
+    finally:
+        usm.free(o.context, small)
+
+
+@pytest.mark.parametrize("entry", list(USM_ENTRY_POINTS))
+def test_usm_interior_pointer_without_enough_room_is_refused(o, entry):
+    # o.ptr holds exactly desc.get_size() bytes; 8 bytes in, 8 are missing.
+    with pytest.raises(dnnl.error) as info:
+        USM_ENTRY_POINTS[entry](o, o.ptr + 8)
+    assert info.value.status == dnnl.status.invalid_arguments
+    assert str(o.desc.get_size() - 8) in str(info.value)
+
+
+@pytest.mark.parametrize("entry", list(USM_ENTRY_POINTS))
+def test_freed_usm_pointer_is_refused(o, entry):
+    freed = usm.device_alloc(o.context, o.device, o.desc.get_size())
+    usm.free(o.context, freed)
+    with pytest.raises(dnnl.error):
+        USM_ENTRY_POINTS[entry](o, freed)
+
+
+def test_set_mem_object_on_usm_memory_is_refused(o):
+    with pytest.raises(dnnl.error) as info:
+        oi.set_mem_object(o.usm_mem, o.buffer)
+    assert info.value.status == dnnl.status.invalid_arguments
+    assert o.usm_mem.get_data_handle() == o.ptr
+
+
+def test_usm_pointer_as_cl_mem_for_set_data_handle_of_usm_memory(o):
+    with pytest.raises(dnnl.error):
+        o.usm_mem.set_data_handle(o.buffer)
+
+
+# A USM pointer where a cl_mem is expected: checked in a child process, since
+# treating a pointer as a cl_mem may bring the interpreter down.
+
+_CHILD = textwrap.dedent("""
+    import dnnl_ocl_interop as dnnl
+    from dnnl_ocl_interop import emulation
+    emulation.ensure_device()
+    import pyopencl as cl
+
+    oi, usm = dnnl.ocl_interop, dnnl.usm
+    device = [d for p in cl.get_platforms() if "Intel" in p.vendor
+              for d in p.get_devices() if d.type & cl.device_type.GPU][0]
+    context = cl.Context([device])
+    engine = oi.make_engine(device, context)
+    desc = dnnl.memory.desc([2, 3], dnnl.memory.data_type.f32,
+                            dnnl.memory.format_tag.ab)
+    ptr = usm.device_alloc(context, device, 4 * desc.get_size())
+    try:
+        {statement}
+    except (dnnl.error, TypeError, ValueError) as e:
+        print("raised", type(e).__name__, e)
+    else:
+        print("accepted")
+    usm.free(context, ptr)
+""")
+
+USM_AS_CL_MEM = {
+    "memory": "dnnl.memory(desc, engine, ptr)",
+    "make_memory": "oi.make_memory(desc, engine, ptr)",
+    "make_memory_kind_buffer": "oi.make_memory(desc, engine, oi.memory_kind.buffer, ptr)",
+    "set_mem_object": "oi.set_mem_object(dnnl.memory(desc, engine), ptr)",
+    "set_data_handle": "dnnl.memory(desc, engine).set_data_handle(ptr)",
+}
+
+
+@pytest.mark.parametrize("entry", list(USM_AS_CL_MEM))
+def test_usm_pointer_given_as_cl_mem_is_refused(entry):
+    script = _CHILD.replace("{statement}", USM_AS_CL_MEM[entry])
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=240)
+    assert run.returncode == 0, (
+        f"the interpreter died (exit {run.returncode}): {run.stderr[-1500:]}")
+    assert run.stdout.startswith("raised"), run.stdout
+
+
+# Engines and streams ------------------------------------------------------------
+
+def _sub_device(device):
+    if device.partition_max_sub_devices == 0:
+        return None, []
+    P = cl.device_partition_property
+    if P.EQUALLY in device.partition_properties:
+        subs = device.create_sub_devices([P.EQUALLY, 1])
+    else:
+        subs = device.create_sub_devices(
+            [P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])
+    return subs[0], subs
+
+
+def test_device_not_in_the_context_is_refused(cl_device, cl_context):
+    # test_engine.cpp InvalidArgs: device and context must belong together.
+    # With one device, a sub-device and its own context make the mismatch.
+    sub_device, _all = _sub_device(cl_device)
+    if sub_device is None:
+        return
+    sub_context = cl.Context([sub_device])
+    context_refs = cl_context.reference_count
+    with pytest.raises(dnnl.error) as info:
+        oi.make_engine(sub_device, cl_context)
+    assert info.value.status == dnnl.status.invalid_arguments
+    with pytest.raises(dnnl.error) as info:
+        oi.make_engine(cl_device, sub_context)
+    assert info.value.status == dnnl.status.invalid_arguments
+    # A refused engine keeps no reference.
+    assert cl_context.reference_count == context_refs
+    assert sub_context.reference_count == 1
+
+
+def test_queue_of_another_context_is_refused(engine, cl_device, other_context):
+    # test_stream.cpp InteropIncompatibleQueue
+    foreign = cl.CommandQueue(other_context, cl_device)
+    with pytest.raises(dnnl.error) as info:
+        oi.make_stream(engine, foreign)
+    assert info.value.status == dnnl.status.invalid_arguments
+    assert foreign.reference_count == 1
+
+
+def test_user_queue_is_refused_by_the_library_engine(cl_queue):
+    library_engine = dnnl.engine(dnnl.engine.kind.gpu, 0)
+    with pytest.raises(dnnl.error) as info:
+        oi.make_stream(library_engine, cl_queue)
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_queue_on_a_sub_device_is_refused(engine, cl_device):
+    sub_device, _all = _sub_device(cl_device)
+    if sub_device is None:
+        return
+    sub_queue = cl.CommandQueue(cl.Context([sub_device]), sub_device)
+    with pytest.raises(dnnl.error) as info:
+        oi.make_stream(engine, sub_queue)
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_empty_cache_blob_is_refused(cl_device, cl_context):
+    with pytest.raises(dnnl.error) as info:
+        oi.make_engine(cl_device, cl_context, b"")
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_engine_index_out_of_range_is_refused():
+    count = dnnl.engine.get_count(dnnl.engine.kind.gpu)
+    with pytest.raises(dnnl.error) as info:
+        dnnl.engine(dnnl.engine.kind.gpu, count)
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+# map_data / unmap_data and special handles ------------------------------------------
+
+def test_unmap_data_with_a_plain_array(o):
+    with pytest.raises(TypeError):
+        o.mem.unmap_data(np.zeros((2, 3), dtype=np.float32))
+
+
+def test_unmap_data_with_something_else(o):
+    with pytest.raises(TypeError):
+        o.mem.unmap_data([1, 2, 3])
+
+
+def test_unmap_twice(o):
+    view = o.mem.map_data()
+    o.mem.unmap_data(view)
+    with pytest.raises(ValueError):
+        o.mem.unmap_data(view)
+
+
+def test_unmap_a_mapping_of_another_memory(o):
+    other = dnnl.memory(o.desc, o.engine)
+    view = other.map_data()
+    try:
+        with pytest.raises(ValueError):
+            o.mem.unmap_data(view)
+    finally:
+        other.unmap_data(view)
+
+
+def test_set_data_handle_to_memory_allocate(o):
+    before = o.mem.get_data_handle()
+    with pytest.raises(ValueError) as info:
+        o.mem.set_data_handle(dnnl.MEMORY_ALLOCATE)
+    assert "MEMORY_ALLOCATE" in str(info.value)
+    assert o.mem.get_data_handle() == before
+
+
+def test_map_data_without_storage(o):
+    for mem in (dnnl.memory(o.desc, o.engine, dnnl.MEMORY_NONE),
+                oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, dnnl.MEMORY_NONE)):
+        with pytest.raises(dnnl.error):
+            mem.map_data()
+
+
+# Memory descriptors ----------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda: dnnl.memory.desc([2, 3], D.f32, T.abcd),
+    lambda: dnnl.memory.desc([-2, 3], D.f32, T.ab),
+    lambda: dnnl.memory.desc([2, 3], D.f32, [1]),
+    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).reshape([5]),
+    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).permute_axes([0, 0]),
+    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).submemory_desc([2, 3], [1, 1]),
+], ids=["tag-rank", "negative-dim", "strides-rank", "reshape-count", "permute-repeat",
+        "submemory-out-of-bounds"])
+def test_invalid_descriptor_is_refused(make):
+    with pytest.raises(dnnl.error) as info:
+        make()
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+# USM helpers ---------------------------------------------------------------
+
+def test_zero_size_allocation(o):
+    with pytest.raises(ValueError) as info:
+        usm.device_alloc(o.context, o.device, 0)
+    assert "size" in str(info.value)
+
+
+def test_negative_size_allocation(o):
+    with pytest.raises((TypeError, ValueError, OverflowError)) as info:
+        usm.shared_alloc(o.context, o.device, -8)
+    assert "size" in str(info.value)
+
+
+def test_alignment_not_a_power_of_two(o):
+    with pytest.raises(dnnl.error):
+        usm.host_alloc(o.context, 64, 3)
+
+
+def test_impossible_allocation(o):
+    with pytest.raises(dnnl.error):
+        usm.device_alloc(o.context, o.device, 1 << 62)
+
+
+def test_free_twice(o):
+    ptr = usm.device_alloc(o.context, o.device, 64)
+    usm.free(o.context, ptr)
+    with pytest.raises(dnnl.error):
+        usm.free(o.context, ptr)
+
+
+def test_free_in_another_context(o, other_context):
+    with pytest.raises(dnnl.error):
+        usm.free(other_context, o.ptr)
+    assert usm.pointer_type(o.context, o.ptr) == "device"
+
+
+def test_free_of_host_memory(o):
+    with pytest.raises(dnnl.error):
+        usm.free(o.context, o.host.ctypes.data)
+
+
+def test_memcpy_larger_than_the_array(o):
+    with pytest.raises(ValueError) as info:
+        usm.memcpy(o.queue, o.ptr, np.zeros(4, dtype=np.uint8), 8)
+    assert "src" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        usm.memcpy(o.queue, np.zeros(4, dtype=np.uint8), o.ptr, 8)
+    assert "dst" in str(info.value)
+
+
+def test_memcpy_larger_than_the_usm_allocation(o):
+    big = np.zeros(o.desc.get_size() + 4, dtype=np.uint8)
+    with pytest.raises(dnnl.error) as info:
+        usm.memcpy(o.queue, o.ptr, big, big.nbytes)
+    assert "dst" in str(info.value)
+    with pytest.raises(dnnl.error) as info:
+        usm.memcpy(o.queue, big, o.ptr, big.nbytes)
+    assert "src" in str(info.value)
+
+
+def test_memcpy_with_a_pointer_of_another_context(o, other_context):
+    foreign = usm.device_alloc(other_context, o.device, 64)
+    try:
+        with pytest.raises(dnnl.error) as info:
+            usm.memcpy(o.queue, foreign, o.host, 8)
+        assert info.value.status == dnnl.status.invalid_arguments
+    finally:
+        usm.free(other_context, foreign)
+
+
+def test_memcpy_with_a_non_contiguous_array(o):
+    with pytest.raises(ValueError) as info:
+        usm.memcpy(o.queue, o.ptr, np.zeros(16, dtype=np.uint8)[::2], 8)
+    assert "contiguous" in str(info.value)
+
+
+def test_memcpy_into_a_read_only_array(o):
+    read_only = np.zeros(8, dtype=np.uint8)
+    read_only.setflags(write=False)
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        usm.memcpy(o.queue, read_only, o.ptr, 8)
+    assert not read_only.any()
+
+
+def test_fill_with_a_pattern_that_does_not_divide_the_size(o):
+    with pytest.raises(ValueError):
+        usm.fill(o.queue, o.ptr, b"\1\2\3", 8)
+    with pytest.raises(ValueError):
+        usm.fill(o.queue, o.ptr, b"", 8)
+
+
+def test_fill_beyond_the_allocation(o):
+    with pytest.raises(dnnl.error):
+        usm.fill(o.queue, o.ptr, b"\0\0\0\0", o.desc.get_size() + 4)

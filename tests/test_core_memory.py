@@ -1,0 +1,324 @@
+"""Core memory: dnnl.memory.desc, dnnl.memory, map_data/unmap_data, special
+handles.
+
+Mirrors the memory parts of oneDNN's C++ API as the OpenCL gtests use them
+(memory::desc queries, memory(desc, engine[, handle]) with
+DNNL_MEMORY_ALLOCATE / DNNL_MEMORY_NONE, get/set_data_handle, map_data /
+unmap_data), checked against NumPy's view of the same layouts. map_data's
+NumPy arrays are compared with what OpenCL itself reads from or writes to
+the memory's cl_mem.
+"""
+
+import gc
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+oi = dnnl.ocl_interop
+D = dnnl.memory.data_type
+T = dnnl.memory.format_tag
+
+# data type -> the NumPy dtype of map_data (f16 as float16, bf16 as uint16)
+NUMPY_OF = {
+    D.f32: np.float32, D.f16: np.float16, D.bf16: np.uint16,
+    D.s32: np.int32, D.s8: np.int8, D.u8: np.uint8,
+}
+
+
+def _read_cl(queue, mem, dtype, count):
+    out = np.empty(count, dtype=dtype)
+    cl.enqueue_copy(queue, out, oi.get_mem_object(mem))
+    queue.finish()
+    return out
+
+
+def _write_cl(queue, mem, array):
+    cl.enqueue_copy(queue, oi.get_mem_object(mem), np.ascontiguousarray(array))
+    queue.finish()
+
+
+# memory.desc ----------------------------------------------------------------
+
+@pytest.mark.parametrize("data_type", list(NUMPY_OF), ids=lambda t: t.name)
+def test_desc_queries_for_each_data_type(data_type):
+    dims = [2, 3, 4]
+    desc = dnnl.memory.desc(dims, data_type, T.abc)
+    assert desc.get_dims() == dims
+    assert desc.get_ndims() == len(dims)
+    assert desc.get_data_type() == data_type
+    assert desc.get_format_kind() == dnnl.memory.format_kind.blocked
+    assert desc.get_inner_nblks() == 0
+    itemsize = np.dtype(NUMPY_OF[data_type]).itemsize
+    assert desc.get_size() == np.prod(dims) * itemsize
+    expected_strides = [s // itemsize for s in np.empty(dims, NUMPY_OF[data_type]).strides]
+    assert desc.get_strides() == expected_strides
+
+
+@pytest.mark.parametrize("tag, order", [
+    (T.ab, (0, 1)), (T.ba, (1, 0)), (T.nchw, (0, 1, 2, 3)), (T.nhwc, (0, 2, 3, 1)),
+    (T.acb, (0, 2, 1)), (T.cba, (2, 1, 0)),
+], ids=lambda v: v.name if hasattr(v, "name") else None)
+def test_desc_strides_follow_the_format_tag(tag, order):
+    dims = [2, 3, 4, 5][: len(order)]
+    desc = dnnl.memory.desc(dims, D.f32, tag)
+    # The tag lists the dimensions from outermost to innermost in memory.
+    physical = np.empty([dims[i] for i in order], dtype=np.float32)
+    logical = physical.transpose(np.argsort(order))
+    assert desc.get_strides() == [s // 4 for s in logical.strides]
+    assert desc.get_size() == physical.nbytes
+
+
+def test_desc_from_strides_equals_desc_from_tag():
+    dims = [2, 3, 4, 5]
+    nhwc = dnnl.memory.desc(dims, D.f32, T.nhwc)
+    by_strides = dnnl.memory.desc(dims, D.f32, nhwc.get_strides())
+    assert by_strides == nhwc
+    assert by_strides.get_strides() == nhwc.get_strides()
+    assert not (by_strides != nhwc)
+    assert dnnl.memory.desc(dims, D.f32, T.nchw) != nhwc
+    assert dnnl.memory.desc(dims, D.f16, T.nhwc) != nhwc
+    assert dnnl.memory.desc([2, 3, 5, 4], D.f32, T.nhwc) != nhwc
+
+
+def test_desc_with_padding_strides():
+    desc = dnnl.memory.desc([3, 4], D.f32, [8, 1])  # rows padded to 8 elements
+    assert desc.get_strides() == [8, 1]
+    # oneDNN sizes a plain layout by its largest dims[i] * strides[i].
+    assert desc.get_size() == max(3 * 8, 4 * 1) * 4
+
+
+def test_desc_reshape_and_permute_axes():
+    dims = [4, 6]
+    desc = dnnl.memory.desc(dims, D.f32, T.ab)
+    base = np.empty(dims, dtype=np.float32)
+
+    flat = desc.reshape([24])
+    assert flat.get_dims() == [24]
+    assert flat.get_size() == desc.get_size()
+
+    reshaped = desc.reshape([2, 2, 6])
+    assert reshaped.get_strides() == [s // 4 for s in base.reshape(2, 2, 6).strides]
+
+    permuted = desc.permute_axes([1, 0])
+    assert permuted.get_dims() == [6, 4]
+    assert permuted.get_strides() == [s // 4 for s in base.T.strides]
+    assert permuted == dnnl.memory.desc([6, 4], D.f32, T.ba)
+
+
+def test_submemory_desc():
+    dims = [4, 6]
+    desc = dnnl.memory.desc(dims, D.f32, T.ab)
+    sub = desc.submemory_desc([2, 3], [1, 2])
+    assert sub.get_dims() == [2, 3]
+    assert sub.get_strides() == desc.get_strides()
+    assert sub.get_submemory_offset() == 1 * 6 + 2
+
+
+def test_zero_desc():
+    zero = dnnl.memory.desc()
+    assert zero.is_zero()
+    assert zero.get_size() == 0
+    assert zero.get_ndims() == 0
+    assert not dnnl.memory.desc([1], D.f32, T.a).is_zero()
+
+
+def test_format_any_desc_has_no_layout_and_cannot_make_memory(engine):
+    desc = dnnl.memory.desc([2, 3], D.f32, T.any)
+    assert desc.get_format_kind() == dnnl.memory.format_kind.any
+    with pytest.raises(dnnl.error) as info:
+        dnnl.memory(desc, engine)
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_blocked_desc():
+    desc = dnnl.memory.desc([1, 16, 2, 2], D.f32, T.nChw16c)
+    assert desc.get_inner_nblks() == 1
+    assert desc.get_inner_blks() == [16]
+    assert desc.get_inner_idxs() == [1]
+    assert desc.get_size() == 1 * 16 * 2 * 2 * 4
+
+
+# memory, handles --------------------------------------------------------------
+
+def test_memory_reports_desc_and_engine(engine):
+    desc = dnnl.memory.desc([3, 5], D.s32, T.ab)
+    mem = dnnl.memory(desc, engine)
+    assert mem.get_desc() == desc
+    assert mem.get_engine() == engine
+    assert mem.get_data_handle() != 0
+
+
+def test_memory_allocate_is_the_default(engine):
+    desc = dnnl.memory.desc([3, 5], D.f32, T.ab)
+    default = dnnl.memory(desc, engine)
+    explicit = dnnl.memory(desc, engine, dnnl.MEMORY_ALLOCATE)
+    assert default.get_data_handle() != 0
+    assert explicit.get_data_handle() != 0
+    assert default.get_data_handle() != explicit.get_data_handle()
+
+
+def test_memory_none_has_no_storage(engine):
+    desc = dnnl.memory.desc([3, 5], D.f32, T.ab)
+    mem = dnnl.memory(desc, engine, handle=dnnl.MEMORY_NONE)
+    assert mem.get_data_handle() == 0
+    with pytest.raises(dnnl.error):
+        mem.map_data()
+
+
+def test_special_handles_are_distinct():
+    assert dnnl.MEMORY_ALLOCATE is not dnnl.MEMORY_NONE
+    assert "MEMORY_ALLOCATE" in repr(dnnl.MEMORY_ALLOCATE)
+    assert "MEMORY_NONE" in repr(dnnl.MEMORY_NONE)
+
+
+def test_set_data_handle_to_none_and_back(engine, cl_queue):
+    desc = dnnl.memory.desc([8], D.f32, T.a)
+    mem = dnnl.memory(desc, engine)
+    buf = oi.get_mem_object(mem)
+    mem.set_data_handle(dnnl.MEMORY_NONE)
+    assert mem.get_data_handle() == 0
+    mem.set_data_handle(buf.int_ptr)
+    assert mem.get_data_handle() == buf.int_ptr
+    expected = np.arange(8, dtype=np.float32)
+    _write_cl(cl_queue, mem, expected)
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, expected)
+    mem.unmap_data(view)
+
+
+def test_error_carries_a_status():
+    assert issubclass(dnnl.error, Exception)
+    with pytest.raises(dnnl.error) as info:
+        dnnl.memory.desc([2, 3], D.f32, T.abcd)  # 4-d tag for 2-d dims
+    assert isinstance(info.value.status, dnnl.status)
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+# map_data / unmap_data ------------------------------------------------------------
+
+@pytest.mark.parametrize("data_type", list(NUMPY_OF), ids=lambda t: t.name)
+def test_map_data_is_typed_and_shaped(engine, cl_queue, data_type):
+    dims = [3, 4]
+    dtype = NUMPY_OF[data_type]
+    mem = dnnl.memory(dnnl.memory.desc(dims, data_type, T.ab), engine)
+    expected = (np.arange(12) % 100).astype(dtype).reshape(dims)
+    view = mem.map_data()
+    assert view.dtype == dtype
+    assert view.shape == tuple(dims)
+    view[...] = expected
+    mem.unmap_data(view)
+    np.testing.assert_array_equal(_read_cl(cl_queue, mem, dtype, 12).reshape(dims), expected)
+
+
+def test_map_data_reads_f16_values(engine, cl_queue):
+    mem = dnnl.memory(dnnl.memory.desc([5], D.f16, T.a), engine)
+    expected = np.array([0.5, -1.25, 3.0, 65504.0, -0.0], dtype=np.float16)
+    _write_cl(cl_queue, mem, expected)
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, expected)
+    mem.unmap_data(view)
+
+
+def test_map_data_shows_bf16_bits(engine, cl_queue):
+    mem = dnnl.memory(dnnl.memory.desc([4], D.bf16, T.a), engine)
+    values = np.array([1.0, -2.0, 0.15625, 3.5], dtype=np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)  # exact in bf16
+    _write_cl(cl_queue, mem, bits)
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, bits)
+    np.testing.assert_array_equal((view.astype(np.uint32) << 16).view(np.float32), values)
+    mem.unmap_data(view)
+
+
+def test_map_data_of_a_permuted_layout_is_logical(engine, cl_queue):
+    dims = [2, 3, 4, 5]
+    mem = dnnl.memory(dnnl.memory.desc(dims, D.f32, T.nhwc), engine)
+    physical = np.arange(np.prod(dims), dtype=np.float32).reshape(2, 4, 5, 3)
+    _write_cl(cl_queue, mem, physical)
+    view = mem.map_data()
+    assert view.shape == tuple(dims)
+    np.testing.assert_array_equal(view, physical.transpose(0, 3, 1, 2))
+    mem.unmap_data(view)
+
+
+def test_map_data_of_a_blocked_layout_is_raw_bytes(engine, cl_queue):
+    desc = dnnl.memory.desc([1, 16, 2, 2], D.f32, T.nChw16c)
+    mem = dnnl.memory(desc, engine)
+    raw = np.arange(desc.get_size(), dtype=np.uint32).astype(np.uint8)
+    _write_cl(cl_queue, mem, raw)
+    view = mem.map_data()
+    assert view.dtype == np.uint8
+    assert view.shape == (desc.get_size(),)
+    np.testing.assert_array_equal(view, raw)
+    view[:4] = 255
+    mem.unmap_data(view)
+    raw[:4] = 255
+    np.testing.assert_array_equal(_read_cl(cl_queue, mem, np.uint8, raw.size), raw)
+
+
+def test_map_data_of_a_submemory(engine, cl_queue):
+    desc = dnnl.memory.desc([4, 6], D.f32, T.ab)
+    whole = dnnl.memory(desc, engine)
+    values = np.arange(24, dtype=np.float32).reshape(4, 6)
+    _write_cl(cl_queue, whole, values)
+    sub_desc = desc.submemory_desc([2, 3], [1, 2])
+    sub = dnnl.memory(sub_desc, engine, oi.get_mem_object(whole))
+    view = sub.map_data()
+    np.testing.assert_array_equal(view, values[1:3, 2:5])
+    view[...] = -1
+    sub.unmap_data(view)
+    expected = values.copy()
+    expected[1:3, 2:5] = -1
+    np.testing.assert_array_equal(_read_cl(cl_queue, whole, np.float32, 24).reshape(4, 6),
+                                  expected)
+
+
+def test_map_data_with_explicit_strides(engine, cl_queue):
+    desc = dnnl.memory.desc([3, 4], D.f32, [8, 1])
+    mem = dnnl.memory(desc, engine)
+    padded = np.arange(desc.get_size() // 4, dtype=np.float32)
+    _write_cl(cl_queue, mem, padded)
+    view = mem.map_data()
+    expected = np.lib.stride_tricks.as_strided(padded, (3, 4), (32, 4))
+    np.testing.assert_array_equal(view, expected)
+    mem.unmap_data(view)
+
+
+def test_unmap_through_a_view_of_the_mapping(engine, cl_queue):
+    mem = dnnl.memory(dnnl.memory.desc([2, 4], D.f32, T.ab), engine)
+    view = mem.map_data()
+    view[...] = 0
+    view[1] = 9
+    mem.unmap_data(view[1:, ::2])
+    np.testing.assert_array_equal(_read_cl(cl_queue, mem, np.float32, 8),
+                                  [0, 0, 0, 0, 9, 9, 9, 9])
+    with pytest.raises(ValueError):
+        mem.unmap_data(view)  # the same mapping, already unmapped
+
+
+def test_dropping_the_last_view_unmaps(engine, cl_queue):
+    mem = dnnl.memory(dnnl.memory.desc([6], D.f32, T.a), engine)
+    view = mem.map_data()
+    view[...] = 4.5
+    part = view[2:]
+    del view
+    gc.collect()
+    part[...] = 5.5  # still mapped: `part` keeps the mapping
+    del part
+    gc.collect()
+    np.testing.assert_array_equal(_read_cl(cl_queue, mem, np.float32, 6),
+                                  [4.5, 4.5, 5.5, 5.5, 5.5, 5.5])
+
+
+def test_map_again_after_unmap_sees_the_written_data(engine):
+    mem = dnnl.memory(dnnl.memory.desc([3, 3], D.s8, T.ab), engine)
+    expected = np.arange(-4, 5, dtype=np.int8).reshape(3, 3)
+    view = mem.map_data()
+    view[...] = expected
+    mem.unmap_data(view)
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, expected)
+    mem.unmap_data(view)
