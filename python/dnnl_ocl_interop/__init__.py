@@ -18,6 +18,7 @@ from importlib import import_module as _import_module
 # return the star-imported _core.usm instead of importing usm.py.)
 ocl_interop = _import_module(".ocl_interop", __name__)
 usm = _import_module(".usm", __name__)
+graph = _import_module(".graph", __name__)
 from . import arrays, emulation  # noqa: E402
 
 __version__ = "0.1.0"

@@ -1,0 +1,236 @@
+#include "graph/allocator.hpp"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+#include <utility>
+
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "oneapi/dnnl/dnnl_graph_ocl.hpp"
+#include "usm/usm_api.hpp"
+
+namespace py = pybind11;
+
+namespace dnnl_ocl_interop {
+namespace graph_allocator {
+
+constexpr size_t slot_count = 64;
+
+struct state {
+    py::object malloc_fn, free_fn;
+    size_t slot = SIZE_MAX;
+    // pyopencl objects for the (device, context) oneDNN passes, made once:
+    // wrapping handles on every allocation would dominate its cost.
+    cl_device_id device = nullptr;
+    cl_context context = nullptr;
+    py::object py_device, py_context;
+    // Allocations the binding made itself after the Python malloc failed
+    // (guarded by the GIL, which every callback holds).
+    std::unordered_set<void *> fallbacks;
+
+    ~state();
+};
+
+namespace {
+
+std::array<std::atomic<state *>, slot_count> slots {};
+std::mutex slots_mutex;
+
+thread_local call_scope *current_scope = nullptr;
+
+// Callbacks during interpreter shutdown must not touch Python.
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+// A callback failure: kept for the API call running on this thread, or
+// reported as unraisable when oneDNN calls outside any (e.g. while an engine
+// is destroyed).
+void record(const std::string &what, py::object exc) {
+    if (current_scope) {
+        current_scope->failures.emplace_back(what, std::move(exc));
+        return;
+    }
+    PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+    PyErr_WriteUnraisable(py::str("dnnl_ocl_interop graph allocator").ptr());
+}
+
+py::object make_exception(PyObject *type, const std::string &message) {
+    return py::reinterpret_borrow<py::object>(type)(message);
+}
+
+void cache_handles(state &s, cl_device_id device, cl_context context) {
+    if (s.device != device || !s.py_device) {
+        s.py_device = cl_handles::retained_device(device);
+        s.device = device;
+    }
+    if (s.context != context || !s.py_context) {
+        s.py_context = cl_handles::retained_context(context);
+        s.context = context;
+    }
+}
+
+// oneDNN does not check for a failed allocation: it would run its kernels on a
+// NULL buffer. After a failure the binding allocates the memory itself (and
+// frees it when oneDNN releases it), so the call completes safely and then
+// raises the recorded failure.
+void *fallback(state &s, size_t size, size_t alignment, cl_device_id device,
+        cl_context context) {
+    try {
+        cl_int err = CL_SUCCESS;
+        void *ptr = usm::api_for(context).device_alloc(context, device, nullptr, size,
+                static_cast<cl_uint>(alignment), &err);
+        if (err == CL_SUCCESS && ptr) {
+            s.fallbacks.insert(ptr);
+            return ptr;
+        }
+    } catch (const std::exception &) {}
+    return nullptr; // truly out of memory: nothing safer is possible
+}
+
+void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
+        cl_context context) {
+    state *s = slots[slot].load();
+    if (!s || interpreter_finalizing()) return nullptr;
+    py::gil_scoped_acquire gil;
+    auto failed = [&](const char *what, py::object exc) {
+        record(what, std::move(exc));
+        return fallback(*s, size, alignment, device, context);
+    };
+    try {
+        cache_handles(*s, device, context);
+        py::object result = s->malloc_fn(size, alignment, s->py_device, s->py_context);
+        if (!PyLong_Check(result.ptr()) || PyBool_Check(result.ptr()))
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_TypeError,
+                            "malloc returned "
+                                    + std::string(py::str(py::type::handle_of(result).attr("__name__")))
+                                    + ", not an int USM pointer"));
+        void *ptr = reinterpret_cast<void *>(result.cast<uintptr_t>());
+        if (!ptr)
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_MemoryError,
+                            "malloc returned 0 for " + std::to_string(size) + " bytes"));
+        size_t available = usm::bytes_available(context, ptr);
+        if (available == 0)
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "malloc returned a pointer that is not a USM allocation of "
+                            "the engine's context (it was not used, nor passed to free)"));
+        if (available < size) {
+            s->free_fn(reinterpret_cast<uintptr_t>(ptr), s->py_device, s->py_context, py::none());
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "malloc returned a USM pointer with " + std::to_string(available)
+                                    + " bytes left for a " + std::to_string(size)
+                                    + "-byte request (it was passed back to free)"));
+        }
+        return ptr;
+    } catch (py::error_already_set &e) {
+        return failed("the allocator's malloc raised", e.value());
+    } catch (const std::exception &e) {
+        return failed("the allocator's malloc failed", make_exception(PyExc_RuntimeError, e.what()));
+    }
+}
+
+void deallocate(size_t slot, void *buf, cl_device_id device, cl_context context,
+        cl_event event) {
+    state *s = slots[slot].load();
+    if (!s || !buf || interpreter_finalizing()) return;
+    py::gil_scoped_acquire gil;
+    if (s->fallbacks.erase(buf)) { // ours, not the Python allocator's
+        py::gil_scoped_release release;
+        if (event) clWaitForEvents(1, &event);
+        try {
+            usm::api_for(context).blocking_free(context, buf);
+        } catch (const std::exception &) {}
+        return;
+    }
+    try {
+        cache_handles(*s, device, context);
+        s->free_fn(reinterpret_cast<uintptr_t>(buf), s->py_device, s->py_context,
+                cl_handles::retained_event(event));
+    } catch (py::error_already_set &e) {
+        record("the allocator's free raised", e.value());
+    } catch (const std::exception &e) {
+        record("the allocator's free failed", make_exception(PyExc_RuntimeError, e.what()));
+    }
+}
+
+template <size_t I>
+void *allocate_in_slot(size_t size, size_t alignment, cl_device_id device, cl_context context) {
+    return allocate(I, size, alignment, device, context);
+}
+template <size_t I>
+void deallocate_in_slot(void *buf, cl_device_id device, cl_context context, cl_event event) {
+    deallocate(I, buf, device, context, event);
+}
+
+template <size_t... I>
+constexpr std::array<std::pair<dnnl_graph_ocl_allocate_f, dnnl_graph_ocl_deallocate_f>, slot_count>
+trampolines(std::index_sequence<I...>) {
+    return {{{&allocate_in_slot<I>, &deallocate_in_slot<I>}...}};
+}
+constexpr auto slot_functions = trampolines(std::make_index_sequence<slot_count>());
+
+} // namespace
+
+state::~state() {
+    if (slot < slot_count) slots[slot].store(nullptr);
+    if (interpreter_finalizing()) { // the interpreter is going: leave the objects to it
+        malloc_fn.release();
+        free_fn.release();
+        py_device.release();
+        py_context.release();
+        return;
+    }
+    py::gil_scoped_acquire gil;
+    malloc_fn = py::object();
+    free_fn = py::object();
+    py_device = py::object();
+    py_context = py::object();
+}
+
+call_scope::call_scope() : outer(current_scope) { current_scope = this; }
+call_scope::~call_scope() { current_scope = outer; }
+
+void call_scope::raise_recorded(const char *onednn_failure) {
+    if (failures.empty()) return;
+    current_scope = outer;
+    auto &first = failures.front();
+    std::string message = first.first + ": " + std::string(py::str(first.second));
+    if (onednn_failure) message += " (oneDNN: " + std::string(onednn_failure) + ")";
+    throw_chained(dnnl_runtime_error, message, first.second);
+}
+
+allocator_object make(py::object malloc_fn, py::object free_fn) {
+    if (!PyCallable_Check(malloc_fn.ptr()))
+        throw py::type_error("malloc must be callable");
+    if (!PyCallable_Check(free_fn.ptr())) throw py::type_error("free must be callable");
+    auto s = std::make_shared<state>();
+    s->malloc_fn = std::move(malloc_fn);
+    s->free_fn = std::move(free_fn);
+    {
+        std::lock_guard<std::mutex> lock(slots_mutex);
+        size_t i = 0;
+        while (i < slot_count && slots[i].load()) ++i;
+        if (i == slot_count)
+            throw status_error(dnnl_out_of_memory,
+                    "make_allocator(): " + std::to_string(slot_count)
+                            + " allocators are alive already; drop unused ones "
+                              "(and the engines made with them)");
+        s->slot = i;
+        slots[i].store(s.get());
+    }
+    auto fns = slot_functions[s->slot];
+    return {dnnl::graph::ocl_interop::make_allocator(fns.first, fns.second), s};
+}
+
+} // namespace graph_allocator
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,64 @@
+// The allocator trampoline: oneDNN's graph OpenCL allocator is a pair of plain
+// C function pointers with no user data, called from compile and execute. Each
+// Python allocator takes one slot of a fixed table of trampoline functions, so
+// several allocators on several engines each get their own calls.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+#include "oneapi/dnnl/dnnl_graph.hpp"
+
+namespace dnnl_ocl_interop {
+namespace graph_allocator {
+
+struct state; // the Python callables of one allocator and its slot
+
+// dnnl.graph.allocator: shared by the engines made with it, which keep the
+// state alive (engine_object::callbacks) as long as oneDNN may call it.
+struct allocator_object {
+    dnnl::graph::allocator allocator;
+    std::shared_ptr<state> callbacks;
+};
+
+allocator_object make(pybind11::object malloc_fn, pybind11::object free_fn);
+
+// Runs `call` (a oneDNN call that may call allocators), with the GIL released.
+// A Python exception, or a bad pointer, from any allocator callback during the
+// call is raised from here as dnnl.error chained to it, whether or not oneDNN
+// itself failed.
+template <typename F>
+auto with_callbacks(F &&call) -> decltype(call());
+
+// Implementation detail of with_callbacks.
+struct call_scope {
+    call_scope();
+    ~call_scope();
+    // Raises the first recorded callback failure, chained; `onednn_failure`
+    // is the message of oneDNN's own error, if any.
+    void raise_recorded(const char *onednn_failure);
+    std::vector<std::pair<std::string, pybind11::object>> failures;
+    call_scope *outer;
+};
+
+template <typename F>
+auto with_callbacks(F &&call) -> decltype(call()) {
+    call_scope scope;
+    try {
+        auto result = [&] {
+            pybind11::gil_scoped_release release;
+            return call();
+        }();
+        scope.raise_recorded(nullptr);
+        return result;
+    } catch (const dnnl::error &e) {
+        scope.raise_recorded(e.what());
+        throw;
+    }
+}
+
+} // namespace graph_allocator
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,344 @@
+// dnnl.graph: logical tensors, ops, graphs, partitions, compiled partitions
+// and tensors. Calls that may reach a graph allocator go through
+// graph_allocator::with_callbacks.
+#include <algorithm>
+
+#include <pybind11/native_enum.h>
+#include <pybind11/stl.h>
+
+#include "common/errors.hpp"
+#include "graph/allocator.hpp"
+#include "graph/graph_objects.hpp"
+#include "usm/usm_api.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace py = pybind11;
+namespace g = dnnl::graph;
+using lt = g::logical_tensor;
+
+namespace dnnl_ocl_interop {
+namespace {
+
+void bind_logical_tensor(py::module_ &m) {
+    py::class_<lt> cls(m, "logical_tensor",
+            "Metadata of a tensor in a graph (dnnl::graph::logical_tensor): id, "
+            "data type, dims and layout. Values, not handles: copies are equal.");
+    py::native_enum<lt::data_type>(cls, "data_type", "enum.Enum")
+            .value("undef", lt::data_type::undef)
+            .value("f16", lt::data_type::f16)
+            .value("bf16", lt::data_type::bf16)
+            .value("f32", lt::data_type::f32)
+            .value("s32", lt::data_type::s32)
+            .value("s8", lt::data_type::s8)
+            .value("u8", lt::data_type::u8)
+            .value("boolean", lt::data_type::boolean)
+            .value("f8_e5m2", lt::data_type::f8_e5m2)
+            .value("f8_e4m3", lt::data_type::f8_e4m3)
+            .value("s4", lt::data_type::s4)
+            .value("u4", lt::data_type::u4)
+            .value("s64", lt::data_type::s64)
+            .finalize();
+    py::native_enum<lt::layout_type>(cls, "layout_type", "enum.Enum")
+            .value("undef", lt::layout_type::undef)
+            .value("any", lt::layout_type::any)
+            .value("strided", lt::layout_type::strided)
+            .value("opaque", lt::layout_type::opaque)
+            .finalize();
+    py::native_enum<lt::property_type>(cls, "property_type", "enum.Enum")
+            .value("undef", lt::property_type::undef)
+            .value("variable", lt::property_type::variable)
+            .value("constant", lt::property_type::constant)
+            .value("host_scalar", lt::property_type::host_scalar)
+            .finalize();
+    using dims = lt::dims;
+    auto ptype = py::arg("property_type") = lt::property_type::undef;
+    cls.def(py::init<size_t, lt::data_type, lt::layout_type>(), py::arg("tid"),
+            py::arg("data_type"), py::arg("layout_type") = lt::layout_type::undef,
+            "Unknown rank and dims.");
+    cls.def(py::init<size_t, lt::data_type, int32_t, lt::layout_type, lt::property_type>(),
+            py::arg("tid"), py::arg("data_type"), py::arg("ndims"), py::arg("layout_type"),
+            ptype, "Known rank, unknown dims.");
+    cls.def(py::init<size_t, lt::data_type, const dims &, lt::layout_type, lt::property_type>(),
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_type"),
+            ptype, "Known dims (an empty list is a scalar).");
+    cls.def(py::init<size_t, lt::data_type, const dims &, const dims &, lt::property_type>(),
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("strides"),
+            ptype, "Known dims and strides (strided layout).");
+    cls.def(py::init<size_t, lt::data_type, const dims &, size_t, lt::property_type>(),
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"),
+            ptype, "Known dims in an opaque layout chosen by a compiled partition.");
+    cls.def("get_id", &lt::get_id);
+    cls.def("get_data_type", &lt::get_data_type);
+    cls.def("get_dims", &lt::get_dims);
+    cls.def("get_layout_type", &lt::get_layout_type);
+    cls.def("get_layout_id", &lt::get_layout_id);
+    cls.def("get_strides", &lt::get_strides);
+    cls.def("get_property_type", &lt::get_property_type);
+    cls.def("get_mem_size", &lt::get_mem_size, "Bytes a tensor of it needs.");
+    cls.def("is_equal", &lt::is_equal, py::arg("other"));
+    cls.def("__eq__", [](const lt &a, const lt &b) { return a.is_equal(b); }, py::is_operator());
+    cls.attr("__hash__") = py::none();
+    cls.def("__repr__", [](const lt &t) {
+        std::string s = "<dnnl.graph.logical_tensor id=" + std::to_string(t.get_id()) + " dims=[";
+        try {
+            auto d = t.get_dims();
+            for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+        } catch (const dnnl::error &) { s += "?"; } // unknown rank
+        return s + "]>";
+    });
+}
+
+void set_attr(g::op &op, g::op::attr name, py::handle value) {
+    if (PyBool_Check(value.ptr())) {
+        op.set_attr<bool>(name, value.cast<bool>());
+    } else if (PyLong_Check(value.ptr())) {
+        op.set_attr<int64_t>(name, value.cast<int64_t>());
+    } else if (PyFloat_Check(value.ptr())) {
+        op.set_attr<float>(name, value.cast<float>());
+    } else if (PyUnicode_Check(value.ptr())) {
+        op.set_attr<std::string>(name, value.cast<std::string>());
+    } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
+        auto seq = py::reinterpret_borrow<py::sequence>(value);
+        bool all_ints = std::all_of(seq.begin(), seq.end(), [](py::handle h) {
+            return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
+        });
+        if (all_ints)
+            op.set_attr<std::vector<int64_t>>(name, value.cast<std::vector<int64_t>>());
+        else
+            op.set_attr<std::vector<float>>(name, value.cast<std::vector<float>>());
+    } else {
+        throw py::type_error("set_attr(): value must be bool, int, float, str, or a "
+                             "list of ints or floats, not "
+                + std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+    }
+}
+
+void bind_op(py::module_ &m) {
+    py::class_<g::op> cls(m, "op", "An operation of a graph (dnnl::graph::op).");
+    using k = g::op::kind;
+#define KIND(name) .value(#name, k::name)
+    py::native_enum<k>(cls, "kind", "enum.Enum")
+            KIND(Abs) KIND(AbsBackward) KIND(Add) KIND(AvgPool) KIND(AvgPoolBackward)
+            KIND(BatchNormForwardTraining) KIND(BatchNormInference)
+            KIND(BatchNormTrainingBackward) KIND(BiasAdd) KIND(BiasAddBackward)
+            KIND(Clamp) KIND(ClampBackward) KIND(Concat) KIND(Convolution)
+            KIND(ConvolutionBackwardData) KIND(ConvolutionBackwardWeights)
+            KIND(ConvTranspose) KIND(ConvTransposeBackwardData) KIND(Dequantize)
+            KIND(Divide) KIND(DynamicDequantize) KIND(DynamicQuantize) KIND(Elu)
+            KIND(EluBackward) KIND(End) KIND(Exp) KIND(GELU) KIND(GELUBackward)
+            KIND(GroupNorm) KIND(HardSigmoid) KIND(HardSigmoidBackward) KIND(HardSwish)
+            KIND(HardSwishBackward) KIND(Interpolate) KIND(InterpolateBackward)
+            KIND(LayerNorm) KIND(LayerNormBackward) KIND(LeakyReLU) KIND(Log)
+            KIND(LogSoftmax) KIND(LogSoftmaxBackward) KIND(MatMul) KIND(Maximum)
+            KIND(MaxPool) KIND(MaxPoolBackward) KIND(Minimum) KIND(Mish)
+            KIND(MishBackward) KIND(Multiply) KIND(Pow) KIND(PReLU) KIND(PReLUBackward)
+            KIND(Quantize) KIND(Reciprocal) KIND(ReduceL1) KIND(ReduceL2) KIND(ReduceMax)
+            KIND(ReduceMean) KIND(ReduceMin) KIND(ReduceProd) KIND(ReduceSum) KIND(ReLU)
+            KIND(ReLUBackward) KIND(Reorder) KIND(Round) KIND(RMSNorm) KIND(Select)
+            KIND(Sigmoid) KIND(SigmoidBackward) KIND(SoftMax) KIND(SoftMaxBackward)
+            KIND(SoftPlus) KIND(SoftPlusBackward) KIND(Sqrt) KIND(SqrtBackward)
+            KIND(Square) KIND(SquaredDifference) KIND(StaticReshape) KIND(StaticTranspose)
+            KIND(Subtract) KIND(Tanh) KIND(TanhBackward) KIND(TypeCast) KIND(Wildcard)
+            KIND(GenIndex) KIND(GreaterEqual) KIND(Dropout)
+            .finalize();
+#undef KIND
+    using a = g::op::attr;
+#define ATTR(name) .value(#name, a::name)
+    py::native_enum<a>(cls, "attr", "enum.Enum")
+            ATTR(undef) ATTR(alpha) ATTR(beta) ATTR(epsilon) ATTR(max) ATTR(min)
+            ATTR(momentum) ATTR(scales) ATTR(axis) ATTR(begin_norm_axis) ATTR(groups)
+            ATTR(axes) ATTR(dilations) ATTR(dst_shape) ATTR(kernel) ATTR(order)
+            ATTR(output_padding) ATTR(pads_begin) ATTR(pads_end) ATTR(shape) ATTR(sizes)
+            ATTR(src_shape) ATTR(strides) ATTR(weights_shape) ATTR(zps) ATTR(group_shape)
+            ATTR(exclude_pad) ATTR(keep_dims) ATTR(keep_stats) ATTR(per_channel_broadcast)
+            ATTR(special_zero) ATTR(transpose_a) ATTR(transpose_b) ATTR(use_affine)
+            ATTR(use_dst) ATTR(auto_broadcast) ATTR(auto_pad) ATTR(data_format) ATTR(mode)
+            ATTR(qtype) ATTR(rounding_type) ATTR(weights_format) ATTR(accumulation_mode)
+            .finalize();
+#undef ATTR
+    cls.def(py::init<size_t, k, const std::string &>(), py::arg("id"), py::arg("kind"),
+            py::arg("verbose_name") = "");
+    cls.def(py::init<size_t, k, const std::vector<lt> &, const std::vector<lt> &,
+                    const std::string &>(),
+            py::arg("id"), py::arg("kind"), py::arg("inputs"), py::arg("outputs"),
+            py::arg("verbose_name") = "");
+    cls.def("add_input", &g::op::add_input, py::arg("tensor"));
+    cls.def("add_inputs", &g::op::add_inputs, py::arg("tensors"));
+    cls.def("add_output", &g::op::add_output, py::arg("tensor"));
+    cls.def("add_outputs", &g::op::add_outputs, py::arg("tensors"));
+    cls.def("set_attr", [](g::op &op, g::op::attr name, py::handle value) -> g::op & {
+        set_attr(op, name, value);
+        return op;
+    }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal,
+            "Set an attribute; the value's Python type picks the C type: bool, "
+            "int (s64), float (f32), str, list of ints (s64[]) or of floats (f32[]).");
+}
+
+void bind_graph_and_partition(py::module_ &m) {
+    py::native_enum<g::partition::policy>(m, "partition_policy", "enum.Enum")
+            .value("fusion", g::partition::policy::fusion)
+            .value("debug", g::partition::policy::debug)
+            .finalize();
+
+    py::class_<g::partition> part(m, "partition",
+            "A part of a graph oneDNN can compile and run as one kernel or fused set.");
+    part.attr("policy") = m.attr("partition_policy");
+    part.def("is_supported", &g::partition::is_supported);
+    part.def("get_input_ports", &g::partition::get_input_ports);
+    part.def("get_output_ports", &g::partition::get_output_ports);
+    part.def("get_ops_num", &g::partition::get_ops_num);
+    part.def("get_ops", &g::partition::get_ops, "Ids of the partition's ops.");
+    part.def("get_id", &g::partition::get_id);
+    part.def("get_engine_kind", &g::partition::get_engine_kind);
+    part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
+                                const std::vector<lt> &outputs, const engine_object &engine) {
+        g::compiled_partition cp = graph_allocator::with_callbacks(
+                [&] { return p.compile(inputs, outputs, engine); });
+        return compiled_partition_object {cp, engine, inputs, outputs};
+    }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
+            "Compile for `engine` with these input and output logical tensors "
+            "(layout_type.any lets oneDNN choose; query the result). The GIL is "
+            "released; the engine's allocator may be called.");
+
+    py::class_<g::graph> graph(m, "graph", "A graph of ops to partition (dnnl::graph::graph).");
+    graph.def(py::init<dnnl::engine::kind>(), py::arg("engine_kind"));
+    graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
+            py::arg("fpmath_mode"));
+    graph.def("add_op", [](g::graph &gr, const g::op &op) { gr.add_op(op); }, py::arg("op"));
+    graph.def("finalize", &g::graph::finalize);
+    graph.def("is_finalized", &g::graph::is_finalized);
+    graph.def("get_partitions", [](g::graph &gr, g::partition::policy policy) {
+        py::gil_scoped_release release;
+        return gr.get_partitions(policy);
+    }, py::arg("policy") = g::partition::policy::fusion);
+    graph.def("set_fpmath_mode", &g::graph::set_fpmath_mode, py::arg("mode"),
+            py::arg("apply_to_int") = false);
+    graph.def("get_fpmath_mode", [](const g::graph &gr) {
+        dnnl::fpmath_mode mode;
+        bool apply_to_int;
+        gr.get_fpmath_mode(mode, apply_to_int);
+        return py::make_tuple(mode, apply_to_int);
+    }, "(fpmath_mode, apply_to_int)");
+}
+
+void check_tensor_storage(const lt &desc, const engine_object &engine, void *handle) {
+    if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
+    if (engine.get_kind() != dnnl::engine::kind::gpu) return;
+    cl_context context = dnnl::ocl_interop::get_context(engine);
+    size_t available = usm::bytes_available(context, handle);
+    if (available == 0)
+        throw_invalid_argument("handle is not a USM allocation of the engine's OpenCL context");
+    size_t needed = desc.get_mem_size();
+    if (available < needed)
+        throw_invalid_argument("USM allocation has " + std::to_string(available)
+                + " bytes from the handle on, but the logical tensor needs "
+                + std::to_string(needed));
+}
+
+void bind_tensor(py::module_ &m) {
+    py::class_<tensor_object> cls(m, "tensor",
+            "Data for a logical tensor on an engine (dnnl::graph::tensor).");
+    cls.def(py::init([](const lt &desc, const engine_object &engine, py::handle handle) {
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false);
+        check_tensor_storage(desc, engine, h);
+        g::tensor t = graph_allocator::with_callbacks([&] {
+            return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
+                                             : g::tensor(desc, engine, h);
+        });
+        return tensor_object {t, engine};
+    }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle"),
+            "`handle`: a USM pointer (int) of the engine's context with room for "
+            "logical_tensor.get_mem_size() bytes, dnnl.MEMORY_ALLOCATE (the "
+            "engine's allocator provides it) or dnnl.MEMORY_NONE.");
+    cls.def("get_data_handle", [](const tensor_object &t) {
+        return reinterpret_cast<uintptr_t>(t.tensor.get_data_handle());
+    });
+    cls.def("set_data_handle", [](tensor_object &t, py::handle handle) {
+        void *h = memory_handle_from(handle, "handle", false);
+        if (h == DNNL_MEMORY_ALLOCATE)
+            throw py::value_error("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
+        check_tensor_storage(t.tensor.get_logical_tensor(), t.engine, h);
+        t.tensor.set_data_handle(h);
+    }, py::arg("handle"));
+    cls.def("get_engine", [](const tensor_object &t) { return t.engine; });
+    cls.def("get_logical_tensor", [](const tensor_object &t) {
+        return t.tensor.get_logical_tensor();
+    });
+
+    py::class_<compiled_partition_object> cp(m, "compiled_partition",
+            "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
+    cp.def("query_logical_tensor", [](const compiled_partition_object &c, size_t tid) {
+        return c.partition.query_logical_tensor(tid);
+    }, py::arg("tid"), "The logical tensor of id `tid` as compiled (layout and dims resolved).");
+    cp.def("get_inplace_ports", [](const compiled_partition_object &c) {
+        return c.partition.get_inplace_ports();
+    }, "(input id, output id) pairs that may share memory.");
+    cp.def("execute", [](const compiled_partition_object &c, stream_object &s,
+                              py::handle inputs, py::handle outputs) {
+        graph_execution ex = graph_execution_args(c, s, inputs, outputs);
+        cl_event event = execute_partition(c, s, ex, {}, nullptr);
+        if (event) clReleaseEvent(event); // order follows the stream: wait on it
+    }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
+            "Execute with tensors for every input and output port, checked "
+            "first. Returns once submitted; wait on the stream for results.");
+}
+
+} // namespace
+
+graph_execution graph_execution_args(const compiled_partition_object &cp,
+        const stream_object &stream, py::handle inputs, py::handle outputs) {
+    if (stream.engine.get() != cp.engine.get())
+        throw_invalid_argument("the stream is on another engine than the compiled partition");
+    graph_execution ex;
+    auto convert = [&](py::handle list, const std::vector<lt> &ports, const char *what,
+                           std::vector<g::tensor> &into) {
+        if (!PyList_Check(list.ptr()) && !PyTuple_Check(list.ptr()))
+            throw py::type_error(std::string(what) + " must be a list of dnnl.graph.tensor");
+        auto seq = py::reinterpret_borrow<py::sequence>(list);
+        if (seq.size() != ports.size())
+            throw_invalid_argument(std::string(what) + ": " + std::to_string(seq.size())
+                    + " tensors for " + std::to_string(ports.size()) + " ports");
+        into.reserve(seq.size());
+        for (size_t i = 0; i < seq.size(); ++i) {
+            std::string name = std::string(what) + "[" + std::to_string(i) + "]";
+            if (!py::isinstance<tensor_object>(seq[i]))
+                throw py::type_error(name + " must be a dnnl.graph.tensor");
+            const auto &t = seq[i].cast<const tensor_object &>();
+            if (t.engine.get() != cp.engine.get())
+                throw_invalid_argument(name + " is on another engine than the partition");
+            lt given = t.tensor.get_logical_tensor();
+            auto port = std::find_if(ports.begin(), ports.end(),
+                    [&](const lt &p) { return p.get_id() == given.get_id(); });
+            if (port == ports.end())
+                throw_invalid_argument(name + " has logical tensor id "
+                        + std::to_string(given.get_id()) + ", not one of the partition's "
+                        + what);
+            if (!t.tensor.get_data_handle())
+                throw_invalid_argument(name + " has no storage (dnnl.MEMORY_NONE)");
+            size_t needed = cp.partition.query_logical_tensor(given.get_id()).get_mem_size();
+            if (given.get_mem_size() < needed)
+                throw_invalid_argument(name + " holds " + std::to_string(given.get_mem_size())
+                        + " bytes, the compiled partition needs " + std::to_string(needed));
+            into.push_back(t.tensor);
+        }
+    };
+    convert(inputs, cp.inputs, "inputs", ex.inputs);
+    convert(outputs, cp.outputs, "outputs", ex.outputs);
+    return ex;
+}
+
+void bind_graph(py::module_ &m) {
+    bind_logical_tensor(m);
+    bind_op(m);
+    bind_graph_and_partition(m);
+    bind_tensor(m);
+    m.def("set_constant_tensor_cache", &g::set_constant_tensor_cache, py::arg("flag"),
+            "Enable (1) or disable (0) the constant tensor cache.");
+    m.def("get_constant_tensor_cache", &g::get_constant_tensor_cache);
+    m.def("set_constant_tensor_cache_capacity", &g::set_constant_tensor_cache_capacity,
+            py::arg("kind"), py::arg("size"), "Capacity in megabytes for engines of `kind`.");
+    m.def("get_constant_tensor_cache_capacity", &g::get_constant_tensor_cache_capacity,
+            py::arg("kind"));
+}
+
+} // namespace dnnl_ocl_interop

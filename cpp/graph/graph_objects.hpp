@@ -1,0 +1,44 @@
+// Graph objects as Python sees them, and the execute() argument conversion
+// shared by compiled_partition.execute and graph.ocl_interop.execute.
+#pragma once
+
+#include <vector>
+
+#include <CL/cl.h>
+#include <pybind11/pybind11.h>
+
+#include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl_graph.hpp"
+
+namespace dnnl_ocl_interop {
+
+struct tensor_object {
+    dnnl::graph::tensor tensor;
+    engine_object engine;
+};
+
+struct compiled_partition_object {
+    dnnl::graph::compiled_partition partition;
+    engine_object engine; // keeps the engine's allocator callable
+    std::vector<dnnl::graph::logical_tensor> inputs, outputs;
+};
+
+struct graph_execution {
+    std::vector<dnnl::graph::tensor> inputs, outputs;
+};
+
+// Checks and converts execute()'s tensors: one per port, matched by logical
+// tensor id, on the partition's engine, with storage of the compiled size.
+graph_execution graph_execution_args(const compiled_partition_object &cp,
+        const stream_object &stream, pybind11::handle inputs, pybind11::handle outputs);
+
+// Executes a checked partition on `stream` after `deps` (GIL released,
+// allocator failures raised) and returns oneDNN's event (caller owns it).
+cl_event execute_partition(const compiled_partition_object &cp, stream_object &stream,
+        const graph_execution &ex, std::vector<cl_event> deps,
+        const dnnl::graph::tensor *scratchpad);
+
+void bind_graph(pybind11::module_ &graph);                       // graph/graph.cpp
+void bind_graph_ocl_interop(pybind11::module_ &graph, pybind11::module_ &graph_ocl_interop); // graph/ocl_interop.cpp
+
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,120 @@
+#include "common/cl_handles.hpp"
+#include "common/errors.hpp"
+#include "graph/allocator.hpp"
+#include "graph/graph_objects.hpp"
+#include "oneapi/dnnl/dnnl_graph_ocl.hpp"
+
+namespace py = pybind11;
+namespace goi = dnnl::graph::ocl_interop;
+
+namespace dnnl_ocl_interop {
+
+using graph_allocator::allocator_object;
+
+namespace {
+
+bool out_of_order(cl_command_queue queue) {
+    cl_command_queue_properties props = 0;
+    check_cl(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
+            "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
+    return props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+}
+
+} // namespace
+
+cl_event execute_partition(const compiled_partition_object &cp, stream_object &s,
+        const graph_execution &ex, std::vector<cl_event> deps,
+        const dnnl::graph::tensor *scratchpad) {
+    // oneDNN 3.13 turns "no dependencies" into a NULL event when a partition
+    // starts with a no-op step, and passes it on as a wait list, which the
+    // queue refuses (CL_INVALID_EVENT_WAIT_LIST). A marker keeps it valid.
+    cl_event marker = nullptr;
+    cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);
+    if (deps.empty() && out_of_order(queue)) {
+        check_cl(clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker),
+                "clEnqueueMarkerWithWaitList");
+        deps.push_back(marker);
+    }
+    auto &partition = const_cast<dnnl::graph::compiled_partition &>(cp.partition);
+    auto &outputs = const_cast<std::vector<dnnl::graph::tensor> &>(ex.outputs);
+    cl_event event = nullptr;
+    try {
+        event = graph_allocator::with_callbacks([&] {
+            return scratchpad
+                    ? goi::execute(partition, s.stream, ex.inputs, outputs, *scratchpad, deps)
+                    : goi::execute(partition, s.stream, ex.inputs, outputs, deps);
+        });
+    } catch (...) {
+        if (marker) clReleaseEvent(marker);
+        throw;
+    }
+    // A partition of no-ops returns its dependency: then the marker's
+    // reference is what the caller gets.
+    if (marker && event != marker) clReleaseEvent(marker);
+    return event;
+}
+
+void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
+    py::class_<allocator_object>(graph, "allocator",
+            "A graph allocator (dnnl::graph::allocator). OpenCL ones come from "
+            "dnnl.graph.ocl_interop.make_allocator.");
+
+    m.def("make_allocator", &graph_allocator::make, py::arg("malloc"), py::arg("free"),
+            "An allocator that oneDNN calls for graph memory on OpenCL devices:\n"
+            "  malloc(size, alignment, device: pyopencl.Device, context: pyopencl.Context) -> int\n"
+            "    returns a USM pointer of `context` with at least `size` bytes;\n"
+            "  free(ptr, device, context, event: pyopencl.Event | None) -> None\n"
+            "    releases it once `event` has completed (with None, in-order work\n"
+            "    may still use it: free it only after that work is done, e.g.\n"
+            "    with a blocking USM free).\n"
+            "Called with the GIL held, from the compile, execute or tensor call "
+            "that needs memory; an exception (or a return that is not a USM "
+            "pointer of the context with `size` bytes) is raised from that call "
+            "as dnnl.error chained to it. Each allocator gets only its own calls. "
+            "At most 64 allocators are alive at once.");
+
+    m.def("make_engine_with_allocator", [](py::handle device, py::handle context,
+                                                 const allocator_object &alloc, py::handle cache_blob) {
+        cl_device_id dev = cl_handles::to_device(device, "device");
+        cl_context ctx = cl_handles::to_context(context, "context");
+        dnnl::engine engine;
+        if (cache_blob.is_none()) {
+            py::gil_scoped_release release;
+            engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator);
+        } else {
+            if (!PyBytes_Check(cache_blob.ptr()))
+                throw py::type_error("cache_blob must be bytes");
+            std::string data = py::reinterpret_borrow<py::bytes>(cache_blob);
+            std::vector<uint8_t> blob(data.begin(), data.end());
+            py::gil_scoped_release release;
+            engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator, blob);
+        }
+        return engine_object(engine, alloc.callbacks);
+    }, py::arg("device"), py::arg("context"), py::arg("allocator"),
+            py::arg("cache_blob") = py::none(),
+            "A GPU engine on the user's device and context whose graph memory "
+            "comes from `allocator`. The engine, and everything made on it, "
+            "keeps the allocator's callables alive.");
+
+    m.def("execute", [](const compiled_partition_object &cp, stream_object &s,
+                             py::handle inputs, py::handle outputs, py::handle deps,
+                             py::handle scratchpad) {
+        graph_execution ex = graph_execution_args(cp, s, inputs, outputs);
+        std::vector<cl_event> events = cl_handles::to_events(deps, "deps");
+        const dnnl::graph::tensor *pad = nullptr;
+        if (!scratchpad.is_none()) {
+            if (!py::isinstance<tensor_object>(scratchpad))
+                throw py::type_error("scratchpad must be a dnnl.graph.tensor or None");
+            pad = &scratchpad.cast<const tensor_object &>().tensor;
+        }
+        cl_event event = execute_partition(cp, s, ex, std::move(events), pad);
+        return cl_handles::owned_event(event);
+    }, py::arg("compiled_partition"), py::arg("stream"), py::arg("inputs"),
+            py::arg("outputs"), py::arg("deps") = py::list(), py::arg("scratchpad") = py::none(),
+            "Execute after the events in `deps`; returns the partition's event "
+            "(a pyopencl.Event owned by the caller), or None when oneDNN "
+            "returns none. The GIL is released; the engine's allocator may be "
+            "called.");
+}
+
+} // namespace dnnl_ocl_interop

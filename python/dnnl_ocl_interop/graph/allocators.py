@@ -1,0 +1,172 @@
+"""Ready-made graph allocators, and examples of the allocator protocol.
+
+An allocator is two callables given to ``dnnl.graph.ocl_interop.make_allocator``::
+
+    malloc(size, alignment, device, context) -> int   # a USM pointer of context
+    free(ptr, device, context, event) -> None         # once event (if any) completed
+
+Both classes here hand out USM device memory and keep statistics. Their
+callables hold only the statistics, not the object that owns the allocator,
+so dropping the object (and the engines using its allocator) frees
+everything.
+"""
+
+import threading
+from dataclasses import dataclass, field
+
+from .. import usm
+from . import ocl_interop
+
+__all__ = ["allocation_statistics", "caching_pool", "statistics_allocator"]
+
+
+@dataclass
+class allocation_statistics:
+    """Counters of one allocator: bytes in use now and at most, and calls."""
+
+    live_bytes: int = 0
+    peak_bytes: int = 0
+    allocations: int = 0
+    frees: int = 0
+    sizes: dict = field(default_factory=dict, repr=False)  # live pointer -> size
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def allocated(self, ptr: int, size: int) -> None:
+        with self.lock:
+            self.sizes[ptr] = size
+            self.allocations += 1
+            self.live_bytes += size
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+
+    def freed(self, ptr: int) -> int:
+        """Records a free; returns the size. KeyError for an unknown pointer."""
+        with self.lock:
+            size = self.sizes.pop(ptr)
+            self.frees += 1
+            self.live_bytes -= size
+            return size
+
+
+def _wait(event) -> None:
+    if event is not None:
+        event.wait()
+
+
+class statistics_allocator:
+    """USM device memory straight from the driver, counted.
+
+    ``free`` waits for the event oneDNN passes (if any) and then frees with a
+    blocking USM free, which also waits for in-order work still using the
+    memory. ``stats`` is an :class:`allocation_statistics`; ``allocator`` is
+    what ``make_engine_with_allocator`` takes.
+    """
+
+    def __init__(self):
+        stats = self.stats = allocation_statistics()
+
+        def malloc(size, alignment, device, context):
+            ptr = usm.device_alloc(context, device, size, alignment)
+            stats.allocated(ptr, size)
+            return ptr
+
+        def free(ptr, device, context, event):
+            stats.freed(ptr)
+            _wait(event)
+            usm.free(context, ptr)
+
+        self.allocator = ocl_interop.make_allocator(malloc, free)
+
+
+class _block_cache:
+    """Freed blocks by size class, with the event each waits for. Frees what
+    it still holds when its last user (the pool or the allocator's
+    callables, which engines keep) is gone."""
+
+    def __init__(self):
+        self.blocks = {}  # size class -> [(ptr, event, context)]
+        self.lock = threading.Lock()
+
+    def release(self) -> None:
+        with self.lock:
+            entries = [entry for blocks in self.blocks.values() for entry in blocks]
+            self.blocks.clear()
+        for ptr, event, context in entries:
+            _wait(event)
+            usm.free(context, ptr)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown: nothing to report to
+            pass
+
+
+class caching_pool:
+    """USM device memory reused by size once its last user has finished.
+
+    A freed block joins the cache with the event oneDNN passed; ``malloc``
+    reuses a block of the same (rounded) size and context whose event has
+    completed. A block freed without an event is reused right away when
+    ``reuse_without_event`` is true: correct when every stream on the engine
+    is one in-order queue, whose order protects the memory. ``release()``
+    frees the cached blocks now; they are freed anyway once the pool and the
+    engines using it are gone. ``stats`` counts memory handed out;
+    ``hits``/``misses`` count reuse.
+    """
+
+    def __init__(self, granularity: int = 256, reuse_without_event: bool = True):
+        stats = self.stats = allocation_statistics()
+        cache = self._cache = _block_cache()
+        counters = self._counters = {"hits": 0, "misses": 0}
+
+        def rounded(size):
+            return -(-size // granularity) * granularity
+
+        def ready(event):
+            return event is None or event.command_execution_status == 0  # CL_COMPLETE
+
+        def take(size_class, alignment, context):
+            with cache.lock:
+                blocks = cache.blocks.get(size_class, [])
+                for i, (ptr, event, block_context) in enumerate(blocks):
+                    if block_context == context and ready(event) and ptr % max(alignment, 1) == 0:
+                        del blocks[i]
+                        counters["hits"] += 1
+                        return ptr
+                counters["misses"] += 1
+                return None
+
+        def malloc(size, alignment, device, context):
+            size_class = rounded(size)
+            ptr = take(size_class, alignment, context)
+            if ptr is None:
+                ptr = usm.device_alloc(context, device, size_class, alignment)
+            stats.allocated(ptr, size_class)
+            return ptr
+
+        def free(ptr, device, context, event):
+            size_class = stats.freed(ptr)
+            if event is None and not reuse_without_event:
+                usm.free(context, ptr)
+                return
+            with cache.lock:
+                cache.blocks.setdefault(size_class, []).append((ptr, event, context))
+
+        self.allocator = ocl_interop.make_allocator(malloc, free)
+
+    @property
+    def hits(self) -> int:
+        return self._counters["hits"]
+
+    @property
+    def misses(self) -> int:
+        return self._counters["misses"]
+
+    @property
+    def cached_bytes(self) -> int:
+        with self._cache.lock:
+            return sum(size * len(blocks) for size, blocks in self._cache.blocks.items())
+
+    def release(self) -> None:
+        """Free every cached block now (waiting for their events)."""
+        self._cache.release()
