@@ -7,11 +7,9 @@
 //  * CL_DEVICE_IP_VERSION_INTEL reads Xe-HP (12.50): the CPU runtime answers a
 //    value oneDNN cannot decode, and Xe-HP makes oneDNN use its OpenCL C
 //    kernels instead of probing for binary JIT kernels.
-//  * A kernel keeps its program alive until the kernel's last release, and an
-//    enqueued kernel until its command completes: the CPU runtime destroys a
-//    program at its last external release even while its kernels live (oneDNN
-//    re-creates kernels from CL_KERNEL_PROGRAM) or are still queued (on
-//    out-of-order queues the command then crashes the runtime).
+//  * A kernel keeps its program alive until the kernel's last release: the CPU
+//    runtime destroys a program at its last external release even while its
+//    kernels live, and oneDNN re-creates kernels from CL_KERNEL_PROGRAM.
 // Everything else passes straight through to the runtime.
 
 #define CL_TARGET_OPENCL_VERSION 300
@@ -206,47 +204,6 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
     return status;
 }
 
-cl_program program_of(cl_kernel kernel) {
-    {
-        std::lock_guard<std::mutex> lock(state_mutex);
-        auto it = kernel_program.find(kernel);
-        if (it != kernel_program.end()) return it->second;
-    }
-    cl_program program = nullptr;
-    if (target.clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof(program), &program, nullptr)
-            != CL_SUCCESS)
-        return nullptr;
-    return program;
-}
-
-void CL_CALLBACK release_program_on_completion(cl_event, cl_int, void *program) {
-    target.clReleaseProgram(static_cast<cl_program>(program));
-}
-
-cl_int CL_API_CALL enqueue_nd_range_kernel(cl_command_queue queue, cl_kernel kernel,
-        cl_uint work_dim, const size_t *global_work_offset,
-        const size_t *global_work_size, const size_t *local_work_size,
-        cl_uint num_events_in_wait_list, const cl_event *event_wait_list,
-        cl_event *event) {
-    cl_event command = nullptr;
-    cl_int status = target.clEnqueueNDRangeKernel(queue, kernel, work_dim,
-            global_work_offset, global_work_size, local_work_size,
-            num_events_in_wait_list, event_wait_list, &command);
-    if (status == CL_SUCCESS && command) {
-        cl_program program = program_of(kernel);
-        if (program && target.clRetainProgram(program) == CL_SUCCESS
-                && target.clSetEventCallback(command, CL_COMPLETE,
-                           release_program_on_completion, program)
-                        != CL_SUCCESS)
-            target.clReleaseProgram(program);
-    }
-    if (event)
-        *event = command;
-    else if (command)
-        target.clReleaseEvent(command);
-    return status;
-}
-
 void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) {
     std::memset(&target, 0, sizeof(target));
     std::memcpy(&target, target_dispatch,
@@ -258,7 +215,6 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
     layer.clCreateKernel = create_kernel;
     layer.clCreateKernelsInProgram = create_kernels_in_program;
     layer.clReleaseKernel = release_kernel;
-    layer.clEnqueueNDRangeKernel = enqueue_nd_range_kernel;
     if (target.clCloneKernel) layer.clCloneKernel = clone_kernel;
 }
 
