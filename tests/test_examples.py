@@ -32,3 +32,10 @@ def test_demo():
 def test_pipeline():
     out = run_example("pipeline.py")
     assert out.rstrip().endswith("pipeline: OK")
+
+
+@pytest.mark.timeout(600)
+def test_graph_allocator():
+    out = run_example("graph_allocator.py")
+    assert "allocations" in out
+    assert out.rstrip().endswith("graph_allocator: OK")

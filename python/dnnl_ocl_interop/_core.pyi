@@ -6,6 +6,7 @@ from typing import Any, Sequence, Union, overload
 import numpy as np
 import pyopencl as cl
 
+from . import graph as graph
 from . import ocl_interop as ocl_interop
 from . import usm as usm
 

@@ -1,0 +1,17 @@
+"""The type stubs agree with the package and the examples (mypy)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.timeout(600)
+def test_mypy_accepts_examples_and_package():
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "examples", "python/dnnl_ocl_interop"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
