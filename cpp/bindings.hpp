@@ -6,6 +6,7 @@
 namespace dnnl_ocl_interop {
 
 void bind_errors(pybind11::module_ &m);         // common/errors.cpp
+void bind_library(pybind11::module_ &m);        // core/library.cpp
 void bind_engine(pybind11::module_ &m);         // core/engine.cpp
 void bind_stream(pybind11::module_ &m);         // core/stream.cpp
 void bind_memory(pybind11::module_ &m);         // core/memory.cpp

@@ -7,6 +7,7 @@ PYBIND11_MODULE(_core, m) {
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
     bind_errors(m);
+    bind_library(m);
     bind_engine(m);
     bind_stream(m);
     bind_memory(m);

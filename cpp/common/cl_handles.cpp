@@ -74,8 +74,9 @@ void *to_handle(py::handle obj, family_t &family, const char *param) {
 py::object wrap(family_t &family, void *handle, bool retain) {
     if (!handle) return py::none();
     py::handle cls = pyopencl_class(family.wrapper_class, family.wrapper);
-    return cls.attr("from_int_ptr")(
-            reinterpret_cast<uintptr_t>(handle), py::arg("retain") = retain);
+    // Positional arguments: keyword calls cost more, and events are wrapped
+    // on every execute() of an out-of-order stream.
+    return cls.attr("from_int_ptr")(reinterpret_cast<uintptr_t>(handle), retain);
 }
 
 } // namespace

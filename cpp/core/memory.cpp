@@ -252,7 +252,7 @@ void bind_memory(py::module_ &m) {
                              py::handle handle) {
         void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
         check_user_handle(desc, engine, /*usm=*/false, h);
-        return memory_object {memory(desc, engine, h), engine};
+        return memory_object(memory(desc, engine, h), engine);
     }),
             py::arg("desc"), py::arg("engine"),
             py::arg("handle") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"},
@@ -261,7 +261,7 @@ void bind_memory(py::module_ &m) {
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
             "or int), which oneDNN retains and which must hold desc.get_size() "
             "bytes.");
-    mem.def("get_desc", [](const memory_object &m) { return m.memory.get_desc(); },
+    mem.def("get_desc", [](const memory_object &m) { return m.desc; },
             "The memory descriptor.");
     mem.def("get_engine", [](const memory_object &m) { return m.engine; },
             "The engine the memory lives on.");
@@ -273,7 +273,7 @@ void bind_memory(py::module_ &m) {
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a handle or "
                                   "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
-        check_user_handle(m.memory.get_desc(), m.engine, is_usm(m.memory), h);
+        check_user_handle(m.desc, m.engine, is_usm(m.memory), h);
         m.memory.set_data_handle(h);
     }, py::arg("handle"),
             "Point the memory at other storage of the same kind (checked to "
@@ -288,7 +288,7 @@ void bind_memory(py::module_ &m) {
             throw status_error(dnnl_invalid_arguments,
                     "map_data(): the memory has no storage to map");
         py::object holder = py::cast(new mapped_data(m, ptr), py::return_value_policy::take_ownership);
-        return mapped_array(m.memory.get_desc(), ptr, holder);
+        return mapped_array(m.desc, ptr, holder);
     }, "Map the memory for host access and return a NumPy array over the "
        "mapping: typed by the data type (f16 as float16, bf16 as uint16) and "
        "shaped and strided by the dims when the layout is plain, otherwise flat "

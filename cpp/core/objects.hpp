@@ -30,8 +30,11 @@ struct stream_object {
 };
 
 struct memory_object {
+    memory_object(dnnl::memory memory, engine_object engine)
+        : memory(std::move(memory)), engine(std::move(engine)), desc(this->memory.get_desc()) {}
     dnnl::memory memory;
     engine_object engine;
+    dnnl::memory::desc desc; // fixed for the memory's life; cached for execute()
 };
 
 // dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.

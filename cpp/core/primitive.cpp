@@ -1,4 +1,6 @@
 // primitive_desc and primitive base classes; argument checks for execute().
+#include <algorithm>
+
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -59,21 +61,23 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
     return primitive_object {primitive, pd.engine, expected_args(pd)};
 }
 
-std::unordered_map<int, dnnl::memory> execution_args(
+std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, py::handle args) {
     if (!PyDict_Check(args.ptr()))
         throw py::type_error("args must be a dict of {ARG_*: dnnl.memory}");
     if (stream.engine.get() != p.engine.get())
         throw_invalid_argument("the stream is on another engine than the primitive");
-    std::unordered_map<int, dnnl::memory> converted;
+    std::vector<dnnl_exec_arg_t> converted;
     converted.reserve(PyDict_Size(args.ptr()));
-    for (auto item : py::reinterpret_borrow<py::dict>(args)) {
-        if (!PyLong_Check(item.first.ptr()))
-            throw py::type_error("args keys must be ARG_* ints");
-        int arg = item.first.cast<int>();
-        if (!py::isinstance<memory_object>(item.second))
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(args.ptr(), &pos, &key, &value)) {
+        if (!PyLong_Check(key)) throw py::type_error("args keys must be ARG_* ints");
+        int arg = static_cast<int>(PyLong_AsLong(key));
+        py::detail::make_caster<memory_object> caster;
+        if (!caster.load(value, /*convert=*/false))
             throw py::type_error("args[" + arg_name(arg) + "] must be a dnnl.memory");
-        const auto &mem = item.second.cast<const memory_object &>();
+        const memory_object &mem = py::detail::cast_op<const memory_object &>(caster);
         const expected_arg *expected = nullptr;
         for (const auto &e : p.args)
             if (e.arg == arg) expected = &e;
@@ -82,17 +86,19 @@ std::unordered_map<int, dnnl::memory> execution_args(
         if (mem.engine.get() != p.engine.get())
             throw_invalid_argument(arg_name(arg) + " is memory on another engine "
                                                    "than the primitive's");
-        if (!expected->desc.is_zero() && mem.memory.get_desc() != expected->desc)
+        if (!expected->desc.is_zero() && mem.desc != expected->desc)
             throw_invalid_argument(arg_name(arg) + " has a memory descriptor other "
                     "than the primitive's (query it with the primitive "
                     "descriptor's *_desc() or query_md(exec_arg_md, arg))");
         if (!mem.memory.get_data_handle())
             throw_invalid_argument(arg_name(arg) + " has no storage (dnnl.MEMORY_NONE)");
-        converted.emplace(arg, mem.memory);
+        converted.push_back({arg, mem.memory.get()});
     }
-    for (const auto &e : p.args)
-        if (!converted.count(e.arg))
-            throw_invalid_argument("missing argument " + arg_name(e.arg));
+    if (converted.size() != p.args.size()) // each given one is expected and keys are unique
+        for (const auto &e : p.args)
+            if (std::none_of(converted.begin(), converted.end(),
+                        [&](const dnnl_exec_arg_t &a) { return a.arg == e.arg; }))
+                throw_invalid_argument("missing argument " + arg_name(e.arg));
     return converted;
 }
 
@@ -139,8 +145,13 @@ void bind_primitive_base(py::module_ &m) {
             "Base of every primitive: execute it on a stream with its arguments.");
     prim.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args) {
         auto converted = execution_args(p, s, args);
-        py::gil_scoped_release release;
-        p.primitive.execute(s.stream, converted);
+        dnnl_status_t status;
+        {
+            py::gil_scoped_release release;
+            status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
+                    static_cast<int>(converted.size()), converted.data());
+        }
+        dnnl::error::wrap_c_api(status, "could not execute a primitive");
     }, py::arg("stream"), py::arg("args"),
             "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "
             "Arguments are checked first: every one the primitive uses must be "

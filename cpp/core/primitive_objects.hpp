@@ -45,7 +45,9 @@ primitive_object make_primitive(const primitive_desc_object &pd);
 
 // Converts and checks execute()'s `args` for `p` on `stream`: every expected
 // argument present, none unknown, descriptors equal, same engine, storage set.
-std::unordered_map<int, dnnl::memory> execution_args(
+// The result feeds oneDNN's C execute functions directly: the C++ API would
+// build an unordered_map per call, on execute()'s hot path.
+std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, pybind11::handle args);
 
 // "ARG_SRC" and the like, for messages.

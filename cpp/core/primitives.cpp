@@ -129,7 +129,7 @@ void bind_reorder(py::module_ &m) {
             py::arg("dst_engine"), py::arg("dst_desc"), ATTR);
     pd.def(py::init([make](const memory_object &src, const memory_object &dst,
                             const attr_object &attr) {
-        return make(src.engine, src.memory.get_desc(), dst.engine, dst.memory.get_desc(), attr);
+        return make(src.engine, src.desc, dst.engine, dst.desc, attr);
     }), py::arg("src"), py::arg("dst"), ATTR);
 }
 

@@ -34,11 +34,16 @@ void bind_ocl_interop_execute(py::module_ &m) {
         auto converted = execution_args(p, s, args);
         std::vector<cl_event> events = cl_handles::to_events(deps, "deps");
         check_same_context(events, s.engine);
-        cl_event event;
+        cl_event event = nullptr;
+        dnnl_status_t status;
         {
             py::gil_scoped_release release;
-            event = oi::execute(p.primitive, s.stream, converted, events);
+            status = dnnl_ocl_interop_primitive_execute(p.primitive.get(), s.stream.get(),
+                    static_cast<int>(converted.size()), converted.data(),
+                    events.empty() ? nullptr : events.data(), static_cast<int>(events.size()),
+                    &event);
         }
+        dnnl::error::wrap_c_api(status, "could not execute a primitive");
         return cl_handles::owned_event(event);
     }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
             py::arg("deps") = py::list(),

@@ -15,7 +15,7 @@ namespace {
 memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
         oi::memory_kind kind, void *handle) {
     check_user_handle(desc, engine, kind == oi::memory_kind::usm, handle);
-    return memory_object {oi::make_memory(desc, engine, kind, handle), engine};
+    return memory_object(oi::make_memory(desc, engine, kind, handle), engine);
 }
 
 } // namespace
@@ -69,7 +69,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
         if (is_usm(memory.memory))
             throw_invalid_argument("set_mem_object(): memory is USM-based; use "
                                    "memory.set_data_handle()");
-        check_user_handle(memory.memory.get_desc(), memory.engine, false, mem);
+        check_user_handle(memory.desc, memory.engine, false, mem);
         oi::set_mem_object(memory.memory, mem);
     }, py::arg("memory"), py::arg("mem_object"),
             "Point buffer-based `memory` at `mem_object` (retained by oneDNN; "

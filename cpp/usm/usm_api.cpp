@@ -37,10 +37,25 @@ void load(cl_platform_id platform, const char *name, F &fn) {
 const api_t &api_for(cl_context context) {
     static std::mutex mutex;
     static std::map<cl_platform_id, api_t> apis;
+    // Every USM call (allocator callbacks included) starts here, so the
+    // context's platform is remembered rather than asked for each time. A
+    // freed context's handle could come back as a context of another
+    // platform and get this one's entry points: harmless with one USM
+    // platform per process, the usual case. The table is cleared when large.
+    static std::map<cl_context, const api_t *> by_context;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto known = by_context.find(context);
+        if (known != by_context.end()) return *known->second;
+    }
     cl_platform_id platform = platform_of(context);
     std::lock_guard<std::mutex> lock(mutex);
+    if (by_context.size() > 256) by_context.clear();
     auto it = apis.find(platform);
-    if (it != apis.end()) return it->second;
+    if (it != apis.end()) {
+        by_context[context] = &it->second;
+        return it->second;
+    }
     api_t api {};
     load(platform, "clHostMemAllocINTEL", api.host_alloc);
     load(platform, "clDeviceMemAllocINTEL", api.device_alloc);
@@ -49,7 +64,9 @@ const api_t &api_for(cl_context context) {
     load(platform, "clGetMemAllocInfoINTEL", api.get_alloc_info);
     load(platform, "clEnqueueMemcpyINTEL", api.enqueue_memcpy);
     load(platform, "clEnqueueMemFillINTEL", api.enqueue_fill);
-    return apis.emplace(platform, api).first->second;
+    const api_t &stored = apis.emplace(platform, api).first->second;
+    by_context[context] = &stored;
+    return stored;
 }
 
 cl_unified_shared_memory_type_intel pointer_type(
@@ -68,13 +85,13 @@ bool is_usm_pointer(cl_context context, const void *ptr) {
 }
 
 size_t bytes_available(cl_context context, const void *ptr) {
-    if (pointer_type(context, ptr) == CL_MEM_TYPE_UNKNOWN_INTEL) return 0;
     const api_t &api = api_for(context);
-    void *base = nullptr;
+    void *base = nullptr; // NULL for a pointer that is not a USM allocation
     size_t size = 0;
     check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_BASE_PTR_INTEL,
                      sizeof(base), &base, nullptr),
             "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_BASE_PTR_INTEL)");
+    if (!base) return 0;
     check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_SIZE_INTEL,
                      sizeof(size), &size, nullptr),
             "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_SIZE_INTEL)");

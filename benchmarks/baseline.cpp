@@ -1,0 +1,251 @@
+// The C++ side of benchmarks/run.py: the same work as each Python row, done
+// directly with oneDNN and OpenCL, on the first Intel GPU OpenCL shows
+// (the emulated one when run.py enabled it). Prints one JSON object:
+//   {"rows": {"<row name>": <median microseconds per call>, ...}}
+// Usage: baseline ITERATIONS WARMUP MATMUL_SIZE
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <CL/cl_ext.h>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "oneapi/dnnl/dnnl_graph.hpp"
+#include "oneapi/dnnl/dnnl_graph_ocl.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
+
+namespace {
+
+void check(cl_int err, const char *what) {
+    if (err != CL_SUCCESS)
+        throw std::runtime_error(std::string(what) + " failed: " + std::to_string(err));
+}
+
+// Median over `repeats` batches of the mean time of `batch` calls.
+double median_us(int repeats, int batch, const std::function<void()> &call,
+        const std::function<void()> &after_batch = [] {}) {
+    std::vector<double> samples;
+    for (int r = 0; r < repeats; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < batch; ++i) call();
+        auto t1 = std::chrono::steady_clock::now();
+        after_batch();
+        samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
+    }
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    return samples[samples.size() / 2];
+}
+
+cl_device_id intel_gpu() {
+    cl_uint n = 0;
+    check(clGetPlatformIDs(0, nullptr, &n), "clGetPlatformIDs");
+    std::vector<cl_platform_id> platforms(n);
+    check(clGetPlatformIDs(n, platforms.data(), nullptr), "clGetPlatformIDs");
+    for (auto p : platforms) {
+        char vendor[256] = {};
+        clGetPlatformInfo(p, CL_PLATFORM_VENDOR, sizeof(vendor), vendor, nullptr);
+        cl_device_id device = nullptr;
+        if (std::strstr(vendor, "Intel")
+                && clGetDeviceIDs(p, CL_DEVICE_TYPE_GPU, 1, &device, nullptr) == CL_SUCCESS)
+            return device;
+    }
+    throw std::runtime_error("no Intel GPU visible to OpenCL");
+}
+
+template <typename F>
+F extension(cl_device_id device, const char *name) {
+    cl_platform_id platform;
+    check(clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr),
+            "clGetDeviceInfo");
+    auto f = reinterpret_cast<F>(clGetExtensionFunctionAddressForPlatform(platform, name));
+    if (!f) throw std::runtime_error(std::string("missing ") + name);
+    return f;
+}
+
+clDeviceMemAllocINTEL_fn usm_device_alloc;
+clMemBlockingFreeINTEL_fn usm_free;
+
+// The C allocator of the graph row: USM device memory straight from the driver.
+void *c_malloc(size_t size, size_t alignment, cl_device_id device, cl_context context) {
+    cl_int err;
+    return usm_device_alloc(context, device, nullptr, size, static_cast<cl_uint>(alignment), &err);
+}
+void c_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
+    if (event) clWaitForEvents(1, &event);
+    usm_free(context, ptr);
+}
+
+} // namespace
+
+int main(int argc, char **argv) try {
+    using namespace dnnl;
+    const int iterations = argc > 1 ? std::atoi(argv[1]) : 2000;
+    const int warmup = argc > 2 ? std::atoi(argv[2]) : 200;
+    const int matmul_size = argc > 3 ? std::atoi(argv[3]) : 512;
+    const int batch = 100, repeats = std::max(iterations / batch, 5);
+    std::map<std::string, double> rows;
+
+    cl_device_id device = intel_gpu();
+    cl_int err;
+    cl_context context = clCreateContext(nullptr, 1, &device, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    cl_command_queue in_order = clCreateCommandQueueWithProperties(context, device, nullptr, &err);
+    check(err, "clCreateCommandQueue");
+    cl_queue_properties ooo_props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_command_queue out_of_order = clCreateCommandQueueWithProperties(context, device, ooo_props, &err);
+    check(err, "clCreateCommandQueue");
+    usm_device_alloc = extension<clDeviceMemAllocINTEL_fn>(device, "clDeviceMemAllocINTEL");
+    usm_free = extension<clMemBlockingFreeINTEL_fn>(device, "clMemBlockingFreeINTEL");
+
+    engine eng = ocl_interop::make_engine(device, context);
+    stream s_in = ocl_interop::make_stream(eng, in_order);
+    stream s_ooo = ocl_interop::make_stream(eng, out_of_order);
+
+    // A call that touches no device.
+    memory::desc tiny({64}, memory::data_type::f32, memory::format_tag::a);
+    memory tiny_src(tiny, eng), tiny_dst(tiny, eng);
+    for (int i = 0; i < warmup; ++i) ocl_interop::get_memory_kind(tiny_src);
+    rows["get_memory_kind"] = median_us(repeats, batch, [&] {
+        volatile auto kind = ocl_interop::get_memory_kind(tiny_src);
+        (void)kind;
+    });
+
+    // make_memory on a user USM pointer and on a user cl_mem.
+    void *usm = usm_device_alloc(context, device, nullptr, tiny.get_size(), 0, &err);
+    check(err, "clDeviceMemAllocINTEL");
+    cl_mem buffer = clCreateBuffer(context, CL_MEM_READ_WRITE, tiny.get_size(), nullptr, &err);
+    check(err, "clCreateBuffer");
+    auto make_usm = [&] { memory m = ocl_interop::make_memory(tiny, eng, ocl_interop::memory_kind::usm, usm); };
+    auto make_buffer = [&] { memory m = ocl_interop::make_memory(tiny, eng, buffer); };
+    for (int i = 0; i < warmup; ++i) { make_usm(); make_buffer(); }
+    rows["make_memory(usm)"] = median_us(repeats, batch, make_usm);
+    rows["make_memory(cl_mem)"] = median_us(repeats, batch, make_buffer);
+
+    // execute of a tiny eltwise primitive.
+    eltwise_forward relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::eltwise_relu, tiny, tiny));
+    std::unordered_map<int, memory> relu_args {{DNNL_ARG_SRC, tiny_src}, {DNNL_ARG_DST, tiny_dst}};
+    for (int i = 0; i < warmup; ++i) ocl_interop::execute(relu, s_in, relu_args);
+    s_in.wait();
+    rows["execute(in-order)"] = median_us(repeats, batch,
+            [&] { ocl_interop::execute(relu, s_in, relu_args); }, [&] { s_in.wait(); });
+    auto execute_ooo = [&] { clReleaseEvent(ocl_interop::execute(relu, s_ooo, relu_args)); };
+    for (int i = 0; i < warmup; ++i) execute_ooo();
+    s_ooo.wait();
+    rows["execute(out-of-order)"] = median_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
+
+    // A chain of 100 executes linked by events, waited once.
+    auto chain = [&] {
+        cl_event previous = ocl_interop::execute(relu, s_ooo, relu_args);
+        for (int i = 1; i < 100; ++i) {
+            cl_event next = ocl_interop::execute(relu, s_ooo, relu_args, {previous});
+            clReleaseEvent(previous);
+            previous = next;
+        }
+        clWaitForEvents(1, &previous);
+        clReleaseEvent(previous);
+    };
+    for (int i = 0; i < 3; ++i) chain();
+    rows["chain of 100 executes"] = median_us(std::max(repeats / 4, 5), 1, chain);
+
+    // A large f32 matmul.
+    memory::desc square({matmul_size, matmul_size}, memory::data_type::f32, memory::format_tag::ab);
+    memory a(square, eng), b(square, eng), c(square, eng);
+    matmul mm(matmul::primitive_desc(eng, square, square, square));
+    std::unordered_map<int, memory> mm_args {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+    auto run_matmul = [&] { mm.execute(s_in, mm_args); s_in.wait(); };
+    run_matmul();
+    rows["large matmul"] = median_us(9, 1, run_matmul);
+
+    // A graph partition whose allocator is called on every execution.
+    using namespace dnnl::graph;
+    using lt = logical_tensor;
+    graph::allocator alloc = graph::ocl_interop::make_allocator(c_malloc, c_free);
+    engine geng = graph::ocl_interop::make_engine_with_allocator(device, context, alloc);
+    stream gs = dnnl::ocl_interop::make_stream(geng, in_order);
+    const int B = 2, S = 32, D = 16;
+    lt q(0, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+    lt k(1, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+    lt v(2, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+    lt sc(3, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
+    lt pr(4, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
+    lt out(5, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+    op qk(0, op::kind::MatMul, {q, k}, {sc}, "qk");
+    qk.set_attr<bool>(op::attr::transpose_b, true);
+    op sm(1, op::kind::SoftMax, {sc}, {pr}, "softmax");
+    sm.set_attr<int64_t>(op::attr::axis, -1);
+    op pv(2, op::kind::MatMul, {pr, v}, {out}, "pv");
+    graph::graph g(engine::kind::gpu);
+    g.add_op(qk);
+    g.add_op(sm);
+    g.add_op(pv);
+    g.finalize();
+    partition part = g.get_partitions()[0];
+    compiled_partition cp = part.compile(part.get_input_ports(), part.get_output_ports(), geng);
+    std::vector<void *> storage;
+    auto make_tensors = [&](const std::vector<lt> &ports) {
+        std::vector<tensor> ts;
+        for (auto &p : ports) {
+            lt queried = cp.query_logical_tensor(p.get_id());
+            void *ptr = usm_device_alloc(context, device, nullptr, queried.get_mem_size(), 0, &err);
+            storage.push_back(ptr);
+            ts.emplace_back(queried, geng, ptr);
+        }
+        return ts;
+    };
+    std::vector<tensor> ins = make_tensors(part.get_input_ports());
+    std::vector<tensor> outs = make_tensors(part.get_output_ports());
+    auto run_partition = [&] { cp.execute(gs, ins, outs); };
+    for (int i = 0; i < warmup / 10 + 1; ++i) run_partition();
+    gs.wait();
+    rows["graph execute with allocator"] = median_us(std::max(repeats / 4, 5), batch / 10,
+            run_partition, [&] { gs.wait(); });
+
+    // For reference: enqueue of a trivial OpenCL kernel.
+    const char *source = "__kernel void touch(__global float *a) { a[get_global_id(0)] += 1.0f; }";
+    cl_program program = clCreateProgramWithSource(context, 1, &source, nullptr, &err);
+    check(err, "clCreateProgramWithSource");
+    check(clBuildProgram(program, 1, &device, nullptr, nullptr, nullptr), "clBuildProgram");
+    cl_kernel kernel = clCreateKernel(program, "touch", &err);
+    check(err, "clCreateKernel");
+    size_t global = 64;
+    auto enqueue = [&] {
+        check(clSetKernelArg(kernel, 0, sizeof(buffer), &buffer), "clSetKernelArg");
+        cl_event e;
+        check(clEnqueueNDRangeKernel(in_order, kernel, 1, nullptr, &global, nullptr, 0, nullptr, &e),
+                "clEnqueueNDRangeKernel");
+        clReleaseEvent(e);
+    };
+    for (int i = 0; i < warmup; ++i) enqueue();
+    clFinish(in_order);
+    rows["opencl kernel enqueue"] = median_us(repeats, batch, enqueue, [&] { clFinish(in_order); });
+
+    std::printf("{\"rows\": {");
+    const char *sep = "";
+    for (auto &r : rows) {
+        std::printf("%s\"%s\": %.4f", sep, r.first.c_str(), r.second);
+        sep = ", ";
+    }
+    std::printf("}}\n");
+
+    ins.clear();
+    outs.clear();
+    for (void *p : storage) usm_free(context, p);
+    usm_free(context, usm);
+    clReleaseKernel(kernel);
+    clReleaseProgram(program);
+    clReleaseMemObject(buffer);
+    return 0;
+} catch (const std::exception &e) {
+    std::fprintf(stderr, "baseline: %s\n", e.what());
+    return 1;
+}
