@@ -23,12 +23,29 @@ const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2,
         DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1, DNNL_ARG_DIFF_BIAS,
         DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
 
+// exec_arg_md also describes normalization arguments the primitive does not
+// use (scale and shift come as a pair, mean under rms_norm): these are
+// decided by the flags, as oneDNN's own argument usage does.
+bool normalization_uses(const dnnl::primitive_desc_base &pd, int arg) {
+    auto kind = pd.get_kind();
+    if (kind != dnnl::primitive::kind::batch_normalization
+            && kind != dnnl::primitive::kind::layer_normalization)
+        return true;
+    unsigned flags = 0;
+    dnnl_primitive_desc_query(pd.get(), dnnl_query_flags, 0, &flags);
+    if (arg == DNNL_ARG_SCALE) return flags & dnnl_use_scale;
+    if (arg == DNNL_ARG_SHIFT) return flags & dnnl_use_shift;
+    if (arg == DNNL_ARG_MEAN && kind == dnnl::primitive::kind::layer_normalization)
+        return !(flags & dnnl_rms_norm);
+    return true;
+}
+
 std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     const dnnl::primitive_desc_base &pd = pdo.pd;
     std::vector<expected_arg> args;
     auto add_if_used = [&](int arg) {
         dnnl::memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
-        if (!md.is_zero()) args.push_back({arg, md});
+        if (!md.is_zero() && normalization_uses(pd, arg)) args.push_back({arg, md});
     };
     for (int arg : candidate_args) add_if_used(arg);
     int n_inputs = dnnl_primitive_desc_query_s32(
@@ -36,11 +53,16 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     for (int i = 0; i < n_inputs; ++i) add_if_used(DNNL_ARG_MULTIPLE_SRC + i);
     dnnl::post_ops ops = pd.get_primitive_attr().get_post_ops();
     for (int i = 0; i < ops.len(); ++i) {
-        // oneDNN answers this query for any post-op index; only binary
-        // post-ops have inputs.
+        // oneDNN answers this query for any post-op index (from whatever the
+        // entry holds): only binary post-ops have inputs, and a second one
+        // only for binary_select.
         if (ops.kind(i) != dnnl::primitive::kind::binary) continue;
         add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
-        add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
+        dnnl::algorithm alg;
+        dnnl::memory::desc src1;
+        ops.get_params_binary(i, alg, src1);
+        if (alg == dnnl::algorithm::binary_select)
+            add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
     }
     for (int arg : pdo.quantization_args) args.push_back({arg, dnnl::memory::desc()});
     return args;

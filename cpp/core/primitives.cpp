@@ -1,8 +1,12 @@
 // The primitive families: dnnl.<name>.primitive_desc(...) and dnnl.<name>(pd),
 // with constructors mirroring the C++ overloads.
+#include <algorithm>
+#include <cstring>
+
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
+#include "common/errors.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace py = pybind11;
@@ -182,6 +186,21 @@ void bind_normalizations(py::module_ &m) {
     }
 }
 
+// oneDNN 3.13's "ocl:many_inputs" sum (chosen when the first scale is 1)
+// scales source i by scales[i-1]: its kernel indexes scales from input 1, its
+// scale buffer starts at input 0. Unless all scales are equal that gives wrong
+// sums, so the binding refuses it (sum has no other implementation to step to).
+typed_pd<f_sum> avoid_shifted_scales(typed_pd<f_sum> pd, const std::vector<float> &scales) {
+    bool all_equal = std::all_of(scales.begin(), scales.end(),
+            [&](float s) { return s == scales.front(); });
+    if (!all_equal && std::strcmp(pd.pd.impl_info_str(), "ocl:many_inputs") == 0)
+        throw status_error(dnnl_unimplemented,
+                "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong "
+                "sources when they differ (oneDNN 3.13); use a first scale other than 1, "
+                "equal scales, or binary primitives");
+    return pd;
+}
+
 void bind_concat_sum(py::module_ &m) {
     using mds = std::vector<md>;
     {
@@ -198,10 +217,16 @@ void bind_concat_sum(py::module_ &m) {
         using floats = std::vector<float>;
         auto pd = bind_family<f_sum>(m, "sum",
                 "dst = sum of scales[i] * src_i (sources as ARG_MULTIPLE_SRC + i).");
-        pd.def(py::init(&create<f_sum, PD, md, floats, mds>), py::arg("engine"),
-                py::arg("dst"), py::arg("scales"), py::arg("srcs"), ATTR);
-        pd.def(py::init(&create<f_sum, PD, floats, mds>), py::arg("engine"),
-                py::arg("scales"), py::arg("srcs"), ATTR);
+        pd.def(py::init([](const engine_object &e, const md &dst, const floats &scales,
+                                const mds &srcs, const attr_object &attr) {
+            return avoid_shifted_scales(create<f_sum, PD, md, floats, mds>(e, dst, scales, srcs, attr),
+                    scales);
+        }), py::arg("engine"), py::arg("dst"), py::arg("scales"), py::arg("srcs"), ATTR);
+        pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
+                                const attr_object &attr) {
+            return avoid_shifted_scales(create<f_sum, PD, floats, mds>(e, scales, srcs, attr),
+                    scales);
+        }), py::arg("engine"), py::arg("scales"), py::arg("srcs"), ATTR);
     }
 }
 

@@ -68,10 +68,13 @@ def read(memory) -> np.ndarray:
 
 
 def bf16_from_float32(array) -> np.ndarray:
-    """bf16 bit patterns (uint16) of float32 values, rounded to nearest even."""
-    bits = np.asarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    """bf16 bit patterns (uint16) of float32 values, rounded to nearest even;
+    NaNs stay NaN (quieted, sign kept), as in oneDNN's conversion."""
+    values = np.asarray(array, dtype=np.float32)
+    bits = values.view(np.uint32).astype(np.uint64)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype(np.uint16)
+    quiet_nan = (bits >> 16) | 0x40
+    return np.where(np.isnan(values), quiet_nan, rounded).astype(np.uint16)
 
 
 def float32_from_bf16(bits) -> np.ndarray:

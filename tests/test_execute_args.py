@@ -1,0 +1,400 @@
+"""Bad input to primitive execution, through both entry points.
+
+``primitive.execute(stream, args)`` and
+``dnnl.ocl_interop.execute(primitive, stream, args, deps)`` check their
+arguments before oneDNN sees them: a missing argument, one the primitive does
+not use, a memory descriptor other than the primitive's, memory or a stream
+of another engine, memory without storage, ``args`` that is not a dict or
+holds something other than memory. Each raises ``dnnl.error`` with status
+``invalid_arguments`` (or ``TypeError``) naming the argument, and nothing
+runs: the destination keeps its contents. ``deps`` must be a list of events
+of the engine's context.
+"""
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+oi = dnnl.ocl_interop
+DT = dnnl.memory.data_type
+TAG = dnnl.memory.format_tag
+M, K, N = 3, 4, 5
+SENTINEL = -7.0
+
+
+def md(dims, dt=DT.f32, tag=None):
+    return dnnl.memory.desc(dims, dt, tag or [TAG.a, TAG.ab, TAG.abc, TAG.abcd][len(dims) - 1])
+
+
+def filled(engine, desc, value):
+    mem = dnnl.memory(desc, engine)
+    view = mem.map_data()
+    view[...] = value
+    mem.unmap_data(view)
+    return mem
+
+
+def read(mem):
+    return dnnl.arrays.read(mem)
+
+
+@pytest.fixture
+def ooo_stream(engine, cl_ooo_queue):
+    return oi.make_stream(engine, cl_ooo_queue)
+
+
+@pytest.fixture(params=["primitive.execute", "ocl_interop.execute"])
+def execute(request):
+    """Both ways of executing; each waits for the work it submits."""
+    if request.param == "primitive.execute":
+        def run(prim, stream, args):
+            prim.execute(stream, args)
+            stream.wait()
+    else:
+        def run(prim, stream, args):
+            event = oi.execute(prim, stream, args)
+            if event is not None:
+                event.wait()
+            stream.wait()
+    return run
+
+
+@pytest.fixture
+def matmul(engine):
+    pd = dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]))
+    return dnnl.matmul(pd)
+
+
+@pytest.fixture
+def mm_args(engine):
+    """Valid matmul arguments (src all ones, weights all twos); dst holds SENTINEL."""
+    return {
+        dnnl.ARG_SRC: filled(engine, md([M, K]), 1.0),
+        dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), 2.0),
+        dnnl.ARG_DST: filled(engine, md([M, N]), SENTINEL),
+    }
+
+
+@pytest.fixture(scope="module")
+def other_context(cl_device):
+    return cl.Context([cl_device])
+
+
+@pytest.fixture(scope="module")
+def other_engine(cl_device, other_context):
+    return oi.make_engine(cl_device, other_context)
+
+
+def assert_refused(call, stream, dst, *names, error=dnnl.error):
+    """`call` raises `error` mentioning every name, and `dst` (memory holding
+    SENTINEL, or None) is untouched."""
+    with pytest.raises(error) as info:
+        call()
+    message = str(info.value)
+    for name in names:
+        assert name in message, message
+    if error is dnnl.error:
+        assert info.value.status == dnnl.status.invalid_arguments
+    stream.wait()
+    if dst is not None:
+        np.testing.assert_array_equal(read(dst), SENTINEL)
+    return message
+
+
+def test_valid_arguments_run(engine, stream, matmul, mm_args, execute):
+    execute(matmul, stream, mm_args)
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+
+
+@pytest.mark.parametrize("missing,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS"),
+                                          (dnnl.ARG_DST, "ARG_DST")])
+def test_missing_argument(stream, matmul, mm_args, execute, missing, name):
+    args = dict(mm_args)
+    dst = args[dnnl.ARG_DST]
+    del args[missing]
+    message = assert_refused(lambda: execute(matmul, stream, args), stream, dst, "missing", name)
+    # Names the missing argument exactly ("ARG_SRC", not a prefix of another).
+    assert f"missing argument {name}" in message
+
+
+def test_empty_args(stream, matmul, execute):
+    assert_refused(lambda: execute(matmul, stream, {}), stream, None, "missing argument")
+
+
+@pytest.mark.parametrize("extra,name", [(dnnl.ARG_BIAS, "ARG_BIAS"), (dnnl.ARG_SRC_1, "ARG_SRC_1"),
+                                        (dnnl.ARG_SCRATCHPAD, "ARG_SCRATCHPAD"),
+                                        (dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC, "ARG_ATTR_SCALES | ARG_SRC"),
+                                        (999, "999")])
+def test_argument_not_used_by_the_primitive(engine, stream, matmul, mm_args, execute, extra, name):
+    args = dict(mm_args)
+    args[extra] = filled(engine, md([1, N]), 1.0)
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "not an argument")
+
+
+@pytest.mark.parametrize("arg,name,desc", [
+    (dnnl.ARG_SRC, "ARG_SRC", md([M, K], tag=TAG.ba)),           # other layout
+    (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS", md([K + 1, N])),            # other dims
+    (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS", md([K, N], DT.f16)),        # other data type
+    (dnnl.ARG_DST, "ARG_DST", md([M * N])),                      # same size, other shape
+])
+def test_memory_descriptor_other_than_the_primitives(engine, stream, matmul, mm_args, execute, arg, name, desc):
+    args = dict(mm_args)
+    args[arg] = dnnl.memory(desc, engine)
+    message = assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "descriptor")
+    if arg == dnnl.ARG_DST:
+        assert "memory descriptor other than the primitive's" in message
+
+
+@pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS"),
+                                      (dnnl.ARG_DST, "ARG_DST")])
+def test_memory_of_another_engine(other_engine, stream, matmul, mm_args, execute, arg, name):
+    args = dict(mm_args)
+    dst = args[dnnl.ARG_DST]
+    args[arg] = dnnl.memory(mm_args[arg].get_desc(), other_engine)
+    assert args[arg].get_engine() != stream.get_engine()
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "another engine")
+    np.testing.assert_array_equal(read(dst), SENTINEL)
+
+
+def test_usm_memory_of_another_engine(other_engine, stream, matmul, mm_args, execute):
+    args = dict(mm_args)
+    args[dnnl.ARG_WEIGHTS] = oi.make_memory(md([K, N]), other_engine, oi.memory_kind.usm)
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_WEIGHTS", "another engine")
+
+
+def test_stream_of_another_engine(other_engine, stream, matmul, mm_args, execute):
+    other_stream = dnnl.stream(other_engine)
+    assert_refused(lambda: execute(matmul, other_stream, mm_args), stream, mm_args[dnnl.ARG_DST], "stream", "another engine")
+
+
+@pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_DST, "ARG_DST")])
+@pytest.mark.parametrize("kind", ["default", "buffer", "usm"])
+def test_memory_without_storage(engine, stream, matmul, mm_args, execute, arg, name, kind):
+    args = dict(mm_args)
+    dst = mm_args[dnnl.ARG_DST]
+    desc = mm_args[arg].get_desc()
+    if kind == "default":
+        args[arg] = dnnl.memory(desc, engine, dnnl.MEMORY_NONE)
+    else:
+        args[arg] = oi.make_memory(desc, engine, getattr(oi.memory_kind, kind), dnnl.MEMORY_NONE)
+    assert args[arg].get_data_handle() == 0
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "MEMORY_NONE")
+    np.testing.assert_array_equal(read(dst), SENTINEL)
+
+
+@pytest.mark.parametrize("args", [None, [], (), "args", 1, [(dnnl.ARG_SRC, None)]],
+                         ids=["None", "list", "tuple", "str", "int", "pairs"])
+def test_args_not_a_dict(stream, matmul, execute, args):
+    assert_refused(lambda: execute(matmul, stream, args), stream, None, "args", "dict", error=TypeError)
+
+
+def test_args_pairs_of_memory_not_a_dict(stream, matmul, mm_args, execute):
+    pairs = list(mm_args.items())
+    assert_refused(lambda: execute(matmul, stream, pairs), stream, mm_args[dnnl.ARG_DST], "dict", error=TypeError)
+
+
+@pytest.mark.parametrize("value", [None, 0, "memory", np.zeros((M, K), np.float32)],
+                         ids=["None", "int", "str", "ndarray"])
+@pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS")])
+def test_non_memory_values(stream, matmul, mm_args, execute, arg, name, value):
+    args = dict(mm_args)
+    args[arg] = value
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "dnnl.memory", error=TypeError)
+
+
+def test_memory_desc_instead_of_memory(stream, matmul, mm_args, execute):
+    args = dict(mm_args)
+    args[dnnl.ARG_WEIGHTS] = mm_args[dnnl.ARG_WEIGHTS].get_desc()
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_WEIGHTS", error=TypeError)
+
+
+@pytest.mark.parametrize("key", ["src", 1.0, None], ids=["str", "float", "None"])
+def test_non_int_keys(stream, matmul, mm_args, execute, key):
+    args = dict(mm_args)
+    args[key] = args.pop(dnnl.ARG_SRC)
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], "keys", error=TypeError)
+
+
+def test_not_a_stream_or_primitive(engine, stream, matmul, mm_args):
+    with pytest.raises(TypeError):
+        matmul.execute(engine, mm_args)
+    with pytest.raises(TypeError):
+        oi.execute(mm_args, stream, mm_args)
+    with pytest.raises(TypeError):
+        oi.execute(matmul, None, mm_args)
+
+
+# -- arguments that attributes add -------------------------------------------
+
+
+def test_missing_scales(engine, stream, execute):
+    attr = dnnl.primitive_attr()
+    attr.set_scales_mask(dnnl.ARG_SRC, 0)
+    src, dst = filled(engine, md([M, N]), 1.0), filled(engine, md([M, N], DT.s8), SENTINEL)
+    prim = dnnl.reorder(dnnl.reorder.primitive_desc(src, dst, attr))
+    args = {dnnl.ARG_FROM: src, dnnl.ARG_TO: dst}
+    assert_refused(lambda: execute(prim, stream, args), stream, dst, "missing", "ARG_ATTR_SCALES | ARG_SRC")
+    scale = filled(engine, md([1]), 4.0)
+    execute(prim, stream, {**args, dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC: scale})
+    np.testing.assert_array_equal(read(dst), 4)
+
+
+def test_missing_zero_points(engine, stream, execute):
+    attr = dnnl.primitive_attr()
+    attr.set_zero_points_mask(dnnl.ARG_DST, 0)
+    src, dst = filled(engine, md([M, N]), 1.0), filled(engine, md([M, N], DT.u8), 0)
+    prim = dnnl.reorder(dnnl.reorder.primitive_desc(src, dst, attr))
+    args = {dnnl.ARG_FROM: src, dnnl.ARG_TO: dst}
+    assert_refused(lambda: execute(prim, stream, args), stream, None, "missing",
+                   "ARG_ATTR_ZERO_POINTS | ARG_DST")
+
+
+def test_missing_binary_post_op_input(engine, stream, mm_args, execute):
+    po = dnnl.post_ops()
+    po.append_eltwise(dnnl.algorithm.eltwise_relu, 0.0, 0.0)
+    po.append_binary(dnnl.algorithm.binary_add, md([1, N]))
+    attr = dnnl.primitive_attr()
+    attr.set_post_ops(po)
+    prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
+    assert_refused(lambda: execute(prim, stream, mm_args), stream, mm_args[dnnl.ARG_DST], "missing",
+                   "ARG_ATTR_MULTIPLE_POST_OP(1) | ARG_SRC_1")
+    # The wrong post-op index is not an argument.
+    wrong = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
+    assert_refused(lambda: execute(prim, stream, wrong), stream, mm_args[dnnl.ARG_DST], "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1")
+    right = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(1) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
+    execute(prim, stream, right)
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K + 1))
+
+
+def test_binary_post_op_input_with_wrong_descriptor(engine, stream, mm_args, execute):
+    po = dnnl.post_ops()
+    po.append_binary(dnnl.algorithm.binary_add, md([1, N]))
+    attr = dnnl.primitive_attr()
+    attr.set_post_ops(po)
+    prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
+    args = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1: filled(engine, md([M, N]), 1.0)}
+    assert_refused(lambda: execute(prim, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1",
+                   "descriptor")
+
+
+def test_missing_multiple_source(engine, stream, execute):
+    srcs = [md([2, 3]), md([2, 4])]
+    prim = dnnl.concat(dnnl.concat.primitive_desc(engine, 1, srcs))
+    args = {dnnl.ARG_MULTIPLE_SRC: filled(engine, srcs[0], 1.0), dnnl.ARG_DST: filled(engine, md([2, 7]), SENTINEL)}
+    assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST], "missing", "ARG_MULTIPLE_SRC + 1")
+    args[dnnl.ARG_MULTIPLE_SRC + 2] = filled(engine, srcs[1], 2.0)
+    assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST], "ARG_MULTIPLE_SRC + 2")
+
+
+def test_missing_user_scratchpad(engine, stream, execute):
+    attr = dnnl.primitive_attr()
+    attr.set_scratchpad_mode(dnnl.scratchpad_mode.user)
+    shape = [2, 3, 4, 4]
+    pd = dnnl.batch_normalization_forward.primitive_desc(
+        engine, dnnl.prop_kind.forward_inference, md(shape), md(shape), 1e-3, dnnl.normalization_flags.none, attr)
+    assert pd.scratchpad_desc().get_size() > 0
+    prim = dnnl.batch_normalization_forward(pd)
+    args = {dnnl.ARG_SRC: filled(engine, md(shape), 1.0), dnnl.ARG_DST: filled(engine, md(shape), SENTINEL)}
+    assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST], "missing argument ARG_SCRATCHPAD")
+    small = dnnl.memory(md([1], DT.u8), engine)
+    bad = {**args, dnnl.ARG_SCRATCHPAD: small}
+    assert_refused(lambda: execute(prim, stream, bad), stream, args[dnnl.ARG_DST], "ARG_SCRATCHPAD", "descriptor")
+
+
+def test_missing_workspace(engine, stream, execute):
+    pd = dnnl.pooling_forward.primitive_desc(
+        engine, dnnl.prop_kind.forward_training, dnnl.algorithm.pooling_max, md([1, 2, 4, 4]), md([1, 2, 2, 2]),
+        [2, 2], [2, 2], [0, 0], [0, 0], [0, 0])
+    assert pd.workspace_desc().get_size() > 0
+    prim = dnnl.pooling_forward(pd)
+    args = {dnnl.ARG_SRC: filled(engine, md([1, 2, 4, 4]), 1.0), dnnl.ARG_DST: filled(engine, md([1, 2, 2, 2]), SENTINEL)}
+    assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST], "missing argument ARG_WORKSPACE")
+
+
+# -- deps of dnnl.ocl_interop.execute ------------------------------------------
+
+
+def test_deps_of_another_context(other_context, ooo_stream, matmul, mm_args):
+    foreign = cl.UserEvent(other_context)
+    # Completed, so that a dependency that slipped through could not hang.
+    foreign.set_status(cl.command_execution_status.COMPLETE)
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[foreign]), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps[0]", "another OpenCL context")
+    marker = cl.enqueue_marker(cl.CommandQueue(other_context))
+    marker.wait()
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[marker.int_ptr]), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps[0]", "another OpenCL context")
+
+
+def test_deps_of_another_context_after_a_good_one(other_context, cl_context, ooo_stream, matmul, mm_args):
+    good = cl.UserEvent(cl_context)
+    good.set_status(cl.command_execution_status.COMPLETE)
+    foreign = cl.UserEvent(other_context)
+    foreign.set_status(cl.command_execution_status.COMPLETE)
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[good, foreign]), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps[1]")
+
+
+@pytest.mark.parametrize("bad", ["event", 1.5, object(), [None]], ids=["str", "float", "object", "list"])
+@pytest.mark.parametrize("position", [0, 1])
+def test_non_event_deps(cl_context, ooo_stream, matmul, mm_args, bad, position):
+    good = cl.UserEvent(cl_context)
+    good.set_status(cl.command_execution_status.COMPLETE)
+    deps = [good, bad] if position == 1 else [bad, good]
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=deps), ooo_stream, mm_args[dnnl.ARG_DST],
+                   f"deps[{position}]", error=TypeError)
+
+
+def test_none_deps_are_skipped(ooo_stream, matmul, mm_args):
+    """None (what execute returns on in-order streams) may be passed on as a dep."""
+    event = oi.execute(matmul, ooo_stream, mm_args, deps=[None, None])
+    assert isinstance(event, cl.Event)
+    event.wait()
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+
+
+def test_queue_or_buffer_as_dep(cl_queue, engine, ooo_stream, matmul, mm_args):
+    for bad in (cl_queue, oi.get_mem_object(mm_args[dnnl.ARG_SRC])):
+        assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[bad]), ooo_stream, mm_args[dnnl.ARG_DST],
+                       "deps[0]", "Event", error=TypeError)
+
+
+def test_null_event_handle_dep(ooo_stream, matmul, mm_args):
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[0]), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps[0]", "NULL", error=ValueError)
+
+
+@pytest.mark.parametrize("deps", ["deps", 5, {}, None], ids=["str", "int", "dict", "None"])
+def test_deps_not_a_sequence(ooo_stream, matmul, mm_args, deps):
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=deps), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps", error=TypeError)
+
+
+def test_single_event_instead_of_list(cl_context, ooo_stream, matmul, mm_args):
+    event = cl.UserEvent(cl_context)
+    event.set_status(cl.command_execution_status.COMPLETE)
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=event), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "deps", error=TypeError)
+
+
+def test_argument_errors_come_before_deps_errors(ooo_stream, matmul, mm_args):
+    """Both wrong: the args problem is reported (arguments are checked first)."""
+    args = dict(mm_args)
+    del args[dnnl.ARG_WEIGHTS]
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, args, deps=["bad"]), ooo_stream, mm_args[dnnl.ARG_DST],
+                   "ARG_WEIGHTS")
+
+
+def test_good_call_after_refused_ones(cl_context, ooo_stream, matmul, mm_args):
+    """Refusals leave nothing behind: the next valid call runs and returns its event."""
+    for bad in ({}, {dnnl.ARG_SRC: None}):
+        with pytest.raises((dnnl.error, TypeError)):
+            oi.execute(matmul, ooo_stream, bad)
+    dep = cl.UserEvent(cl_context)
+    dep.set_status(cl.command_execution_status.COMPLETE)
+    event = oi.execute(matmul, ooo_stream, mm_args, deps=[dep, dep.int_ptr])
+    assert isinstance(event, cl.Event)
+    event.wait()
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
