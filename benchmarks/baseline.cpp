@@ -155,7 +155,7 @@ int main(int argc, char **argv) try {
         clReleaseEvent(previous);
     };
     for (int i = 0; i < 3; ++i) chain();
-    rows["chain of 100 executes"] = median_us(std::max(repeats / 4, 5), 1, chain);
+    rows["chain of 100 executes"] = median_us(std::max(repeats, 15), 1, chain);
 
     // A large f32 matmul.
     memory::desc square({matmul_size, matmul_size}, memory::data_type::f32, memory::format_tag::ab);
@@ -207,7 +207,7 @@ int main(int argc, char **argv) try {
     auto run_partition = [&] { cp.execute(gs, ins, outs); };
     for (int i = 0; i < warmup / 10 + 1; ++i) run_partition();
     gs.wait();
-    rows["graph execute with allocator"] = median_us(std::max(repeats / 4, 5), batch / 10,
+    rows["graph execute with allocator"] = median_us(std::max(repeats * 2, 30), batch / 5,
             run_partition, [&] { gs.wait(); });
 
     // For reference: enqueue of a trivial OpenCL kernel.

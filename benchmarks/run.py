@@ -6,7 +6,10 @@ suite would use (the emulated Intel GPU when there is no real one), and
 prints one Markdown table: median time per call in each language, the
 difference and the ratio, and the goal each row is judged by.
 
-    python benchmarks/run.py [--json PATH] [--iterations N] [--matmul-size N]
+    python benchmarks/run.py [--json PATH] [--iterations N] [--matmul-size N] [--rounds N]
+
+C++ and Python take turns for --rounds rounds; each row reports the median
+of its rounds, so drift in the machine's load falls on both sides alike.
 
 Exits non-zero when a measurement failed (not when a goal is missed).
 """
@@ -131,7 +134,7 @@ def python_rows(iterations, warmup, matmul_size):
 
     for _ in range(3):
         chain()
-    rows["chain of 100 executes"] = median_us(max(repeats // 4, 5), 1, chain)
+    rows["chain of 100 executes"] = median_us(max(repeats, 15), 1, chain)
 
     square = dnnl.memory.desc([matmul_size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     mm_args = {arg: dnnl.memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
@@ -213,7 +216,7 @@ def graph_row(device, context, queue, repeats, warmup):
     run(stream, ins, outs)
     stream.wait()
     per_execute = calls["malloc"] - before
-    median = median_us(max(repeats // 4, 5), BATCH // 10, lambda: run(stream, ins, outs), stream.wait)
+    median = median_us(max(repeats * 2, 30), BATCH // 5, lambda: run(stream, ins, outs), stream.wait)
     return median, per_execute
 
 
@@ -237,14 +240,20 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=2000, help="calls per row (in batches of 100)")
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--matmul-size", type=int, default=512)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    cpp_rounds, python_rounds = [], []
     try:
         build_baseline()
-        cpp = run_baseline(args.iterations, args.warmup, args.matmul_size)
-        python, notes = python_rows(args.iterations, args.warmup, args.matmul_size)
+        for _ in range(args.rounds):
+            cpp_rounds.append(run_baseline(args.iterations, args.warmup, args.matmul_size))
+            rows, notes = python_rows(args.iterations, args.warmup, args.matmul_size)
+            python_rounds.append(rows)
     except Exception as e:  # a failed measurement: report and fail
         print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    cpp = {name: float(np.median([r[name] for r in cpp_rounds])) for name in cpp_rounds[0]}
+    python = {name: float(np.median([r[name] for r in python_rounds])) for name in python_rounds[0]}
     rows = []
     for name in python:
         py_us, cpp_us = python[name], cpp[name]
@@ -255,7 +264,8 @@ def main(argv=None) -> int:
                      "overhead_us": round(overhead, 3), "ratio": round(ratio, 3),
                      "goal": goal, "meets_goal": meets})
     version = ".".join(str(x) for x in dnnl.version()[:3])
-    report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type, "rows": rows}
+    report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
+              "rounds": args.rounds, "rows": rows}
     print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}\n")
     print("| row | Python µs | C++ µs | overhead µs | ratio | goal | meets |")
     print("|---|---:|---:|---:|---:|---|:---:|")

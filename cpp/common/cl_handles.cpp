@@ -18,6 +18,7 @@ struct family_t {
     const char *expected;       // for TypeError messages
     PyObject *accepted = nullptr; // cached: the lookup is on every call's path
     PyObject *wrapper = nullptr;
+    PyObject *from_int_ptr = nullptr; // wrapper.from_int_ptr
 };
 
 family_t device_family {"Device", "Device", "a pyopencl.Device or an int cl_device_id"};
@@ -73,10 +74,14 @@ void *to_handle(py::handle obj, family_t &family, const char *param) {
 
 py::object wrap(family_t &family, void *handle, bool retain) {
     if (!handle) return py::none();
-    py::handle cls = pyopencl_class(family.wrapper_class, family.wrapper);
+    if (!family.from_int_ptr)
+        family.from_int_ptr = py::getattr(pyopencl_class(family.wrapper_class, family.wrapper),
+                "from_int_ptr")
+                                      .release()
+                                      .ptr();
     // Positional arguments: keyword calls cost more, and events are wrapped
     // on every execute() of an out-of-order stream.
-    return cls.attr("from_int_ptr")(reinterpret_cast<uintptr_t>(handle), retain);
+    return py::handle(family.from_int_ptr)(reinterpret_cast<uintptr_t>(handle), retain);
 }
 
 } // namespace

@@ -27,6 +27,7 @@ struct engine_object : dnnl::engine {
 struct stream_object {
     dnnl::stream stream;
     engine_object engine;
+    bool out_of_order; // oneDNN has no getter for a stream's flags
 };
 
 struct memory_object {

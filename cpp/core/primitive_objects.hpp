@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
 #include "core/objects.hpp"
@@ -49,6 +50,10 @@ primitive_object make_primitive(const primitive_desc_object &pd);
 // build an unordered_map per call, on execute()'s hot path.
 std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, pybind11::handle args);
+
+// Refuses `events` of another context than `engine`'s (dnnl.error), which
+// the queue would otherwise be handed (ocl_interop/execute.cpp).
+void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
 
 // "ARG_SRC" and the like, for messages.
 std::string arg_name(int arg);

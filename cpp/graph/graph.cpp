@@ -194,7 +194,7 @@ void bind_graph_and_partition(py::module_ &m) {
                                 const std::vector<lt> &outputs, const engine_object &engine) {
         g::compiled_partition cp = graph_allocator::with_callbacks(
                 [&] { return p.compile(inputs, outputs, engine); });
-        return compiled_partition_object {cp, engine, inputs, outputs};
+        return compiled_partition_object(cp, engine, inputs, outputs);
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
             "(layout_type.any lets oneDNN choose; query the result). The GIL is "
@@ -245,7 +245,7 @@ void bind_tensor(py::module_ &m) {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
                                              : g::tensor(desc, engine, h);
         });
-        return tensor_object {t, engine};
+        return tensor_object(t, engine);
     }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle"),
             "`handle`: a USM pointer (int) of the engine's context with room for "
             "logical_tensor.get_mem_size() bytes, dnnl.MEMORY_ALLOCATE (the "
@@ -257,13 +257,11 @@ void bind_tensor(py::module_ &m) {
         void *h = memory_handle_from(handle, "handle", false);
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
-        check_tensor_storage(t.tensor.get_logical_tensor(), t.engine, h);
+        check_tensor_storage(t.logical, t.engine, h);
         t.tensor.set_data_handle(h);
     }, py::arg("handle"));
     cls.def("get_engine", [](const tensor_object &t) { return t.engine; });
-    cls.def("get_logical_tensor", [](const tensor_object &t) {
-        return t.tensor.get_logical_tensor();
-    });
+    cls.def("get_logical_tensor", [](const tensor_object &t) { return t.logical; });
 
     py::class_<compiled_partition_object> cp(m, "compiled_partition",
             "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
@@ -276,14 +274,31 @@ void bind_tensor(py::module_ &m) {
     cp.def("execute", [](const compiled_partition_object &c, stream_object &s,
                               py::handle inputs, py::handle outputs) {
         graph_execution ex = graph_execution_args(c, s, inputs, outputs);
-        cl_event event = execute_partition(c, s, ex, {}, nullptr);
-        if (event) clReleaseEvent(event); // order follows the stream: wait on it
+        if (s.out_of_order) {
+            cl_event event = execute_partition(c, s, ex, {}, nullptr);
+            if (event) clReleaseEvent(event); // the user waits on the stream
+            return;
+        }
+        graph_allocator::with_callbacks([&] {
+            const_cast<g::compiled_partition &>(c.partition).execute(s.stream, ex.inputs, ex.outputs);
+            return 0;
+        });
     }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
             "Execute with tensors for every input and output port, checked "
             "first. Returns once submitted; wait on the stream for results.");
 }
 
 } // namespace
+
+compiled_partition_object::compiled_partition_object(g::compiled_partition partition,
+        engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
+    : partition(std::move(partition)), engine(std::move(engine)), inputs(std::move(inputs)),
+      outputs(std::move(outputs)) {
+    for (const auto *ports : {&this->inputs, &this->outputs})
+        for (const lt &port : *ports)
+            compiled_sizes.emplace_back(port.get_id(),
+                    this->partition.query_logical_tensor(port.get_id()).get_mem_size());
+}
 
 graph_execution graph_execution_args(const compiled_partition_object &cp,
         const stream_object &stream, py::handle inputs, py::handle outputs) {
@@ -306,7 +321,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             const auto &t = seq[i].cast<const tensor_object &>();
             if (t.engine.get() != cp.engine.get())
                 throw_invalid_argument(name + " is on another engine than the partition");
-            lt given = t.tensor.get_logical_tensor();
+            const lt &given = t.logical;
             auto port = std::find_if(ports.begin(), ports.end(),
                     [&](const lt &p) { return p.get_id() == given.get_id(); });
             if (port == ports.end())
@@ -315,7 +330,9 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                         + what);
             if (!t.tensor.get_data_handle())
                 throw_invalid_argument(name + " has no storage (dnnl.MEMORY_NONE)");
-            size_t needed = cp.partition.query_logical_tensor(given.get_id()).get_mem_size();
+            size_t needed = 0;
+            for (const auto &size : cp.compiled_sizes)
+                if (size.first == given.get_id()) needed = size.second;
             if (given.get_mem_size() < needed)
                 throw_invalid_argument(name + " holds " + std::to_string(given.get_mem_size())
                         + " bytes, the compiled partition needs " + std::to_string(needed));

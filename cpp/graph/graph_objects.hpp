@@ -13,14 +13,24 @@
 namespace dnnl_ocl_interop {
 
 struct tensor_object {
+    tensor_object(dnnl::graph::tensor tensor, engine_object engine)
+        : tensor(std::move(tensor)), engine(std::move(engine)),
+          logical(this->tensor.get_logical_tensor()) {}
     dnnl::graph::tensor tensor;
     engine_object engine;
+    dnnl::graph::logical_tensor logical; // fixed; cached for execute()
 };
 
 struct compiled_partition_object {
+    compiled_partition_object(dnnl::graph::compiled_partition partition, engine_object engine,
+            std::vector<dnnl::graph::logical_tensor> inputs,
+            std::vector<dnnl::graph::logical_tensor> outputs);
     dnnl::graph::compiled_partition partition;
     engine_object engine; // keeps the engine's allocator callable
     std::vector<dnnl::graph::logical_tensor> inputs, outputs;
+    // Bytes each port needs as compiled, by logical tensor id (checked on
+    // every execute).
+    std::vector<std::pair<size_t, size_t>> compiled_sizes;
 };
 
 struct graph_execution {

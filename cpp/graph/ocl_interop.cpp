@@ -1,5 +1,6 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
@@ -11,16 +12,6 @@ namespace dnnl_ocl_interop {
 
 using graph_allocator::allocator_object;
 
-namespace {
-
-bool out_of_order(cl_command_queue queue) {
-    cl_command_queue_properties props = 0;
-    check_cl(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
-            "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
-    return props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
-}
-
-} // namespace
 
 cl_event execute_partition(const compiled_partition_object &cp, stream_object &s,
         const graph_execution &ex, std::vector<cl_event> deps,
@@ -28,9 +19,10 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
     // oneDNN 3.13 turns "no dependencies" into a NULL event when a partition
     // starts with a no-op step, and passes it on as a wait list, which the
     // queue refuses (CL_INVALID_EVENT_WAIT_LIST). A marker keeps it valid.
+    check_same_context(deps, s.engine);
     cl_event marker = nullptr;
-    cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);
-    if (deps.empty() && out_of_order(queue)) {
+    if (deps.empty() && s.out_of_order) {
+        cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);
         check_cl(clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker),
                 "clEnqueueMarkerWithWaitList");
         deps.push_back(marker);

@@ -10,8 +10,11 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 namespace {
 
-// oneDNN hands dependencies to the engine's queue: events of another context
-// would be invalid there.
+} // namespace
+
+// oneDNN hands dependencies to the engine's queue; an event of another
+// context there is undefined behaviour (the CPU runtime crashes), so each one
+// is checked first, at the cost of an OpenCL query per dependency.
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine) {
     if (events.empty()) return;
     cl_context context = oi::get_context(engine);
@@ -25,8 +28,6 @@ void check_same_context(const std::vector<cl_event> &events, const dnnl::engine 
                     + "] is an event of another OpenCL context than the engine's");
     }
 }
-
-} // namespace
 
 void bind_ocl_interop_execute(py::module_ &m) {
     m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,

@@ -1,5 +1,6 @@
 #include "bindings.hpp"
 #include "common/cl_handles.hpp"
+#include "common/errors.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -11,7 +12,11 @@ namespace dnnl_ocl_interop {
 void bind_ocl_interop_stream(py::module_ &m) {
     m.def("make_stream", [](const engine_object &engine, py::handle queue) {
         cl_command_queue q = cl_handles::to_queue(queue, "queue");
-        return stream_object {oi::make_stream(engine, q), engine};
+        dnnl::stream stream = oi::make_stream(engine, q);
+        cl_command_queue_properties props = 0;
+        check_cl(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
+                "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
+        return stream_object {stream, engine, (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0};
     }, py::arg("engine"), py::arg("queue"),
             "A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or "
             "int), which must belong to the engine's context and device. oneDNN "
