@@ -112,7 +112,15 @@ void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
                             "malloc returned "
                                     + std::string(py::str(py::type::handle_of(result).attr("__name__")))
                                     + ", not an int USM pointer"));
-        void *ptr = reinterpret_cast<void *>(result.cast<uintptr_t>());
+        unsigned long long value = PyLong_AsUnsignedLongLong(result.ptr());
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "malloc returned " + std::string(py::str(result))
+                                    + ", which is not a pointer (0 to 2**64-1)"));
+        }
+        void *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(value));
         if (!ptr)
             return failed("the allocator's malloc failed",
                     make_exception(PyExc_MemoryError,

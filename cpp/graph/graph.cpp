@@ -99,9 +99,12 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
         op.set_attr<std::string>(name, value.cast<std::string>());
     } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
         auto seq = py::reinterpret_borrow<py::sequence>(value);
-        bool all_ints = std::all_of(seq.begin(), seq.end(), [](py::handle h) {
-            return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr());
-        });
+        auto is_int = [](py::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); };
+        bool all_ints = std::all_of(seq.begin(), seq.end(), is_int);
+        bool all_numbers = std::all_of(seq.begin(), seq.end(),
+                [&](py::handle h) { return is_int(h) || PyFloat_Check(h.ptr()); });
+        if (!all_numbers)
+            throw py::type_error("set_attr(): a list value must hold only ints or floats");
         if (all_ints)
             op.set_attr<std::vector<int64_t>>(name, value.cast<std::vector<int64_t>>());
         else
@@ -305,6 +308,9 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
     if (stream.engine.get() != cp.engine.get())
         throw_invalid_argument("the stream is on another engine than the compiled partition");
     graph_execution ex;
+    // Tensors go to oneDNN in the order the ports were compiled, which is
+    // how it matches them: placed here by logical tensor id, so any order
+    // works and a tensor is never read as another port's.
     auto convert = [&](py::handle list, const std::vector<lt> &ports, const char *what,
                            std::vector<g::tensor> &into) {
         if (!PyList_Check(list.ptr()) && !PyTuple_Check(list.ptr()))
@@ -313,7 +319,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
         if (seq.size() != ports.size())
             throw_invalid_argument(std::string(what) + ": " + std::to_string(seq.size())
                     + " tensors for " + std::to_string(ports.size()) + " ports");
-        into.reserve(seq.size());
+        into.assign(ports.size(), g::tensor());
         for (size_t i = 0; i < seq.size(); ++i) {
             std::string name = std::string(what) + "[" + std::to_string(i) + "]";
             if (!py::isinstance<tensor_object>(seq[i]))
@@ -328,6 +334,10 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                 throw_invalid_argument(name + " has logical tensor id "
                         + std::to_string(given.get_id()) + ", not one of the partition's "
                         + what);
+            size_t slot = static_cast<size_t>(port - ports.begin());
+            if (into[slot])
+                throw_invalid_argument(name + ": two tensors for logical tensor id "
+                        + std::to_string(given.get_id()));
             if (!t.tensor.get_data_handle())
                 throw_invalid_argument(name + " has no storage (dnnl.MEMORY_NONE)");
             size_t needed = 0;
@@ -336,7 +346,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             if (given.get_mem_size() < needed)
                 throw_invalid_argument(name + " holds " + std::to_string(given.get_mem_size())
                         + " bytes, the compiled partition needs " + std::to_string(needed));
-            into.push_back(t.tensor);
+            into[slot] = t.tensor;
         }
     };
     convert(inputs, cp.inputs, "inputs", ex.inputs);

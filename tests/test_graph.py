@@ -1,0 +1,728 @@
+"""dnnl.graph: logical tensors, ops and their attributes, graphs,
+partitions, compiled partitions and tensors, checked against NumPy.
+
+Mirrors the spirit of oneDNN's graph API tests (tests/gtests/graph/api):
+logical tensor construction and queries, op attributes of every value type,
+finalize/get_partitions, fused partitions (MatMul+ReLU, an MLP block, an
+attention block) compiled and executed on the OpenCL engine of the session,
+layout `any` resolved through query_logical_tensor, tensors on user USM
+pointers and on memory the engine allocates, the constant tensor cache
+settings, and the checks the binding makes before executing. Data goes in
+and out with dnnl.usm.memcpy; every expected value is computed with NumPy.
+Allocator engines are in test_graph_allocator.py.
+"""
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import arrays
+
+g = dnnl.graph
+lt = g.logical_tensor
+goi = g.ocl_interop
+usm = dnnl.usm
+F32 = lt.data_type.f32
+STRIDED = lt.layout_type.strided
+ANY = lt.layout_type.any
+GPU = dnnl.engine.kind.gpu
+
+
+# --------------------------------------------------------------- helpers
+
+def _finalized(*ops):
+    graph = g.graph(GPU)
+    for op in ops:
+        graph.add_op(op)
+    graph.finalize()
+    return graph
+
+
+def _only_partition(*ops):
+    partitions = _finalized(*ops).get_partitions()
+    assert len(partitions) == 1, f"expected one partition, got {[p.get_ops() for p in partitions]}"
+    assert partitions[0].is_supported()
+    return partitions[0]
+
+
+def _upload(queue, ptr, array):
+    array = np.ascontiguousarray(array)
+    usm.memcpy(queue, ptr, array, array.nbytes).wait()
+
+
+def _download(queue, ptr, shape, dtype=np.float32):
+    out = np.empty(shape, dtype)
+    usm.memcpy(queue, out, ptr, out.nbytes).wait()
+    return out
+
+
+class _Buffers:
+    """USM device allocations in the session context, freed after the test."""
+
+    def __init__(self, context, device, queue):
+        self.context, self.device, self.queue = context, device, queue
+        self.owned = []
+
+    def tensor(self, logical, engine, data=None):
+        buffer = usm.allocation(self.context, logical.get_mem_size(), "device", self.device)
+        self.owned.append(buffer)
+        if data is not None:
+            _upload(self.queue, buffer.ptr, data)
+        return g.tensor(logical, engine, buffer.ptr)
+
+    def free(self):
+        for buffer in self.owned:
+            buffer.free()
+
+
+@pytest.fixture
+def buffers(cl_context, cl_device, cl_queue):
+    owned = _Buffers(cl_context, cl_device, cl_queue)
+    yield owned
+    owned.free()
+
+
+def _run_single_op(kind, attrs, inputs, out_shape, engine, stream, buffers, queue,
+                   in_dtype=F32, out_dtype=F32, out_np=np.float32):
+    """Builds, compiles and runs a one-op graph; returns the output array."""
+    ins = [lt(i, in_dtype, list(a.shape), STRIDED) for i, a in enumerate(inputs)]
+    out = lt(len(ins), out_dtype, list(out_shape), STRIDED)
+    op = g.op(0, kind, ins, [out], str(kind))
+    for name, value in attrs.items():
+        assert op.set_attr(getattr(g.op.attr, name), value) is op
+    partition = _only_partition(op)
+    compiled = partition.compile(ins, [out], engine)
+    in_tensors = [buffers.tensor(l, engine, a) for l, a in zip(ins, inputs)]
+    out_tensor = buffers.tensor(out, engine)
+    compiled.execute(stream, in_tensors, [out_tensor])
+    stream.wait()
+    return _download(queue, out_tensor.get_data_handle(), tuple(out_shape), out_np)
+
+
+def _attention_reference(q, k, v):
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def _attention_partition(batch, seq, head):
+    query, key, value = (lt(i, F32, [batch, seq, head], STRIDED) for i in range(3))
+    scores = lt(3, F32, [batch, seq, seq], STRIDED)
+    probabilities = lt(4, F32, [batch, seq, seq], STRIDED)
+    output = lt(5, F32, [batch, seq, head], STRIDED)
+    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
+    return _only_partition(qk, softmax, pv)
+
+
+def _matmul_relu_ops(dtype, m=4, k=8, n=6):
+    a = lt(0, dtype, [m, k], STRIDED)
+    b = lt(1, dtype, [k, n], STRIDED)
+    c = lt(2, dtype, [m, n], STRIDED)
+    d = lt(3, dtype, [m, n], STRIDED)
+    return (g.op(0, g.op.kind.MatMul, [a, b], [c], "matmul"),
+            g.op(1, g.op.kind.ReLU, [c], [d], "relu")), (a, b, d)
+
+
+# ------------------------------------------------------- logical tensors
+
+@pytest.mark.parametrize("dtype, itemsize", [
+    (lt.data_type.f32, 4), (lt.data_type.f16, 2), (lt.data_type.bf16, 2),
+    (lt.data_type.s32, 4), (lt.data_type.s8, 1), (lt.data_type.u8, 1),
+])
+def test_logical_tensor_strided_queries(dtype, itemsize):
+    t = lt(11, dtype, [2, 3, 5], STRIDED)
+    assert t.get_id() == 11
+    assert t.get_dims() == [2, 3, 5]
+    assert t.get_data_type() == dtype
+    assert t.get_layout_type() == STRIDED
+    assert t.get_strides() == [15, 5, 1]  # dense row-major by default
+    assert t.get_property_type() == lt.property_type.undef
+    assert t.get_mem_size() == 2 * 3 * 5 * itemsize
+
+
+def test_logical_tensor_explicit_strides():
+    column_major = lt(1, F32, [2, 3], [1, 2])
+    assert column_major.get_layout_type() == STRIDED
+    assert column_major.get_strides() == [1, 2]
+    assert column_major.get_dims() == [2, 3]
+    assert column_major.get_mem_size() == 2 * 3 * 4
+
+    padded = lt(2, F32, [3, 5], [8, 1])  # rows padded to 8 elements
+    assert padded.get_strides() == [8, 1]
+    # at least up to the last element, at most the full padded rows
+    assert (2 * 8 + 4 + 1) * 4 <= padded.get_mem_size() <= 3 * 8 * 4
+
+
+def test_logical_tensor_scalar_and_property():
+    scalar = lt(3, F32, [], STRIDED)
+    assert scalar.get_dims() == []
+    assert scalar.get_mem_size() == 4
+    constant = lt(4, F32, [2, 2], STRIDED, lt.property_type.constant)
+    assert constant.get_property_type() == lt.property_type.constant
+    with_strides = lt(5, F32, [2, 2], [2, 1], lt.property_type.variable)
+    assert with_strides.get_property_type() == lt.property_type.variable
+
+
+def test_logical_tensor_unknown_rank_and_dims():
+    unknown = lt(6, lt.data_type.bf16)
+    assert unknown.get_layout_type() == lt.layout_type.undef
+    assert unknown.get_data_type() == lt.data_type.bf16
+    assert unknown.get_id() == 6
+    with pytest.raises(dnnl.error):
+        unknown.get_dims()  # no rank: oneDNN refuses
+
+    rank_only = lt(7, F32, 3, ANY)
+    assert rank_only.get_layout_type() == ANY
+    assert len(rank_only.get_dims()) == 3
+
+
+def test_logical_tensor_opaque_layout_id():
+    opaque = lt(8, F32, [3, 5], 7)
+    assert opaque.get_layout_type() == lt.layout_type.opaque
+    assert opaque.get_layout_id() == 7
+
+
+def test_logical_tensor_equality():
+    a = lt(1, F32, [2, 3], STRIDED)
+    assert a == lt(1, F32, [2, 3], STRIDED)
+    assert a.is_equal(lt(1, F32, [2, 3], STRIDED))
+    for other in (lt(2, F32, [2, 3], STRIDED), lt(1, F32, [3, 2], STRIDED),
+                  lt(1, lt.data_type.f16, [2, 3], STRIDED), lt(1, F32, [2, 3], [1, 2])):
+        assert not a == other
+        assert not a.is_equal(other)
+
+
+def test_logical_tensor_too_many_dims_is_refused():
+    with pytest.raises(dnnl.error):
+        lt(1, F32, [1] * 13, STRIDED)  # DNNL_MAX_NDIMS is 12
+
+
+# ----------------------------------------------------------- op attributes
+
+@pytest.mark.parametrize("value", [object(), {}, None, b"x", [1, "a"], ["a", "b"], [None]],
+                         ids=["object", "dict", "None", "bytes", "int-str-list",
+                              "str-list", "None-list"])
+def test_set_attr_wrong_value_type_raises_type_error(value):
+    op = g.op(0, g.op.kind.MatMul)
+    with pytest.raises(TypeError):
+        op.set_attr(g.op.attr.transpose_b, value)
+
+
+def test_set_attr_python_type_picks_c_type():
+    """int is s64, so an int where oneDNN wants bool fails the op schema."""
+    a, b, c = lt(0, F32, [2, 3], STRIDED), lt(1, F32, [3, 2], STRIDED), lt(2, F32, [2, 2], STRIDED)
+    good = g.op(0, g.op.kind.MatMul, [a, b], [c])
+    good.set_attr(g.op.attr.transpose_b, False)
+    g.graph(GPU).add_op(good)
+
+    bad = g.op(0, g.op.kind.MatMul, [a, b], [c])
+    bad.set_attr(g.op.attr.transpose_b, 1)
+    with pytest.raises(dnnl.error) as info:
+        g.graph(GPU).add_op(bad)
+    assert info.value.status == dnnl.status.invalid_graph_op
+
+    clamp = g.op(1, g.op.kind.Clamp, [a], [lt(3, F32, [2, 3], STRIDED)])
+    clamp.set_attr(g.op.attr.min, 0)  # s64 where f32 is wanted
+    clamp.set_attr(g.op.attr.max, 1.0)
+    with pytest.raises(dnnl.error):
+        g.graph(GPU).add_op(clamp)
+
+
+def test_attr_bool_transpose(engine, stream, buffers, cl_queue):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((5, 3)).astype(np.float32)  # used as x^T: [3, 5]
+    y = rng.standard_normal((4, 5)).astype(np.float32)  # used as y^T: [5, 4]
+    result = _run_single_op(g.op.kind.MatMul, {"transpose_a": True, "transpose_b": True},
+                            [x, y], (3, 4), engine, stream, buffers, cl_queue)
+    np.testing.assert_allclose(result, x.T @ y.T, rtol=1e-5, atol=1e-5)
+
+
+def test_attr_float_alpha(engine, stream, buffers, cl_queue):
+    x = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    result = _run_single_op(g.op.kind.LeakyReLU, {"alpha": 0.25},
+                            [x], x.shape, engine, stream, buffers, cl_queue)
+    np.testing.assert_allclose(result, np.where(x >= 0, x, 0.25 * x), rtol=1e-6, atol=1e-7)
+
+
+def test_attr_float_min_max(engine, stream, buffers, cl_queue):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    result = _run_single_op(g.op.kind.Clamp, {"min": -0.5, "max": 1.25},
+                            [x], x.shape, engine, stream, buffers, cl_queue)
+    np.testing.assert_array_equal(result, np.clip(x, -0.5, 1.25))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_attr_int_softmax_axis(axis, engine, stream, buffers, cl_queue):
+    x = np.random.default_rng(2).standard_normal((3, 4)).astype(np.float32)
+    result = _run_single_op(g.op.kind.SoftMax, {"axis": axis},
+                            [x], x.shape, engine, stream, buffers, cl_queue)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    np.testing.assert_allclose(result, e / e.sum(axis=axis, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_attr_int_list_transpose_order(engine, stream, buffers, cl_queue):
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    result = _run_single_op(g.op.kind.StaticTranspose, {"order": [2, 0, 1]},
+                            [x], (4, 2, 3), engine, stream, buffers, cl_queue)
+    np.testing.assert_array_equal(result, np.transpose(x, (2, 0, 1)))
+
+
+def test_attr_str_auto_broadcast(engine, stream, buffers, cl_queue):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    row = np.array([[10, 20, 30, 40]], np.float32)
+    result = _run_single_op(g.op.kind.Add, {"auto_broadcast": "numpy"},
+                            [x, row], (3, 4), engine, stream, buffers, cl_queue)
+    np.testing.assert_array_equal(result, x + row)
+
+    # "none" forbids broadcasting: the shapes no longer agree
+    ins = [lt(0, F32, [3, 4], STRIDED), lt(1, F32, [1, 4], STRIDED)]
+    add = g.op(0, g.op.kind.Add, ins, [lt(2, F32, [3, 4], STRIDED)])
+    add.set_attr(g.op.attr.auto_broadcast, "none")
+    with pytest.raises(dnnl.error):
+        partition = _only_partition(add)
+        partition.compile(ins, [lt(2, F32, [3, 4], STRIDED)], engine)
+
+
+@pytest.mark.parametrize("qtype, scales, zps, axis", [
+    ("per_tensor", [0.5], [3], None),
+    ("per_channel", [0.5, 2.0, 0.25], [0, 0, 0], 1),
+])
+def test_attr_float_list_int_list_str_dequantize(qtype, scales, zps, axis,
+                                                 engine, stream, buffers, cl_queue):
+    x = np.array([[1, -2, 3], [100, -128, 127]], np.int8)
+    attrs = {"scales": scales, "zps": zps, "qtype": qtype}
+    if axis is not None:
+        attrs["axis"] = axis
+    result = _run_single_op(g.op.kind.Dequantize, attrs, [x], x.shape, engine, stream,
+                            buffers, cl_queue, in_dtype=lt.data_type.s8)
+    expected = (x.astype(np.float32) - np.array(zps, np.float32)) * np.array(scales, np.float32)
+    np.testing.assert_allclose(result, expected, rtol=1e-6)
+
+
+def test_op_add_inputs_outputs_builds_same_op(engine, stream, buffers, cl_queue):
+    a, b, c = lt(0, F32, [2, 3], STRIDED), lt(1, F32, [2, 3], STRIDED), lt(2, F32, [2, 3], STRIDED)
+    op = g.op(0, g.op.kind.Multiply, "mul")
+    op.add_input(a)
+    op.add_inputs([b])
+    op.add_outputs([c])
+    partition = _only_partition(op)
+    assert [t.get_id() for t in partition.get_input_ports()] == [0, 1]
+    assert [t.get_id() for t in partition.get_output_ports()] == [2]
+    compiled = partition.compile([a, b], [c], engine)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y = np.full((2, 3), -1.5, np.float32)
+    out = buffers.tensor(c, engine)
+    compiled.execute(stream, [buffers.tensor(a, engine, x), buffers.tensor(b, engine, y)], [out])
+    stream.wait()
+    np.testing.assert_array_equal(_download(cl_queue, out.get_data_handle(), (2, 3)), x * y)
+
+
+# ------------------------------------------------------ graph, partitions
+
+def test_graph_finalize_and_partitions():
+    ops, (a, b, d) = _matmul_relu_ops(F32)
+    graph = g.graph(GPU)
+    for op in ops:
+        graph.add_op(op)
+    assert not graph.is_finalized()
+    with pytest.raises(dnnl.error):
+        graph.get_partitions()
+    graph.finalize()
+    assert graph.is_finalized()
+    with pytest.raises(dnnl.error):
+        graph.add_op(g.op(7, g.op.kind.ReLU, [d], [lt(9, F32, [4, 6], STRIDED)]))
+
+    fused = graph.get_partitions()
+    assert len(fused) == 1
+    partition = fused[0]
+    assert partition.is_supported()
+    assert partition.get_ops_num() == 2
+    assert sorted(partition.get_ops()) == [0, 1]
+    assert isinstance(partition.get_id(), int)
+    assert partition.get_engine_kind() == GPU
+    assert sorted(t.get_id() for t in partition.get_input_ports()) == [0, 1]
+    assert [t.get_id() for t in partition.get_output_ports()] == [3]
+    assert [t.get_dims() for t in partition.get_output_ports()] == [[4, 6]]
+
+    debug = graph.get_partitions(g.partition_policy.debug)
+    assert sorted(p.get_ops() for p in debug) == [[0], [1]]
+    assert all(p.get_ops_num() == 1 for p in debug)
+
+
+def test_graph_fpmath_mode():
+    assert g.graph(GPU).get_fpmath_mode()[0] == dnnl.fpmath_mode.strict
+    graph = g.graph(GPU, dnnl.fpmath_mode.bf16)
+    assert graph.get_fpmath_mode() == (dnnl.fpmath_mode.bf16, False)
+    graph.set_fpmath_mode(dnnl.fpmath_mode.tf32, True)
+    assert graph.get_fpmath_mode() == (dnnl.fpmath_mode.tf32, True)
+
+
+# ------------------------------------------------------ fused partitions
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_matmul_relu_fused(dtype, engine, stream, buffers, cl_queue):
+    m, k, n = 4, 16, 6
+    ops, (a, b, d) = _matmul_relu_ops(getattr(lt.data_type, dtype), m, k, n)
+    partition = _only_partition(*ops)
+    assert partition.get_ops_num() == 2
+    compiled = partition.compile([a, b], [d], engine)
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    y = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    if dtype == "f32":
+        host_x, host_y, store = x, y, np.float32
+    elif dtype == "f16":
+        host_x, host_y, store = x.astype(np.float16), y.astype(np.float16), np.float16
+    else:
+        host_x, host_y, store = arrays.bf16_from_float32(x), arrays.bf16_from_float32(y), np.uint16
+    assert a.get_mem_size() == host_x.nbytes
+
+    out = buffers.tensor(d, engine)
+    compiled.execute(stream, [buffers.tensor(a, engine, host_x), buffers.tensor(b, engine, host_y)], [out])
+    stream.wait()
+    raw = _download(cl_queue, out.get_data_handle(), (m, n), store)
+
+    if dtype == "f32":
+        np.testing.assert_allclose(raw, np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
+    else:
+        if dtype == "f16":
+            got, xr, yr = raw.astype(np.float32), host_x.astype(np.float32), host_y.astype(np.float32)
+        else:
+            got = arrays.float32_from_bf16(raw)
+            xr, yr = arrays.float32_from_bf16(host_x), arrays.float32_from_bf16(host_y)
+        expected = np.maximum(xr @ yr, 0)  # inputs as rounded; output rounding is left
+        tolerance = 2 ** -7 if dtype == "bf16" else 2 ** -9
+        np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * 4)
+        assert (got >= 0).all()
+
+
+def test_mlp_block_partitions_chain(engine, stream, buffers, cl_queue):
+    n, k, h, o = 4, 8, 16, 5
+    x = lt(0, F32, [n, k], STRIDED)
+    w1, b1 = lt(1, F32, [k, h], STRIDED), lt(2, F32, [h], STRIDED)
+    h0, h1, h2 = (lt(i, F32, [n, h], STRIDED) for i in (3, 4, 5))
+    w2, b2 = lt(6, F32, [h, o], STRIDED), lt(7, F32, [o], STRIDED)
+    y0, y = lt(8, F32, [n, o], STRIDED), lt(9, F32, [n, o], STRIDED)
+    graph = _finalized(
+        g.op(0, g.op.kind.MatMul, [x, w1], [h0], "fc1"),
+        g.op(1, g.op.kind.BiasAdd, [h0, b1], [h1], "bias1"),
+        g.op(2, g.op.kind.ReLU, [h1], [h2], "relu"),
+        g.op(3, g.op.kind.MatMul, [h2, w2], [y0], "fc2"),
+        g.op(4, g.op.kind.BiasAdd, [y0, b2], [y], "bias2"))
+    partitions = graph.get_partitions()
+    assert all(p.is_supported() for p in partitions)
+    assert sorted(op for p in partitions for op in p.get_ops()) == [0, 1, 2, 3, 4]
+    assert len(partitions) < 5, "nothing was fused"
+
+    rng = np.random.default_rng(7)
+    values = {0: rng.standard_normal((n, k)), 1: rng.standard_normal((k, h)),
+              2: rng.standard_normal(h), 6: rng.standard_normal((h, o)),
+              7: rng.standard_normal(o)}
+    values = {i: v.astype(np.float32) for i, v in values.items()}
+
+    # Partitions come in topological order; outputs used by a later
+    # partition are compiled with layout any and passed on as queried.
+    produced = {}  # id -> (compiled logical tensor, tensor)
+    final_ids = {9}
+    for partition in partitions:
+        ins = [produced[p.get_id()][0] if p.get_id() in produced else p for p in partition.get_input_ports()]
+        outs = [p if p.get_id() in final_ids else lt(p.get_id(), F32, p.get_dims(), ANY)
+                for p in partition.get_output_ports()]
+        compiled = partition.compile(ins, outs, engine)
+        in_tensors = [produced[l.get_id()][1] if l.get_id() in produced
+                      else buffers.tensor(l, engine, values[l.get_id()]) for l in ins]
+        out_tensors = []
+        for l in outs:
+            resolved = compiled.query_logical_tensor(l.get_id())
+            assert resolved.get_layout_type() in (STRIDED, lt.layout_type.opaque)
+            assert resolved.get_dims() == l.get_dims()
+            tensor = buffers.tensor(resolved, engine)
+            produced[l.get_id()] = (resolved, tensor)
+            out_tensors.append(tensor)
+        compiled.execute(stream, in_tensors, out_tensors)
+    stream.wait()
+
+    result = _download(cl_queue, produced[9][1].get_data_handle(), (n, o))
+    hidden = np.maximum(values[0] @ values[1] + values[2], 0)
+    np.testing.assert_allclose(result, hidden @ values[6] + values[7], rtol=1e-4, atol=1e-4)
+
+
+def test_attention_partition_in_order(engine, stream, buffers, cl_queue):
+    batch, seq, head = 2, 16, 8
+    partition = _attention_partition(batch, seq, head)
+    assert partition.get_ops_num() == 3
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    rng = np.random.default_rng(11)
+    data = [rng.standard_normal((batch, seq, head)).astype(np.float32) for _ in range(3)]
+    ins = [buffers.tensor(p, engine, data[p.get_id()]) for p in partition.get_input_ports()]
+    out = buffers.tensor(partition.get_output_ports()[0], engine)
+    assert goi.execute(compiled, stream, ins, [out]) is None  # in-order: no event
+    stream.wait()
+    result = _download(cl_queue, out.get_data_handle(), (batch, seq, head))
+    np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_partition_out_of_order(engine, buffers, cl_ooo_queue, cl_queue):
+    batch, seq, head = 2, 16, 8
+    partition = _attention_partition(batch, seq, head)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ooo = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
+    rng = np.random.default_rng(12)
+    data = [rng.standard_normal((batch, seq, head)).astype(np.float32) for _ in range(3)]
+    ins = [buffers.tensor(p, engine, data[p.get_id()]) for p in partition.get_input_ports()]
+    out = buffers.tensor(partition.get_output_ports()[0], engine)
+    event = goi.execute(compiled, ooo, ins, [out])
+    assert isinstance(event, cl.Event)
+    event.wait()
+    assert event.command_execution_status == cl.command_execution_status.COMPLETE
+    result = _download(cl_queue, out.get_data_handle(), (batch, seq, head))
+    np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("given_order", ["compile", "reversed"])
+def test_tensors_are_matched_by_id_in_any_order(engine, stream, buffers, cl_queue, given_order):
+    """oneDNN matches tensors by position in the order given to compile; the
+    binding places them by logical tensor id, so any order gives the right
+    result (compiled as [b, a], executed either way)."""
+    a, b, c = lt(0, F32, [4, 8], STRIDED), lt(1, F32, [8, 6], STRIDED), lt(2, F32, [4, 6], STRIDED)
+    partition = _only_partition(g.op(0, g.op.kind.MatMul, [a, b], [c]))
+    compiled = partition.compile([b, a], [c], engine)
+    rng = np.random.default_rng(13)
+    x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 6)).astype(np.float32)
+    out = buffers.tensor(c, engine)
+    inputs = [buffers.tensor(b, engine, y), buffers.tensor(a, engine, x)]
+    if given_order == "reversed":
+        inputs.reverse()
+    compiled.execute(stream, inputs, [out])
+    stream.wait()
+    np.testing.assert_allclose(_download(cl_queue, out.get_data_handle(), (4, 6)), x @ y,
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_two_tensors_for_one_port_are_refused(engine, stream, buffers):
+    a, b, c = lt(0, F32, [4, 8], STRIDED), lt(1, F32, [8, 6], STRIDED), lt(2, F32, [4, 6], STRIDED)
+    compiled = _only_partition(g.op(0, g.op.kind.MatMul, [a, b], [c])).compile([a, b], [c], engine)
+    with pytest.raises(dnnl.error, match="two tensors for logical tensor id 0"):
+        compiled.execute(stream, [buffers.tensor(a, engine), buffers.tensor(a, engine)],
+                         [buffers.tensor(c, engine)])
+
+
+def test_query_logical_tensor_resolves_layout_any(engine):
+    ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
+    partition = _only_partition(*ops)
+    out_any = lt(3, F32, [4, 6], ANY)
+    compiled = partition.compile([a, b], [out_any], engine)
+    resolved = compiled.query_logical_tensor(3)
+    assert resolved.get_id() == 3
+    assert resolved.get_dims() == [4, 6]
+    assert resolved.get_data_type() == F32
+    assert resolved.get_layout_type() in (STRIDED, lt.layout_type.opaque)
+    assert resolved.get_mem_size() >= 4 * 6 * 4
+    if resolved.get_layout_type() == STRIDED:
+        assert resolved.get_strides() == [6, 1]
+    # inputs given strided come back as given
+    assert compiled.query_logical_tensor(0) == a
+    pairs = compiled.get_inplace_ports()
+    assert isinstance(pairs, list)
+    for pair in pairs:
+        assert pair[0] in (0, 1) and pair[1] == 3
+
+
+def test_inplace_ports_of_unary_partition(engine):
+    x, y = lt(0, F32, [3, 4], STRIDED), lt(1, F32, [3, 4], STRIDED)
+    softmax = g.op(0, g.op.kind.SoftMax, [x], [y])
+    softmax.set_attr(g.op.attr.axis, 1)
+    compiled = _only_partition(softmax).compile([x], [y], engine)
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in compiled.get_inplace_ports())
+    assert set(compiled.get_inplace_ports()) <= {(0, 1)}
+
+
+# ----------------------------------------------------------------- tensors
+
+def test_tensor_memory_allocate_on_plain_engine(engine, stream, cl_context, cl_queue):
+    ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
+    compiled = _only_partition(*ops).compile([a, b], [d], engine)
+    tensors = [g.tensor(l, engine, dnnl.MEMORY_ALLOCATE) for l in (a, b, d)]
+    for t, l in zip(tensors, (a, b, d)):
+        assert t.get_data_handle() != 0
+        assert usm.pointer_type(cl_context, t.get_data_handle()) != "unknown"
+        assert t.get_engine() == engine
+        assert t.get_logical_tensor() == l
+    assert len({t.get_data_handle() for t in tensors}) == 3
+    rng = np.random.default_rng(17)
+    x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 6)).astype(np.float32)
+    _upload(cl_queue, tensors[0].get_data_handle(), x)
+    _upload(cl_queue, tensors[1].get_data_handle(), y)
+    compiled.execute(stream, tensors[:2], tensors[2:])
+    stream.wait()
+    np.testing.assert_allclose(_download(cl_queue, tensors[2].get_data_handle(), (4, 6)),
+                               np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_user_pointer_and_handles(engine, cl_context, cl_device):
+    t_lt = lt(0, F32, [4, 8], STRIDED)
+    with usm.allocation(cl_context, t_lt.get_mem_size(), "device", cl_device) as block, \
+            usm.allocation(cl_context, t_lt.get_mem_size() + 64, "shared", cl_device) as other:
+        t = g.tensor(t_lt, engine, block.ptr)
+        assert t.get_data_handle() == block.ptr
+        t.set_data_handle(other.ptr + 64)  # the rest of an allocation is enough
+        assert t.get_data_handle() == other.ptr + 64
+        t.set_data_handle(dnnl.MEMORY_NONE)
+        assert t.get_data_handle() == 0
+
+        empty = g.tensor(t_lt, engine, dnnl.MEMORY_NONE)
+        assert empty.get_data_handle() == 0
+        empty.set_data_handle(block.ptr)
+        assert empty.get_data_handle() == block.ptr
+
+        with pytest.raises(dnnl.error):
+            g.tensor(t_lt, engine, other.ptr + 128)  # 64 bytes left, 128 needed
+        with pytest.raises(dnnl.error):
+            t.set_data_handle(block.ptr + 4)
+        with pytest.raises(TypeError):
+            g.tensor(t_lt, engine, "0x1234")
+
+
+def test_tensor_refuses_too_small_and_foreign_pointers(engine, cl_context, cl_device):
+    t_lt = lt(0, F32, [4, 8], STRIDED)
+    foreign_context = cl.Context([cl_device])
+    with usm.allocation(cl_context, 16, "device", cl_device) as small, \
+            usm.allocation(foreign_context, 1024, "device", cl_device) as foreign:
+        with pytest.raises(dnnl.error) as info:
+            g.tensor(t_lt, engine, small.ptr)
+        assert info.value.status == dnnl.status.invalid_arguments
+        with pytest.raises(dnnl.error):
+            g.tensor(t_lt, engine, foreign.ptr)
+        t = g.tensor(t_lt, engine, dnnl.MEMORY_NONE)
+        with pytest.raises(dnnl.error):
+            t.set_data_handle(foreign.ptr)
+        assert t.get_data_handle() == 0
+
+
+# --------------------------------------------------- constant tensor cache
+
+def test_constant_tensor_cache_round_trip():
+    original = g.get_constant_tensor_cache()
+    try:
+        g.set_constant_tensor_cache(0)
+        assert g.get_constant_tensor_cache() == 0
+        g.set_constant_tensor_cache(1)
+        assert g.get_constant_tensor_cache() == 1
+    finally:
+        g.set_constant_tensor_cache(original)
+    assert g.get_constant_tensor_cache() == original
+
+
+def test_constant_tensor_cache_capacity_round_trip():
+    original = g.get_constant_tensor_cache_capacity(GPU)
+    try:
+        g.set_constant_tensor_cache_capacity(GPU, 64)
+        assert g.get_constant_tensor_cache_capacity(GPU) == 64
+        g.set_constant_tensor_cache_capacity(GPU, 0)
+        assert g.get_constant_tensor_cache_capacity(GPU) == 0
+    finally:
+        g.set_constant_tensor_cache_capacity(GPU, original)
+    assert g.get_constant_tensor_cache_capacity(GPU) == original
+
+
+# ------------------------------------------------------------ bad inputs
+
+@pytest.fixture
+def matmul_relu_case(engine, stream, buffers):
+    ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
+    compiled = _only_partition(*ops).compile([a, b], [d], engine)
+    ta, tb, td = (buffers.tensor(l, engine) for l in (a, b, d))
+    return compiled, (a, b, d), (ta, tb, td)
+
+
+def test_execute_wrong_number_of_tensors(matmul_relu_case, stream):
+    compiled, _, (ta, tb, td) = matmul_relu_case
+    for ins, outs in (([ta], [td]), ([ta, tb, tb], [td]), ([ta, tb], []), ([ta, tb], [td, td])):
+        with pytest.raises(dnnl.error) as info:
+            compiled.execute(stream, ins, outs)
+        assert info.value.status == dnnl.status.invalid_arguments
+        with pytest.raises(dnnl.error):
+            goi.execute(compiled, stream, ins, outs)
+
+
+def test_execute_tensor_with_wrong_id(matmul_relu_case, stream, engine, buffers):
+    compiled, (a, b, d), (ta, tb, td) = matmul_relu_case
+    stranger = buffers.tensor(lt(42, F32, [8, 6], STRIDED), engine)
+    with pytest.raises(dnnl.error) as info:
+        compiled.execute(stream, [ta, stranger], [td])
+    assert info.value.status == dnnl.status.invalid_arguments
+    with pytest.raises(dnnl.error):
+        compiled.execute(stream, [ta, tb], [ta])  # an input given as the output
+
+
+def test_execute_tensor_on_another_engine(matmul_relu_case, stream, cl_device, cl_context):
+    compiled, (a, b, d), (ta, tb, td) = matmul_relu_case
+    for context in (cl_context, cl.Context([cl_device])):
+        other = dnnl.ocl_interop.make_engine(cl_device, context)
+        foreign = g.tensor(b, other, dnnl.MEMORY_ALLOCATE)
+        with pytest.raises(dnnl.error) as info:
+            compiled.execute(stream, [ta, foreign], [td])
+        assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_execute_tensor_without_storage(matmul_relu_case, stream, engine):
+    compiled, (a, b, d), (ta, tb, td) = matmul_relu_case
+    with pytest.raises(dnnl.error):
+        compiled.execute(stream, [ta, g.tensor(b, engine, dnnl.MEMORY_NONE)], [td])
+    with pytest.raises(dnnl.error):
+        compiled.execute(stream, [ta, tb], [g.tensor(d, engine, dnnl.MEMORY_NONE)])
+
+
+def test_execute_stream_on_another_engine(matmul_relu_case, cl_device, cl_context, cl_queue):
+    compiled, _, (ta, tb, td) = matmul_relu_case
+    other_context = cl.Context([cl_device])
+    for engine, queue in ((dnnl.ocl_interop.make_engine(cl_device, cl_context), cl_queue),
+                          (dnnl.ocl_interop.make_engine(cl_device, other_context),
+                           cl.CommandQueue(other_context, cl_device))):
+        stream = dnnl.ocl_interop.make_stream(engine, queue)
+        with pytest.raises(dnnl.error) as info:
+            compiled.execute(stream, [ta, tb], [td])
+        assert info.value.status == dnnl.status.invalid_arguments
+
+
+@pytest.mark.parametrize("which", ["inputs", "outputs"])
+@pytest.mark.parametrize("bad", [None, 5, "tensors", "element"])
+def test_execute_non_list_arguments(matmul_relu_case, stream, which, bad):
+    compiled, _, (ta, tb, td) = matmul_relu_case
+    ins, outs = [ta, tb], [td]
+    value = bad
+    if bad == "element":
+        value = [ta, 5] if which == "inputs" else [5]
+    if which == "inputs":
+        ins = value
+    else:
+        outs = value
+    with pytest.raises(TypeError):
+        compiled.execute(stream, ins, outs)
+    with pytest.raises(TypeError):
+        goi.execute(compiled, stream, ins, outs)
+
+
+def test_compile_with_wrong_logical_tensors(engine):
+    ops, (a, b, d) = _matmul_relu_ops(F32)
+    partition = _only_partition(*ops)
+    with pytest.raises(dnnl.error):
+        partition.compile([a], [d], engine)
+    with pytest.raises(dnnl.error):
+        partition.compile([a, lt(50, F32, [8, 6], STRIDED)], [d], engine)
+    with pytest.raises(TypeError):
+        partition.compile([a, b], [d], "engine")
+
+
+def test_execute_with_bad_deps(matmul_relu_case, stream):
+    compiled, _, (ta, tb, td) = matmul_relu_case
+    with pytest.raises(TypeError):
+        goi.execute(compiled, stream, [ta, tb], [td], deps=[1.5])
+    with pytest.raises(TypeError):
+        goi.execute(compiled, stream, [ta, tb], [td], deps=5)

@@ -1,0 +1,757 @@
+"""Graph engines whose memory comes from Python allocators.
+
+dnnl.graph.ocl_interop.make_allocator wraps two Python callables in a
+oneDNN graph allocator (the binding's trampoline); make_engine_with_allocator
+makes a GPU engine on the user's device and context that asks it for the
+memory of compiled partitions (scratch) and of MEMORY_ALLOCATE tensors.
+These tests run an attention block (MatMul(Q, K^T) -> SoftMax -> MatMul(., V)),
+which oneDNN fuses into one partition that needs scratch memory, and check:
+the calls and their arguments, that every allocation is freed exactly once
+once everything is dropped, the ready-made allocators of
+dnnl.graph.allocators, that each allocator gets only its own calls, failing
+allocators (exceptions and bad returns chained as __cause__ of dnnl.error,
+and recovery), execution ordered by OpenCL events on out-of-order queues,
+engines made from a cache blob, and the limit on live allocators.
+Results are compared with NumPy.
+"""
+
+import collections
+import gc
+import threading
+import time
+import weakref
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+g = dnnl.graph
+lt = g.logical_tensor
+goi = g.ocl_interop
+usm = dnnl.usm
+F32 = lt.data_type.f32
+STRIDED = lt.layout_type.strided
+BATCH, SEQ, HEAD = 2, 16, 8
+SHAPE = (BATCH, SEQ, HEAD)
+
+
+# --------------------------------------------------------------- helpers
+
+def _attention_partition():
+    query, key, value = (lt(i, F32, list(SHAPE), STRIDED) for i in range(3))
+    scores = lt(3, F32, [BATCH, SEQ, SEQ], STRIDED)
+    probabilities = lt(4, F32, [BATCH, SEQ, SEQ], STRIDED)
+    output = lt(5, F32, list(SHAPE), STRIDED)
+    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
+    graph = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, softmax, pv):
+        graph.add_op(op)
+    graph.finalize()
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    return partitions[0]
+
+
+@pytest.fixture(scope="module")
+def partition():
+    return _attention_partition()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(2024)
+    return [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+
+
+def _reference(q, k, v):
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def _upload(queue, ptr, array):
+    usm.memcpy(queue, ptr, np.ascontiguousarray(array), array.nbytes).wait()
+
+
+def _download(queue, ptr, shape=SHAPE):
+    out = np.empty(shape, np.float32)
+    usm.memcpy(queue, out, ptr, out.nbytes).wait()
+    return out
+
+
+def _check(result, data):
+    np.testing.assert_allclose(result, _reference(*data), rtol=1e-5, atol=1e-5)
+
+
+class _UserBuffers:
+    """Input/output USM buffers owned by the test (not by any allocator)."""
+
+    def __init__(self, context, device, queue, data):
+        self.queue = queue
+        self.blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", device)
+                       for _ in range(4)]
+        for block, array in zip(self.blocks, data):
+            _upload(queue, block.ptr, array)
+
+    def tensors(self, partition, engine):
+        ins = [g.tensor(p, engine, self.blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
+        outs = [g.tensor(partition.get_output_ports()[0], engine, self.blocks[3].ptr)]
+        return ins, outs
+
+    def clear_output(self):
+        _upload(self.queue, self.blocks[3].ptr, np.zeros(SHAPE, np.float32))
+
+    def result(self):
+        return _download(self.queue, self.blocks[3].ptr)
+
+    def free(self):
+        for block in self.blocks:
+            block.free()
+
+
+@pytest.fixture
+def user_buffers(cl_context, cl_device, cl_queue, data):
+    buffers = _UserBuffers(cl_context, cl_device, cl_queue, data)
+    yield buffers
+    buffers.free()
+
+
+class _Recorder:
+    """malloc/free callables that hand out USM device memory and log calls.
+
+    ``fail`` decides, from the 0-based malloc call index, what malloc does
+    instead of allocating (None: allocate normally). The callables hold only
+    the recorder's log, not this object.
+    """
+
+    def __init__(self, fail=None):
+        log = self.log = {"malloc": [], "free": [], "returned": [], "order": []}
+        self.fail = fail
+        recorder = weakref.ref(self)
+
+        def malloc(size, alignment, device, context):
+            index = len(log["malloc"])
+            log["malloc"].append((size, alignment, device, context))
+            owner = recorder()
+            action = owner.fail(index) if owner is not None and owner.fail else None
+            if action is not None:
+                return action(size, alignment, device, context)
+            ptr = usm.device_alloc(context, device, size, alignment)
+            log["returned"].append(ptr)
+            log["order"].append(("malloc", ptr))
+            return ptr
+
+        def free(ptr, device, context, event):
+            log["free"].append((ptr, device, context, event))
+            log["order"].append(("free", ptr))
+            if event is not None:
+                event.wait()
+            usm.free(context, ptr)
+
+        self.callables = (weakref.ref(malloc), weakref.ref(free))
+        self.allocator = goi.make_allocator(malloc, free)
+
+    def freed_pointers(self):  # ptr -> number of frees
+        return collections.Counter(entry[0] for entry in self.log["free"])
+
+
+def _unbalanced(log):
+    """Replays a _Recorder's calls: the pointers freed while not live, and
+    those still live at the end."""
+    live, bad_frees = collections.Counter(), []
+    for call, ptr in log["order"]:
+        if call == "malloc":
+            live[ptr] += 1
+        elif live[ptr] > 0:
+            live[ptr] -= 1
+        else:
+            bad_frees.append(ptr)
+    return bad_frees, +live
+
+
+def _run_flow(partition, engine, stream, queue, data):
+    """compile, MEMORY_ALLOCATE tensors, execute: every allocator use of a
+    normal run. Returns the result (tensors are dropped on return)."""
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    out = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    for tensor, port in zip(ins, partition.get_input_ports()):
+        _upload(queue, tensor.get_data_handle(), data[port.get_id()])
+    compiled.execute(stream, ins, [out])
+    stream.wait()
+    return _download(queue, out.get_data_handle())
+
+
+# --------------------------------------------- calls, arguments, lifetime
+
+def test_statistics_allocator_used_by_execute_and_all_freed(partition, data, cl_device, cl_context,
+                                                             cl_queue, user_buffers):
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins, outs = user_buffers.tensors(partition, engine)
+    before = stats.allocations
+
+    compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+    after_one = stats.allocations
+    assert after_one > before, "execute did not ask the allocator for memory"
+    assert stats.peak_bytes > 0
+
+    # the engine keeps the allocator's callables: drop the Python wrapper
+    del statistics
+    gc.collect()
+    user_buffers.clear_output()
+    for _ in range(2):
+        compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+    assert stats.allocations == after_one + 2 * (after_one - before)
+
+    allocated = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    assert stats.sizes.get(allocated.get_data_handle(), 0) >= allocated.get_logical_tensor().get_mem_size()
+    assert stats.live_bytes > 0
+
+    del allocated, compiled, ins, outs, stream, engine
+    gc.collect()
+    assert stats.allocations > 0
+    assert stats.allocations == stats.frees
+    assert stats.live_bytes == 0
+    assert stats.sizes == {}
+
+
+def test_every_allocation_freed_exactly_once(partition, data, cl_device, cl_queue):
+    context = cl.Context([cl_device])  # nothing else allocates in it
+    queue = cl.CommandQueue(context, cl_device)
+    recorder = _Recorder()
+    log = recorder.log
+    engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, queue)
+    ooo_stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(
+        context, cl_device, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE))
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    out = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    handles = {t.get_data_handle() for t in ins + [out]}
+    assert handles <= set(log["returned"]), "MEMORY_ALLOCATE tensors do not use the allocator"
+    for tensor, port in zip(ins, partition.get_input_ports()):
+        _upload(queue, tensor.get_data_handle(), data[port.get_id()])
+
+    for _ in range(2):
+        compiled.execute(stream, ins, [out])
+        goi.execute(compiled, ooo_stream, ins, [out]).wait()
+    stream.wait()
+    _check(_download(queue, out.get_data_handle()), data)
+    assert len(log["returned"]) > len(handles), "execute did not allocate"
+
+    callables = recorder.callables
+    assert all(ref() is not None for ref in callables)
+    del compiled, ins, out, tensor, stream, ooo_stream, engine, recorder
+    gc.collect()
+
+    bad_frees, still_live = _unbalanced(log)
+    assert bad_frees == [], "free got pointers that were not live allocations"
+    assert not still_live, "allocations never freed"
+    for ptr in set(log["returned"]):
+        assert usm.pointer_type(context, ptr) == "unknown"
+    assert all(ref() is None for ref in callables), "the allocator's callables were kept alive"
+
+
+def test_callback_arguments(partition, data, cl_device, cl_context, cl_queue, cl_ooo_queue,
+                            user_buffers):
+    recorder = _Recorder()
+    log = recorder.log
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
+    assert dnnl.ocl_interop.get_context(engine) == cl_context
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins, outs = user_buffers.tensors(partition, engine)
+
+    in_order = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    compiled.execute(in_order, ins, outs)
+    in_order.wait()
+    in_order_frees = list(log["free"])
+
+    ooo = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
+    free_count = len(log["free"])
+    event = goi.execute(compiled, ooo, ins, outs)
+    assert isinstance(event, cl.Event)
+    event.wait()
+    ooo_frees = log["free"][free_count:]
+    _check(user_buffers.result(), data)
+
+    assert log["malloc"] and in_order_frees and ooo_frees
+    for size, alignment, device, context in log["malloc"]:
+        assert type(size) is int and size > 0
+        # oneDNN passes 0 (no particular alignment) for graph memory
+        assert type(alignment) is int and alignment >= 0 and alignment & (alignment - 1) == 0
+        assert isinstance(device, cl.Device) and device == cl_device
+        assert isinstance(context, cl.Context) and context == cl_context
+    for ptr, device, context, event in log["free"]:
+        assert ptr in log["returned"]
+        assert isinstance(device, cl.Device) and device == cl_device
+        assert isinstance(context, cl.Context) and context == cl_context
+        assert event is None or isinstance(event, cl.Event)
+    # scratch of an out-of-order execution can only be freed after its event
+    assert all(isinstance(entry[3], cl.Event) for entry in ooo_frees)
+    assert len(log["returned"]) == len(log["malloc"])
+    for (size, alignment, _, _), ptr in zip(log["malloc"], log["returned"]):
+        assert ptr % max(alignment, 1) == 0
+
+
+def test_tensor_memory_allocate_calls_allocator(partition, cl_device, cl_context):
+    recorder = _Recorder()
+    log = recorder.log
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
+    port = partition.get_output_ports()[0]
+    tensor = g.tensor(port, engine, dnnl.MEMORY_ALLOCATE)
+    assert len(log["malloc"]) == 1
+    assert log["malloc"][0][0] >= port.get_mem_size()
+    assert tensor.get_data_handle() == log["returned"][0]
+    assert log["free"] == []
+    del tensor
+    gc.collect()
+    assert [entry[0] for entry in log["free"]] == log["returned"]
+    empty = g.tensor(port, engine, dnnl.MEMORY_NONE)
+    assert empty.get_data_handle() == 0
+    assert len(log["malloc"]) == 1, "MEMORY_NONE must not allocate"
+
+
+# --------------------------------------------------------- caching pool
+
+@pytest.fixture
+def counted_usm(monkeypatch):
+    """Counts the USM allocations and frees dnnl.usm makes (the ready-made
+    allocators go through it)."""
+    counts = {"alloc": collections.Counter(), "free": collections.Counter()}
+    real_alloc, real_free = usm.device_alloc, usm.free
+
+    def device_alloc(context, device, size, alignment=0):
+        ptr = real_alloc(context, device, size, alignment)
+        counts["alloc"][ptr] += 1
+        return ptr
+
+    def free(context, ptr):
+        counts["free"][ptr] += 1
+        return real_free(context, ptr)
+
+    monkeypatch.setattr(usm, "device_alloc", device_alloc)
+    monkeypatch.setattr(usm, "free", free)
+    return counts
+
+
+@pytest.mark.timeout(300)
+def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, counted_usm):
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    pool = g.allocators.caching_pool()
+    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    # user buffers in the private context: made with the real allocator
+    blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", cl_device) for _ in range(4)]
+    user_pointers = {b.ptr for b in blocks}
+    for block, array in zip(blocks, data):
+        _upload(queue, block.ptr, array)
+    ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
+    outs = [g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)]
+
+    runs = 5
+    for _ in range(runs):
+        compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(_download(queue, blocks[3].ptr), data)
+    assert pool.misses >= 1
+    assert pool.hits >= runs - 1, "the pool did not reuse its blocks"
+    pool_pointers = set(counted_usm["alloc"]) - user_pointers
+    assert 0 < len(pool_pointers) < runs, "every execute got fresh driver memory"
+    assert pool.stats.live_bytes == 0 and pool.stats.allocations == pool.stats.frees
+    assert pool.cached_bytes > 0
+
+    pool.release()
+    assert pool.cached_bytes == 0
+    assert all(counted_usm["free"][p] == 1 for p in pool_pointers)
+    misses = pool.misses
+    compiled.execute(stream, ins, outs)
+    stream.wait()
+    assert pool.misses == misses + 1  # nothing cached any more
+    _check(_download(queue, blocks[3].ptr), data)
+
+    for block in blocks:
+        block.free()
+    del compiled, ins, outs, stream, engine, pool
+    gc.collect()
+    pool_pointers = set(counted_usm["alloc"]) - user_pointers
+    assert all(counted_usm["alloc"][p] == 1 for p in pool_pointers)
+    assert all(counted_usm["free"][p] == 1 for p in pool_pointers), \
+        "a block of the pool was not freed (or freed twice) once the pool was gone"
+    for ptr in pool_pointers:
+        assert usm.pointer_type(context, ptr) == "unknown"
+
+
+def test_caching_pool_without_reuse_frees_at_once(partition, data, cl_device, cl_context, cl_queue,
+                                                  user_buffers, counted_usm):
+    pool = g.allocators.caching_pool(reuse_without_event=False)
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, pool.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins, outs = user_buffers.tensors(partition, engine)
+    for _ in range(3):
+        compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+    assert pool.hits == 0 and pool.misses == 3 and pool.cached_bytes == 0
+    assert sum(counted_usm["alloc"].values()) == 3
+    assert counted_usm["free"] == counted_usm["alloc"]
+
+
+# --------------------------------------------- several allocators at once
+
+@pytest.mark.timeout(300)
+def test_two_engines_two_allocators_alternately(partition, data, cl_device, cl_context, cl_queue):
+    other_context = cl.Context([cl_device])
+    other_queue = cl.CommandQueue(other_context, cl_device)
+    setups, user_buffers = [], []
+    for context, queue in ((cl_context, cl_queue), (other_context, other_queue)):
+        recorder = _Recorder()
+        engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
+        stream = dnnl.ocl_interop.make_stream(engine, queue)
+        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+        buffers = _UserBuffers(context, cl_device, queue, data)
+        user_buffers.append(buffers)
+        ins, outs = buffers.tensors(partition, engine)
+        setups.append((recorder, context, stream, compiled, buffers, ins, outs))
+    del recorder, engine, stream, compiled, ins, outs
+    try:
+        for step in range(6):
+            mine = step % 2
+            counts = [len(s[0].log["malloc"]) for s in setups]
+            _, _, stream, compiled, buffers, ins, outs = setups[mine]
+            buffers.clear_output()
+            compiled.execute(stream, ins, outs)
+            stream.wait()
+            _check(buffers.result(), data)
+            assert len(setups[mine][0].log["malloc"]) > counts[mine]
+            assert len(setups[1 - mine][0].log["malloc"]) == counts[1 - mine], \
+                "an allocator got a call of another engine"
+            del stream, compiled, ins, outs
+        logs = []
+        for recorder, context, *_ in setups:
+            assert all(c == context and d == cl_device for _, _, d, c in recorder.log["malloc"])
+            assert all(c == context and d == cl_device for _, d, c, _ in recorder.log["free"])
+            logs.append(recorder.log)
+        del recorder
+        setups.clear()
+        gc.collect()
+        for log in logs:
+            assert _unbalanced(log) == ([], collections.Counter())
+    finally:
+        for buffers in user_buffers:
+            buffers.free()
+
+
+# ------------------------------------------------------ failing mallocs
+
+class _Boom(Exception):
+    pass
+
+
+def _foreign_pointers(device):
+    context = cl.Context([device])
+    made = []
+
+    def allocate(size, alignment, _device, _context):
+        ptr = usm.device_alloc(context, device, size, alignment)
+        made.append(ptr)
+        return ptr
+
+    def release():
+        for ptr in made:
+            usm.free(context, ptr)
+
+    return allocate, release
+
+
+@pytest.mark.parametrize("mode, cause_types", [
+    ("raise", (_Boom,)),
+    ("zero", (MemoryError,)),
+    ("str", (TypeError,)),
+    ("none", (TypeError,)),
+    ("float", (TypeError,)),
+    ("bool", (TypeError,)),
+    ("foreign", (ValueError,)),
+    ("too_small", (ValueError,)),
+    ("negative", (TypeError, ValueError)),
+    ("beyond_64_bits", (TypeError, ValueError)),
+])
+def test_failing_malloc_raises_chained_error(mode, cause_types, partition, data, cl_device,
+                                             cl_context, cl_queue, user_buffers):
+    raised = []
+    small = []
+    foreign_allocate, foreign_release = _foreign_pointers(cl_device)
+
+    def bad(size, alignment, device, context):
+        if mode == "raise":
+            raised.append(_Boom(f"no memory today ({size} bytes)"))
+            raise raised[-1]
+        if mode == "too_small":
+            small.append(usm.device_alloc(context, device, 16))
+            return small[-1]
+        if mode == "foreign":
+            return foreign_allocate(size, alignment, device, context)
+        return {"zero": 0, "str": "0x1000", "none": None, "float": 4096.0, "bool": True,
+                "negative": -4096, "beyond_64_bits": 2 ** 70}[mode]
+
+    recorder = _Recorder(fail=lambda index: bad)
+    try:
+        engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
+        stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+        ins, outs = user_buffers.tensors(partition, engine)
+        with pytest.raises(dnnl.error) as info:
+            compiled.execute(stream, ins, outs)
+            stream.wait()
+        stream.wait()
+        error = info.value
+        assert error.status == dnnl.status.runtime_error
+        assert isinstance(error.__cause__, cause_types), \
+            f"cause is {type(error.__cause__).__name__}: {error.__cause__}"
+        if mode == "raise":
+            assert error.__cause__ is raised[0]
+            assert str(raised[0]) in str(error)
+
+        # MEMORY_ALLOCATE on the same engine fails the same way
+        with pytest.raises(dnnl.error) as info:
+            g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+        assert isinstance(info.value.__cause__, cause_types)
+
+        if mode == "too_small":
+            # handed back to free (once), never used
+            assert recorder.freed_pointers() == collections.Counter(small)
+        else:
+            assert recorder.log["free"] == [], "free got a pointer malloc did not hand out"
+        del compiled, ins, outs, stream, engine
+        gc.collect()
+    finally:
+        foreign_release()
+
+    # another engine with a working allocator is unaffected
+    statistics = g.allocators.statistics_allocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins, outs = user_buffers.tensors(partition, engine)
+    user_buffers.clear_output()
+    compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+    assert statistics.stats.allocations > 0
+
+
+def test_failing_free_raises_chained_error(partition, data, cl_device, cl_context, cl_queue,
+                                           user_buffers):
+    state = {"fail": True, "frees": 0}
+
+    def malloc(size, alignment, device, context):
+        return usm.device_alloc(context, device, size, alignment)
+
+    def free(ptr, device, context, event):
+        if event is not None:
+            event.wait()
+        usm.free(context, ptr)  # the memory is released; then complain
+        state["frees"] += 1
+        if state["fail"]:
+            raise KeyError("free failed on purpose")
+
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, goi.make_allocator(malloc, free))
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    ins, outs = user_buffers.tensors(partition, engine)
+    with pytest.raises(dnnl.error) as info:
+        compiled.execute(stream, ins, outs)
+        stream.wait()
+    stream.wait()
+    assert isinstance(info.value.__cause__, KeyError)
+    assert "free failed on purpose" in str(info.value.__cause__)
+
+    state["fail"] = False
+    user_buffers.clear_output()
+    compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+
+
+@pytest.mark.timeout(300)
+def test_allocator_failing_on_kth_call_recovers(partition, data, cl_device, cl_context, cl_queue):
+    # how many mallocs a normal run makes
+    counting = _Recorder()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    _check(_run_flow(partition, engine, stream, cl_queue, data), data)
+    calls = len(counting.log["malloc"])
+    assert calls >= 5  # 4 MEMORY_ALLOCATE tensors and the scratch of execute
+    del engine, stream
+    gc.collect()
+
+    for k in range(calls):
+        injected = []
+
+        def fail_kth(index, k=k):
+            if index != k:
+                return None
+
+            def boom(size, *args):
+                injected.append(_Boom(f"call {index} fails"))
+                raise injected[-1]
+            return boom
+
+        recorder = _Recorder(fail=fail_kth)
+        engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
+        stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+        with pytest.raises(dnnl.error) as info:
+            _run_flow(partition, engine, stream, cl_queue, data)
+        assert info.value.__cause__ is injected[0], f"k={k}"
+        stream.wait()
+        # the failure is gone: the same engine works again
+        _check(_run_flow(partition, engine, stream, cl_queue, data), data)
+        assert len(recorder.log["malloc"]) > calls
+        del engine, stream, info
+        gc.collect()
+        bad_frees, still_live = _unbalanced(recorder.log)
+        assert bad_frees == [] and not still_live, f"k={k}: leaked or double-freed memory"
+
+
+# --------------------------------------------- events, blobs, limits
+
+@pytest.mark.timeout(300)
+def test_execute_after_deps_on_out_of_order_queue(partition, data, cl_device, cl_context,
+                                                  cl_ooo_queue, cl_queue):
+    # The pool frees without waiting, so nothing in execute blocks on deps.
+    pool = g.allocators.caching_pool()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, pool.allocator)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    size = int(np.prod(SHAPE)) * 4
+    staged = [usm.allocation(cl_context, size, "device", cl_device) for _ in range(3)]
+    targets = [usm.allocation(cl_context, size, "device", cl_device) for _ in range(4)]
+    copy_queue = cl.CommandQueue(cl_context, cl_device)
+    try:
+        for block, array in zip(staged, data):
+            _upload(cl_queue, block.ptr, array)
+        for block in targets:  # stale contents the partition must not see
+            _upload(cl_queue, block.ptr, np.full(SHAPE, 3.0, np.float32))
+
+        gate = cl.UserEvent(cl_context)
+        opened_by_timer = threading.Event()
+
+        def open_gate():  # only if execute blocked on its deps
+            opened_by_timer.set()
+            gate.set_status(cl.command_execution_status.COMPLETE)
+        timer = threading.Timer(20.0, open_gate)
+        timer.start()
+        try:
+            # on another queue: only the events order the copies and execute
+            copies = [usm.memcpy(copy_queue, targets[i].ptr, staged[i].ptr, size, deps=[gate])
+                      for i in range(3)]
+            ins = [g.tensor(p, engine, targets[p.get_id()].ptr) for p in partition.get_input_ports()]
+            outs = [g.tensor(partition.get_output_ports()[0], engine, targets[3].ptr)]
+            event = goi.execute(compiled, stream, ins, outs, deps=copies)
+            assert not opened_by_timer.is_set(), "execute blocked until its deps completed"
+            assert isinstance(event, cl.Event)
+            time.sleep(0.2)
+            assert event.command_execution_status != cl.command_execution_status.COMPLETE
+        finally:
+            timer.cancel()
+            if not opened_by_timer.is_set():
+                gate.set_status(cl.command_execution_status.COMPLETE)
+        event.wait()
+        result = np.empty(SHAPE, np.float32)
+        usm.memcpy(cl_ooo_queue, result, targets[3].ptr, size, deps=[event]).wait()
+        _check(result, data)
+    finally:
+        cl_ooo_queue.finish()
+        copy_queue.finish()
+        for block in staged + targets:
+            block.free()
+
+
+def test_engine_from_cache_blob_with_allocator(partition, data, cl_device, cl_context, cl_queue,
+                                               user_buffers):
+    first = g.allocators.statistics_allocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, first.allocator)
+    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    blob = dnnl.ocl_interop.get_engine_cache_blob(engine)
+    assert isinstance(blob, bytes) and len(blob) > 0
+
+    statistics = g.allocators.statistics_allocator()
+    from_blob = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator, blob)
+    assert from_blob.get_kind() == dnnl.engine.kind.gpu
+    assert dnnl.ocl_interop.get_context(from_blob) == cl_context
+    assert dnnl.ocl_interop.get_device(from_blob) == cl_device
+    stream = dnnl.ocl_interop.make_stream(from_blob, cl_queue)
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), from_blob)
+    ins, outs = user_buffers.tensors(partition, from_blob)
+    compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(user_buffers.result(), data)
+    assert statistics.stats.allocations > 0
+    assert first.stats.allocations == 0, "the first engine's allocator got the blob engine's calls"
+
+
+def test_make_allocator_argument_errors(cl_device, cl_context):
+    with pytest.raises(TypeError):
+        goi.make_allocator(1, lambda *args: None)
+    with pytest.raises(TypeError):
+        goi.make_allocator(lambda *args: 0, None)
+    allocator = goi.make_allocator(lambda *args: 0, lambda *args: None)
+    with pytest.raises(TypeError):
+        goi.make_engine_with_allocator(cl_device, cl_context, "allocator")
+    with pytest.raises(TypeError):
+        goi.make_engine_with_allocator("device", cl_context, allocator)
+    with pytest.raises(TypeError):
+        goi.make_engine_with_allocator(cl_device, cl_context, allocator, "not bytes")
+    # int handles are accepted
+    engine = goi.make_engine_with_allocator(cl_device.int_ptr, cl_context.int_ptr, allocator)
+    assert dnnl.ocl_interop.get_context(engine) == cl_context
+
+
+@pytest.mark.timeout(300)
+def test_live_allocator_limit(cl_device, cl_context):
+    gc.collect()
+
+    def fill():
+        made = []
+        with pytest.raises(dnnl.error) as info:
+            for _ in range(70):
+                made.append(goi.make_allocator(lambda *args: 0, lambda *args: None))
+        return made, info.value
+
+    made, error = fill()
+    assert len(made) == 64, f"the limit hit after {len(made)} allocators, not 64"
+    assert "64" in str(error)
+
+    # an engine keeps its allocator alive, so it holds a slot
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, made.pop())
+    gc.collect()
+    with pytest.raises(dnnl.error):
+        goi.make_allocator(lambda *args: 0, lambda *args: None)
+    made.clear()
+    gc.collect()
+    again, _ = fill()
+    assert len(again) == 63, "the engine's allocator no longer holds a slot"
+    again.clear()
+    del engine
+    gc.collect()
+    final, _ = fill()
+    assert len(final) == 64, "dropping allocators and engines did not free their slots"
+    final.clear()
+    gc.collect()
+    goi.make_allocator(lambda *args: 0, lambda *args: None)
