@@ -88,6 +88,17 @@ void bind_logical_tensor(py::module_ &m) {
     });
 }
 
+void set_attr(g::op &op, g::op::attr name, py::handle value);
+
+// Values that do not fit the C type (an int beyond 64 bits) are a ValueError.
+void set_attr_checked(g::op &op, g::op::attr name, py::handle value) {
+    try {
+        set_attr(op, name, value);
+    } catch (const py::cast_error &) {
+        throw py::value_error("set_attr(): value out of range for its C type (s64 or f32)");
+    }
+}
+
 void set_attr(g::op &op, g::op::attr name, py::handle value) {
     if (PyBool_Check(value.ptr())) {
         op.set_attr<bool>(name, value.cast<bool>());
@@ -170,7 +181,7 @@ void bind_op(py::module_ &m) {
     cls.def("add_output", &g::op::add_output, py::arg("tensor"));
     cls.def("add_outputs", &g::op::add_outputs, py::arg("tensors"));
     cls.def("set_attr", [](g::op &op, g::op::attr name, py::handle value) -> g::op & {
-        set_attr(op, name, value);
+        set_attr_checked(op, name, value);
         return op;
     }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal,
             "Set an attribute; the value's Python type picks the C type: bool, "
@@ -366,6 +377,10 @@ void bind_graph(py::module_ &m) {
             py::arg("kind"), py::arg("size"), "Capacity in megabytes for engines of `kind`.");
     m.def("get_constant_tensor_cache_capacity", &g::get_constant_tensor_cache_capacity,
             py::arg("kind"));
+    m.def("set_compiled_partition_cache_capacity", &g::set_compiled_partition_cache_capacity,
+            py::arg("capacity"),
+            "How many compiled partitions oneDNN keeps cached (0 empties and disables it).");
+    m.def("get_compiled_partition_cache_capacity", &g::get_compiled_partition_cache_capacity);
 }
 
 } // namespace dnnl_ocl_interop

@@ -60,7 +60,12 @@ struct usm_operand {
 usm_operand operand(py::handle obj, const char *param, bool writable) {
     usm_operand op;
     if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-        op.ptr = reinterpret_cast<void *>(obj.cast<uintptr_t>());
+        unsigned long long value = PyLong_AsUnsignedLongLong(obj.ptr());
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            throw py::value_error(std::string(param) + " must be a pointer (0 to 2**64-1)");
+        }
+        op.ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(value));
         if (!op.ptr) throw py::value_error(std::string(param) + " is a NULL pointer");
         return op;
     }
