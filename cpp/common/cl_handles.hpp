@@ -25,7 +25,9 @@ std::vector<cl_event> to_events(pybind11::handle obj, const char *param);
 bool is_mem_object(pybind11::handle obj);
 
 // New pyopencl objects that hold their own reference (retain, then wrap):
-// for handles borrowed from oneDNN's accessors.
+// for handles borrowed from oneDNN's accessors. Devices are the exception:
+// pyopencl never owns a device it wraps from a handle, so retained_device's
+// object borrows (root devices are not reference counted anyway).
 pybind11::object retained_device(cl_device_id device);
 pybind11::object retained_context(cl_context context);
 pybind11::object retained_queue(cl_command_queue queue);

@@ -187,6 +187,12 @@ void bind_desc(py::class_<memory_object> &mem) {
             "Descriptor of `dims` elements of `data_type` in layout `format_tag`.");
     desc.def(py::init([](const memory::dims &dims, dt data_type,
                                const memory::dims &strides) {
+        if (strides.size() != dims.size())
+            throw py::value_error("desc(): " + std::to_string(strides.size())
+                    + " strides for " + std::to_string(dims.size()) + " dims");
+        // oneDNN takes them, but data would then lie before the handle.
+        for (auto s : strides)
+            if (s < 0) throw py::value_error("desc(): strides must not be negative");
         return memory::desc(dims, data_type, strides);
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("strides"),

@@ -24,17 +24,19 @@ struct engine_object : dnnl::engine {
     std::shared_ptr<void> callbacks;
 };
 
+// Holders declare their engine first: members are destroyed in reverse, so the
+// oneDNN object goes before the engine whose allocator it may still call.
 struct stream_object {
-    dnnl::stream stream;
     engine_object engine;
+    dnnl::stream stream;
     bool out_of_order; // oneDNN has no getter for a stream's flags
 };
 
 struct memory_object {
     memory_object(dnnl::memory memory, engine_object engine)
-        : memory(std::move(memory)), engine(std::move(engine)), desc(this->memory.get_desc()) {}
-    dnnl::memory memory;
+        : engine(std::move(engine)), memory(std::move(memory)), desc(this->memory.get_desc()) {}
     engine_object engine;
+    dnnl::memory memory;
     dnnl::memory::desc desc; // fixed for the memory's life; cached for execute()
 };
 

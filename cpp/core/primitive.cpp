@@ -1,5 +1,7 @@
 // primitive_desc and primitive base classes; argument checks for execute().
 #include <algorithm>
+#include <climits>
+#include <cstring>
 
 #include <pybind11/stl.h>
 
@@ -80,7 +82,8 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
         py::gil_scoped_release release; // compiles kernels
         primitive = dnnl::primitive(pd.pd.get());
     }
-    return primitive_object {primitive, pd.engine, expected_args(pd)};
+    bool direct_copy = std::strcmp(pd.pd.impl_info_str(), "gpu:direct_copy") == 0;
+    return primitive_object {pd.engine, primitive, expected_args(pd), direct_copy};
 }
 
 std::vector<dnnl_exec_arg_t> execution_args(
@@ -95,7 +98,11 @@ std::vector<dnnl_exec_arg_t> execution_args(
     Py_ssize_t pos = 0;
     while (PyDict_Next(args.ptr(), &pos, &key, &value)) {
         if (!PyLong_Check(key)) throw py::type_error("args keys must be ARG_* ints");
-        int arg = static_cast<int>(PyLong_AsLong(key));
+        int overflow = 0;
+        long long key_value = PyLong_AsLongLongAndOverflow(key, &overflow);
+        if (overflow || key_value < INT_MIN || key_value > INT_MAX)
+            throw py::value_error("args key " + std::string(py::str(key)) + " is not an ARG_* value");
+        int arg = static_cast<int>(key_value);
         py::detail::make_caster<memory_object> caster;
         if (!caster.load(value, /*convert=*/false))
             throw py::type_error("args[" + arg_name(arg) + "] must be a dnnl.memory");
@@ -115,6 +122,22 @@ std::vector<dnnl_exec_arg_t> execution_args(
         if (!mem.memory.get_data_handle())
             throw_invalid_argument(arg_name(arg) + " has no storage (dnnl.MEMORY_NONE)");
         converted.push_back({arg, mem.memory.get()});
+    }
+    if (p.copies_within_one_memory_kind) {
+        const memory_object *from = nullptr, *to = nullptr;
+        PyObject *key2, *value2;
+        Py_ssize_t pos2 = 0;
+        while (PyDict_Next(args.ptr(), &pos2, &key2, &value2)) {
+            long k = PyLong_AsLong(key2);
+            auto &m = py::handle(value2).cast<const memory_object &>();
+            if (k == DNNL_ARG_FROM) from = &m;
+            if (k == DNNL_ARG_TO) to = &m;
+        }
+        if (from && to && is_usm(from->memory) != is_usm(to->memory))
+            throw status_error(dnnl_unimplemented,
+                    "reorder: oneDNN chose gpu:direct_copy, which does not copy between "
+                    "buffer and USM memory (oneDNN 3.13); use memory of one kind on both "
+                    "sides, or dnnl.usm.memcpy");
     }
     if (converted.size() != p.args.size()) // each given one is expected and keys are unique
         for (const auto &e : p.args)

@@ -24,9 +24,9 @@ struct attr_object {
     std::vector<int> quantization_args; // DNNL_ARG_ATTR_SCALES | arg, ...
 };
 
-struct primitive_desc_object {
-    dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
+struct primitive_desc_object { // engine first: see objects.hpp
     engine_object engine;
+    dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
     std::vector<int> quantization_args;
 };
 
@@ -36,9 +36,12 @@ struct expected_arg {
 };
 
 struct primitive_object {
-    dnnl::primitive primitive;
     engine_object engine;
+    dnnl::primitive primitive;
     std::vector<expected_arg> args;
+    // oneDNN 3.13's "gpu:direct_copy" reorder copies nothing between buffer
+    // and USM memory (and reports success): such executions are refused.
+    bool copies_within_one_memory_kind = false;
 };
 
 // Builds a primitive and the list of arguments it expects.

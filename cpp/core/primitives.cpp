@@ -32,7 +32,7 @@ template <int F> struct typed_primitive : primitive_object {};
 template <int F, typename PD, typename... Args>
 typed_pd<F> create(const engine_object &engine, const Args &...args, const attr_object &attr) {
     py::gil_scoped_release release;
-    return typed_pd<F> {{PD(engine, args..., attr.attr), engine, attr.quantization_args}};
+    return typed_pd<F> {{engine, PD(engine, args..., attr.attr), attr.quantization_args}};
 }
 
 template <int F>
@@ -127,7 +127,7 @@ void bind_reorder(py::module_ &m) {
         // The reorder runs on the GPU engine of the two.
         const engine_object &runs_on
                 = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
-        return typed_pd<f_reorder> {{desc, runs_on, attr.quantization_args}};
+        return typed_pd<f_reorder> {{runs_on, desc, attr.quantization_args}};
     };
     pd.def(py::init(make), py::arg("src_engine"), py::arg("src_desc"),
             py::arg("dst_engine"), py::arg("dst_desc"), ATTR);

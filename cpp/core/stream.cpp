@@ -23,7 +23,7 @@ void bind_stream(py::module_ &m) {
         py::gil_scoped_release release;
         bool out_of_order = static_cast<unsigned>(flags)
                 & static_cast<unsigned>(dnnl::stream::flags::out_of_order);
-        return stream_object {dnnl::stream(engine, flags), engine, out_of_order};
+        return stream_object {engine, dnnl::stream(engine, flags), out_of_order};
     }),
             py::arg("engine"), py::arg("flags") = dnnl::stream::flags::default_flags,
             "A stream on `engine` with its own queue (oneDNN creates it).");

@@ -306,7 +306,7 @@ void bind_tensor(py::module_ &m) {
 
 compiled_partition_object::compiled_partition_object(g::compiled_partition partition,
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
-    : partition(std::move(partition)), engine(std::move(engine)), inputs(std::move(inputs)),
+    : engine(std::move(engine)), partition(std::move(partition)), inputs(std::move(inputs)),
       outputs(std::move(outputs)) {
     for (const auto *ports : {&this->inputs, &this->outputs})
         for (const lt &port : *ports)

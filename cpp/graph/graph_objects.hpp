@@ -14,10 +14,10 @@ namespace dnnl_ocl_interop {
 
 struct tensor_object {
     tensor_object(dnnl::graph::tensor tensor, engine_object engine)
-        : tensor(std::move(tensor)), engine(std::move(engine)),
+        : engine(std::move(engine)), tensor(std::move(tensor)),
           logical(this->tensor.get_logical_tensor()) {}
+    engine_object engine; // first: destroyed after the tensor (see core/objects.hpp)
     dnnl::graph::tensor tensor;
-    engine_object engine;
     dnnl::graph::logical_tensor logical; // fixed; cached for execute()
 };
 
@@ -25,8 +25,8 @@ struct compiled_partition_object {
     compiled_partition_object(dnnl::graph::compiled_partition partition, engine_object engine,
             std::vector<dnnl::graph::logical_tensor> inputs,
             std::vector<dnnl::graph::logical_tensor> outputs);
+    engine_object engine; // first: keeps the allocator callable while the partition goes
     dnnl::graph::compiled_partition partition;
-    engine_object engine; // keeps the engine's allocator callable
     std::vector<dnnl::graph::logical_tensor> inputs, outputs;
     // Bytes each port needs as compiled, by logical tensor id (checked on
     // every execute).

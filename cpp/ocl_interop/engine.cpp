@@ -51,7 +51,11 @@ void bind_ocl_interop_engine(py::module_ &m) {
                           "holding its own reference).");
     m.def("get_device", [](const engine_object &engine) {
         return cl_handles::retained_device(oi::get_device(engine));
-    }, py::arg("engine"), "The engine's OpenCL device (a pyopencl.Device).");
+    }, py::arg("engine"), "The engine's OpenCL device (a pyopencl.Device). pyopencl "
+                          "cannot own a reference to a device it wraps from a handle, "
+                          "so this one borrows the engine's: root devices need none, "
+                          "and a sub-device stays valid while the engine (or any "
+                          "object made on it) lives.");
     m.def("get_engine_cache_blob_id", [](py::handle device) {
         cl_device_id dev = cl_handles::to_device(device, "device");
         return to_bytes(oi::get_engine_cache_blob_id(dev));

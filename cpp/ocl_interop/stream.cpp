@@ -16,7 +16,7 @@ void bind_ocl_interop_stream(py::module_ &m) {
         cl_command_queue_properties props = 0;
         check_cl(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),
                 "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)");
-        return stream_object {stream, engine, (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0};
+        return stream_object {engine, stream, (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0};
     }, py::arg("engine"), py::arg("queue"),
             "A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or "
             "int), which must belong to the engine's context and device. oneDNN "

@@ -1,0 +1,950 @@
+"""Object lifetimes: drop every Python reference in every order, then use what is left.
+
+Each ``*_dropped_in_every_order`` test builds a set of objects (pyopencl
+originals and binding objects), deletes them in every order
+(``itertools.permutations``), and after each deletion (and ``gc.collect()``)
+uses every object still alive -- executes the primitive or partition, maps
+memory, waits on the stream or event, reads the user's buffer -- checking
+the data with NumPy. Reference counts are read through pyopencl objects the
+test holds itself ("watchers"), after every step:
+
+* while a binding object that must retain an OpenCL object is alive (an
+  engine its context, a stream its queue, a memory its user buffer), the
+  count is above what the test's own references account for;
+* once none is alive, the count is exactly back to its value before the
+  package touched the object (minus the test's references it dropped).
+
+Every test uses a fresh ``cl.Context`` so that counts start at 1 and no other
+test disturbs them. oneDNN's primitive cache and compiled-partition cache
+keep the kernels they compiled, and those kernels retain the context, after
+every user object is gone (by design: the next primitive on the same engine
+reuses them; the compiled-partition cache even keeps one entry per engine,
+so the graph test switches it off, see ``no_compiled_partition_cache``). The
+tests therefore compile once before taking their "before" counts, and at the
+end empty both caches (through oneDNN's C API, see
+``_empty_onednn_caches``) and check that the context is back to the test's
+single reference. The binding itself should let Python users do that:
+``test_primitive_cache_can_be_emptied_from_python`` and
+``test_compiled_partition_cache_can_be_emptied_from_python`` check for
+``dnnl.set_primitive_cache_capacity`` and
+``dnnl.graph.set_compiled_partition_cache_capacity`` (mirrors of dnnl.hpp
+and dnnl_graph.hpp).
+
+A failed check in one order does not stop the others (``_run_orders``): the
+test fails at the end listing every distinct failure with the number of
+orders that hit it. A graph allocator object may keep the context of the
+last call it served (the binding caches the pyopencl objects it passes to
+the callables) until it is dropped: allowed while it lives.
+
+Also: objects returned by get_context/get_device/get_command_queue/
+get_mem_object hold their own reference, USM allocation views keep the
+allocation alive, statistics allocators see allocations == frees after every
+order of dropping a graph engine's objects, a MEMORY_ALLOCATE graph tensor
+dropped after its engine still frees its memory, and a test that touches
+every kind of object and event ends with every count back at its start.
+
+``gc.freeze()`` (fixture ``cheap_gc``) moves the objects that exist before a
+test out of the collector's reach, so the thousands of ``gc.collect()`` calls
+only scan what the test created.
+"""
+
+import ctypes
+import gc
+import itertools
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+oi = dnnl.ocl_interop
+g = dnnl.graph
+goi = g.ocl_interop
+lt = g.logical_tensor
+usm = dnnl.usm
+DT = dnnl.memory.data_type
+TAG = dnnl.memory.format_tag
+ALG = dnnl.algorithm
+INFERENCE = dnnl.prop_kind.forward_inference
+MF = cl.mem_flags
+OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+COMPLETE = cl.command_execution_status.COMPLETE
+
+# eltwise relu on a 4x8 f32 tensor: exact in f32
+DESC_DIMS = (4, 8)
+X = ((np.arange(32, dtype=np.float32) - 15.5) / 4).reshape(DESC_DIMS)
+RELU = np.maximum(X, 0)
+SENTINEL = np.full(DESC_DIMS, -7.0, np.float32)
+
+# matmul of small integers: exact in f32
+M, K, N = 3, 5, 4
+A = (np.arange(M * K, dtype=np.float32).reshape(M, K) % 7) - 3
+B = (np.arange(K * N, dtype=np.float32).reshape(K, N) % 5) - 2
+C = A @ B
+
+# attention block for the graph tests (MatMul(Q, K^T) -> SoftMax -> MatMul(., V))
+BATCH, SEQ, HEAD = 1, 8, 4
+SHAPE = (BATCH, SEQ, HEAD)
+_RNG = np.random.default_rng(11)
+QKV = [_RNG.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+
+
+def _attention(q, k, v):
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+ATTENTION = _attention(*QKV)
+
+
+# ---------------------------------------------------------------- helpers
+
+@pytest.fixture
+def cheap_gc():
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.collect()
+
+
+def _libdnnl():
+    """The libdnnl the binding runs on (already loaded in this process)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "/libdnnl.so" in path:
+                return ctypes.CDLL(path)
+    pytest.fail("libdnnl.so is not loaded in this process")
+
+
+def _empty_onednn_caches():
+    """Evicts everything from oneDNN's primitive and compiled-partition
+    caches (capacity 0, then back), which releases the kernels they hold."""
+    lib = _libdnnl()
+    value = ctypes.c_int()
+    for get, set_ in (("dnnl_get_primitive_cache_capacity", "dnnl_set_primitive_cache_capacity"),
+                      ("dnnl_graph_get_compiled_partition_cache_capacity",
+                       "dnnl_graph_set_compiled_partition_cache_capacity")):
+        assert getattr(lib, get)(ctypes.byref(value)) == 0
+        capacity = value.value
+        assert getattr(lib, set_)(ctypes.c_int(0)) == 0
+        assert getattr(lib, set_)(ctypes.c_int(capacity)) == 0
+    gc.collect()
+
+
+@pytest.fixture
+def no_compiled_partition_cache():
+    """oneDNN's compiled-partition cache keys its entries by engine: every
+    new engine that compiles a partition adds an entry, which keeps the
+    context until it is evicted (up to the capacity, 1024 by default). Tests
+    that check the context's count after each of many engines switch that
+    cache off meanwhile (compiling then still reuses the kernels of oneDNN's
+    primitive cache, so it stays fast)."""
+    lib = _libdnnl()
+    value = ctypes.c_int()
+    assert lib.dnnl_graph_get_compiled_partition_cache_capacity(ctypes.byref(value)) == 0
+    assert lib.dnnl_graph_set_compiled_partition_cache_capacity(ctypes.c_int(0)) == 0
+    try:
+        yield
+    finally:
+        assert lib.dnnl_graph_set_compiled_partition_cache_capacity(ctypes.c_int(value.value)) == 0
+
+
+def _alias(obj):
+    """Another pyopencl object for the same OpenCL object, with its own reference."""
+    return type(obj).from_int_ptr(obj.int_ptr, retain=True)
+
+
+def _assert_count(name, watcher, floor, held, step):
+    """held True: something of the package must retain it (count above floor);
+    False: nothing may (count exactly floor); None: either."""
+    count = watcher.reference_count
+    if held is True:
+        assert count > floor, (f"{step}: {name} has reference count {count}, but a binding "
+                               f"object that must retain it is alive (the test's own: {floor})")
+    elif held is False:
+        assert count == floor, (f"{step}: {name} has reference count {count}, expected {floor} "
+                                f"with no binding object holding it")
+    else:
+        assert count >= floor, f"{step}: {name} has reference count {count} < {floor}"
+
+
+def _run_orders(round_fn, orders, *args):
+    """Runs round_fn(*args, order) for every order; a failed check does not
+    stop the others: the test fails at the end with every distinct failure,
+    how many orders hit it, and the first order that did."""
+    failures = {}
+    for order in orders:
+        try:
+            round_fn(*args, order)
+        except AssertionError as error:
+            message = str(error).split("\n")[0].replace(str(order), "<order>")
+            failures.setdefault(message, []).append(order)
+        gc.collect()
+    if failures:
+        report = [f"{len(hit)} of {len(orders)} orders, e.g. {hit[0]}: {message}"
+                  for message, hit in sorted(failures.items(), key=lambda item: -len(item[1]))]
+        pytest.fail("\n".join(report), pytrace=False)
+
+
+def _desc(dims):
+    return dnnl.memory.desc(list(dims), DT.f32, [TAG.a, TAG.ab, TAG.abc][len(dims) - 1])
+
+
+DESC = _desc(DESC_DIMS)
+
+
+def _relu(engine):
+    pd = dnnl.eltwise_forward.primitive_desc(engine, INFERENCE, ALG.eltwise_relu, DESC, DESC, 0.0, 0.0)
+    return dnnl.eltwise_forward(pd)
+
+
+def _matmul_pd(engine):
+    return dnnl.matmul.primitive_desc(engine, _desc((M, K)), _desc((K, N)), _desc((M, N)))
+
+
+def _filled(engine, array):
+    mem = dnnl.memory(_desc(array.shape), engine)
+    dnnl.arrays.write(mem, array)
+    return mem
+
+
+def _read_buffer(queue, buf, like, wait_for=None):
+    host = np.empty_like(like)
+    cl.enqueue_copy(queue, host, buf, wait_for=wait_for, is_blocking=True)
+    return host
+
+
+def _write_buffer(queue, buf, array):
+    cl.enqueue_copy(queue, buf, np.ascontiguousarray(array), is_blocking=True)
+
+
+def _warm_up_primitives(device, context):
+    """Compiles the test's primitives for `context` (oneDNN's primitive cache
+    keeps them, and the context, from now on)."""
+    engine = oi.make_engine(device, context)
+    stream = dnnl.stream(engine)
+    dst = dnnl.memory(DESC, engine)
+    _relu(engine).execute(stream, {dnnl.ARG_SRC: _filled(engine, X), dnnl.ARG_DST: dst})
+    out = dnnl.memory(_desc((M, N)), engine)
+    dnnl.matmul(_matmul_pd(engine)).execute(
+        stream, {dnnl.ARG_SRC: _filled(engine, A), dnnl.ARG_WEIGHTS: _filled(engine, B), dnnl.ARG_DST: out})
+    stream.wait()
+    np.testing.assert_array_equal(dnnl.arrays.read(dst), RELU)
+    np.testing.assert_array_equal(dnnl.arrays.read(out), C)
+    del engine, stream, dst, out
+    gc.collect()
+
+
+def _finish_test(context):
+    """Once every object of the test is gone and oneDNN's caches are empty,
+    only the test's own reference to the context is left."""
+    gc.collect()
+    _empty_onednn_caches()
+    assert context.reference_count == 1, (
+        f"context reference count {context.reference_count} after every object was dropped "
+        f"and oneDNN's caches were emptied")
+
+
+# ------------------------------------- core objects, in every order (5040)
+
+CORE = ("context", "queue", "buffer", "engine", "stream", "memory", "primitive")
+
+
+def _use_core(o, dst, handles, context, device):
+    if "primitive" in o:
+        dnnl.arrays.write(dst, SENTINEL)
+        engine = dst.get_engine()
+        stream = o["stream"] if "stream" in o else dnnl.stream(engine)
+        src = o["memory"] if "memory" in o else _filled(engine, X)
+        o["primitive"].execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst})
+        stream.wait()
+        np.testing.assert_array_equal(dnnl.arrays.read(dst), RELU)
+    if "memory" in o:
+        np.testing.assert_array_equal(dnnl.arrays.read(o["memory"]), X)
+        assert oi.get_mem_object(o["memory"]).int_ptr == handles["buffer"]
+    if "stream" in o:
+        o["stream"].wait()
+        assert oi.get_command_queue(o["stream"]).int_ptr == handles["queue"]
+    if "engine" in o:
+        assert oi.get_context(o["engine"]).int_ptr == handles["context"]
+    if "buffer" in o:
+        queue = o["queue"] if "queue" in o else cl.CommandQueue(context, device)
+        np.testing.assert_array_equal(_read_buffer(queue, o["buffer"], X), X)
+    if "queue" in o:
+        o["queue"].finish()
+    if "context" in o:
+        assert o["context"].int_ptr == handles["context"]
+
+
+def _core_round(device, context, order):
+    o = {"context": _alias(context)}
+    o["queue"] = cl.CommandQueue(o["context"], device)
+    o["buffer"] = cl.Buffer(o["context"], MF.READ_WRITE, X.nbytes)
+    watchers = {"context": context, "queue": _alias(o["queue"]), "buffer": _alias(o["buffer"])}
+    handles = {name: w.int_ptr for name, w in watchers.items()}
+    before = {name: w.reference_count for name, w in watchers.items()}
+
+    o["engine"] = oi.make_engine(device, o["context"])
+    o["stream"] = oi.make_stream(o["engine"], o["queue"])
+    o["memory"] = oi.make_memory(DESC, o["engine"], o["buffer"])
+    o["primitive"] = _relu(o["engine"])
+    dst = dnnl.memory(DESC, o["engine"])
+    dnnl.arrays.write(o["memory"], X)
+
+    def check(step, dst_alive=True):
+        engine_alive = dst_alive or any(k in o for k in ("engine", "stream", "memory", "primitive"))
+        for name, held in (("context", engine_alive), ("queue", "stream" in o), ("buffer", "memory" in o)):
+            _assert_count(name, watchers[name], before[name] - (name not in o), held, step)
+
+    _use_core(o, dst, handles, context, device)
+    check(f"{order}, nothing dropped")
+    for name in order:
+        del o[name]
+        gc.collect()
+        _use_core(o, dst, handles, context, device)
+        check(f"{order}, after dropping {name}")
+    np.testing.assert_array_equal(dnnl.arrays.read(dst), RELU)
+    del dst
+    gc.collect()
+    check(f"{order}, all dropped", dst_alive=False)
+
+
+@pytest.mark.timeout(900)
+def test_core_objects_dropped_in_every_order(cl_device, cheap_gc):
+    context = cl.Context([cl_device])
+    _warm_up_primitives(cl_device, context)
+    orders = list(itertools.permutations(CORE))
+    assert len(orders) == 5040
+    _run_orders(_core_round, orders, cl_device, context)
+    _finish_test(context)
+
+
+# --------------- engine, stream, memories, primitive_desc, primitive (720)
+
+ENGINE_SET = ("engine", "stream", "src", "weights", "pd", "primitive")
+
+
+def _use_matmul(o, dst, handles, queue_watcher):
+    prims = []
+    if "primitive" in o:
+        prims.append(o["primitive"])
+    if "pd" in o:
+        assert oi.get_context(o["pd"].get_engine()).int_ptr == handles["context"]
+        prims.append(dnnl.matmul(o["pd"]))  # a primitive from a pd that outlived its engine
+    for prim in prims:
+        dnnl.arrays.write(dst, np.full((M, N), -7.0, np.float32))
+        engine = o["pd"].get_engine() if "pd" in o else dst.get_engine()
+        stream = o["stream"] if "stream" in o else oi.make_stream(engine, queue_watcher)
+        src = o["src"] if "src" in o else _filled(engine, A)
+        weights = o["weights"] if "weights" in o else _filled(engine, B)
+        prim.execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights, dnnl.ARG_DST: dst})
+        stream.wait()
+        np.testing.assert_array_equal(dnnl.arrays.read(dst), C)
+    if "src" in o:
+        assert oi.get_memory_kind(o["src"]) == oi.memory_kind.usm
+        np.testing.assert_array_equal(dnnl.arrays.read(o["src"]), A)
+    if "weights" in o:
+        assert oi.get_memory_kind(o["weights"]) == oi.memory_kind.buffer
+        np.testing.assert_array_equal(dnnl.arrays.read(o["weights"]), B)
+    if "stream" in o:
+        o["stream"].wait()
+        assert oi.get_command_queue(o["stream"]).int_ptr == handles["queue"]
+    if "engine" in o:
+        assert oi.get_context(o["engine"]).int_ptr == handles["context"]
+
+
+def _engine_round(device, context, order):
+    queue = cl.CommandQueue(context, device)
+    watchers = {"context": context, "queue": _alias(queue)}
+    handles = {name: w.int_ptr for name, w in watchers.items()}
+    before = {name: w.reference_count - (name == "queue") for name, w in watchers.items()}
+    o = {"engine": oi.make_engine(device, context)}
+    o["stream"] = oi.make_stream(o["engine"], queue)
+    del queue  # only the watcher and the stream hold it now
+    o["src"] = oi.make_memory(_desc((M, K)), o["engine"], oi.memory_kind.usm)
+    o["weights"] = oi.make_memory(_desc((K, N)), o["engine"], oi.memory_kind.buffer)
+    dnnl.arrays.write(o["src"], A)
+    dnnl.arrays.write(o["weights"], B)
+    o["pd"] = _matmul_pd(o["engine"])
+    o["primitive"] = dnnl.matmul(o["pd"])
+    dst = dnnl.memory(_desc((M, N)), o["engine"])
+
+    def check(step, dst_alive=True):
+        _assert_count("context", context, before["context"], dst_alive or bool(o), step)
+        _assert_count("queue", watchers["queue"], before["queue"], "stream" in o, step)
+
+    _use_matmul(o, dst, handles, watchers["queue"])
+    check(f"{order}, nothing dropped")
+    for name in order:
+        del o[name]
+        gc.collect()
+        _use_matmul(o, dst, handles, watchers["queue"])
+        check(f"{order}, after dropping {name}")
+    np.testing.assert_array_equal(dnnl.arrays.read(dst), C)
+    del dst
+    gc.collect()
+    check(f"{order}, all dropped", dst_alive=False)
+
+
+@pytest.mark.timeout(600)
+def test_engine_and_primitive_desc_dropped_in_every_order(cl_device, cheap_gc):
+    context = cl.Context([cl_device])
+    _warm_up_primitives(cl_device, context)
+    orders = list(itertools.permutations(ENGINE_SET))
+    assert len(orders) == 720
+    _run_orders(_engine_round, orders, cl_device, context)
+    _finish_test(context)
+
+
+# ------------- stream before the events it returned, out of order (120)
+
+EVENT_SET = ("engine", "stream", "primitive", "src", "event")
+
+
+def _use_events(o, dst, queue, src_buf, dst_buf, handles):
+    if "event" in o:
+        event = o["event"]
+        event.wait()
+        assert event.command_execution_status == COMPLETE
+        assert event.reference_count == 1, "the returned event is not owned by the caller alone"
+        assert event.get_info(cl.event_info.COMMAND_QUEUE).int_ptr == handles["queue"]
+        np.testing.assert_array_equal(_read_buffer(queue, dst_buf, X, wait_for=[event]), RELU)
+    if "primitive" in o:
+        clear = cl.enqueue_copy(queue, dst_buf, SENTINEL, is_blocking=False)
+        engine = dst.get_engine()
+        stream = o["stream"] if "stream" in o else oi.make_stream(engine, queue)
+        src = o["src"] if "src" in o else oi.make_memory(DESC, engine, src_buf)
+        deps = [clear] + ([o["event"]] if "event" in o else [])
+        event = oi.execute(o["primitive"], stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst}, deps)
+        assert isinstance(event, cl.Event)
+        np.testing.assert_array_equal(_read_buffer(queue, dst_buf, X, wait_for=[event]), RELU)
+    if "src" in o:
+        assert oi.get_mem_object(o["src"]).int_ptr == src_buf.int_ptr
+    if "stream" in o:
+        o["stream"].wait()
+    if "engine" in o:
+        assert oi.get_context(o["engine"]).int_ptr == handles["context"]
+
+
+def _event_round(device, context, order):
+    queue = cl.CommandQueue(context, device, properties=OOO)
+    src_buf = cl.Buffer(context, MF.READ_WRITE, X.nbytes)
+    dst_buf = cl.Buffer(context, MF.READ_WRITE, X.nbytes)
+    watchers = {"context": context, "queue": queue, "src_buf": src_buf, "dst_buf": dst_buf}
+    handles = {name: w.int_ptr for name, w in watchers.items()}
+    before = {name: w.reference_count for name, w in watchers.items()}
+    _write_buffer(queue, src_buf, X)
+    fill = cl.enqueue_copy(queue, dst_buf, SENTINEL, is_blocking=False)
+
+    o = {"engine": oi.make_engine(device, context)}
+    o["stream"] = oi.make_stream(o["engine"], queue)
+    o["primitive"] = _relu(o["engine"])
+    o["src"] = oi.make_memory(DESC, o["engine"], src_buf)
+    dst = oi.make_memory(DESC, o["engine"], dst_buf)
+    o["event"] = oi.execute(o["primitive"], o["stream"], {dnnl.ARG_SRC: o["src"], dnnl.ARG_DST: dst},
+                            [fill])
+    del fill
+
+    def check(step, dst_alive=True):
+        _assert_count("context", context, before["context"],
+                      dst_alive or any(k in o for k in ("engine", "stream", "primitive", "src")), step)
+        # an event may or may not keep its queue (up to the OpenCL runtime)
+        queue_held = True if "stream" in o else (None if "event" in o else False)
+        _assert_count("queue", queue, before["queue"], queue_held, step)
+        _assert_count("src_buf", src_buf, before["src_buf"], "src" in o, step)
+        _assert_count("dst_buf", dst_buf, before["dst_buf"], dst_alive, step)
+
+    _use_events(o, dst, queue, src_buf, dst_buf, handles)
+    check(f"{order}, nothing dropped")
+    for name in order:
+        del o[name]
+        gc.collect()
+        _use_events(o, dst, queue, src_buf, dst_buf, handles)
+        check(f"{order}, after dropping {name}")
+    del dst
+    gc.collect()
+    queue.finish()
+    check(f"{order}, all dropped", dst_alive=False)
+
+
+@pytest.mark.timeout(300)
+def test_stream_and_events_dropped_in_every_order(cl_device, cheap_gc):
+    context = cl.Context([cl_device])
+    _warm_up_primitives(cl_device, context)
+    orders = list(itertools.permutations(EVENT_SET))
+    assert len(orders) == 120
+    _run_orders(_event_round, orders, cl_device, context)
+    _finish_test(context)
+
+
+# --------- graph: allocator, engine, stream, compiled partition, tensors (720)
+
+def _attention_partition():
+    q, k, v = (lt(i, lt.data_type.f32, list(SHAPE), lt.layout_type.strided) for i in range(3))
+    scores = lt(3, lt.data_type.f32, [BATCH, SEQ, SEQ], lt.layout_type.strided)
+    probs = lt(4, lt.data_type.f32, [BATCH, SEQ, SEQ], lt.layout_type.strided)
+    out = lt(5, lt.data_type.f32, list(SHAPE), lt.layout_type.strided)
+    qk = g.op(0, g.op.kind.MatMul, [q, k], [scores], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probs], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    pv = g.op(2, g.op.kind.MatMul, [probs, v], [out], "pv")
+    graph = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, softmax, pv):
+        graph.add_op(op)
+    graph.finalize()
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    return partitions[0]
+
+
+@pytest.fixture(scope="module")
+def partition():
+    return _attention_partition()
+
+
+def _upload(queue, ptr, array):
+    usm.memcpy(queue, ptr, np.ascontiguousarray(array), array.nbytes).wait()
+
+
+def _download(queue, ptr):
+    out = np.empty(SHAPE, np.float32)
+    usm.memcpy(queue, out, ptr, out.nbytes).wait()
+    return out
+
+
+def _check_attention(result):
+    np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
+
+
+def _input_tensors(partition, engine, queue):
+    tensors = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    for tensor in tensors:
+        _upload(queue, tensor.get_data_handle(), QKV[tensor.get_logical_tensor().get_id()])
+    return tensors
+
+
+GRAPH_SET = ("allocator", "engine", "stream", "compiled", "inputs", "output")
+
+
+def _graph_engine_of(o):
+    if "engine" in o:
+        return o["engine"]
+    if "stream" in o:
+        return o["stream"].get_engine()
+    for name in ("inputs", "output"):
+        if name in o:
+            return (o[name][0] if name == "inputs" else o[name]).get_engine()
+    return None
+
+
+def _use_graph(o, partition, queue, handles, stats):
+    out_port = partition.get_output_ports()[0]
+    engine = _graph_engine_of(o)
+    if "compiled" in o and engine is not None:
+        # (a compiled partition alone cannot make tensors or streams: it is
+        # used again as soon as any object of its engine is left)
+        stream = o["stream"] if "stream" in o else oi.make_stream(engine, queue)
+        inputs = o["inputs"] if "inputs" in o else _input_tensors(partition, engine, queue)
+        output = o["output"] if "output" in o else g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+        _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+        o["compiled"].execute(stream, inputs, [output])
+        stream.wait()
+        _check_attention(_download(queue, output.get_data_handle()))
+    if "inputs" in o:
+        for tensor in o["inputs"]:
+            expected = QKV[tensor.get_logical_tensor().get_id()]
+            np.testing.assert_array_equal(_download(queue, tensor.get_data_handle()), expected)
+    if "output" in o:
+        _check_attention(_download(queue, o["output"].get_data_handle()))
+    if "stream" in o:
+        o["stream"].wait()
+        assert oi.get_command_queue(o["stream"]).int_ptr == handles["queue"]
+    if "engine" in o:
+        assert oi.get_context(o["engine"]).int_ptr == handles["context"]
+        # the engine still reaches its allocator's callables
+        allocations = stats.allocations
+        tensor = g.tensor(out_port, o["engine"], dnnl.MEMORY_ALLOCATE)
+        assert stats.allocations == allocations + 1
+        assert stats.sizes[tensor.get_data_handle()] >= out_port.get_mem_size()
+
+
+def _graph_round(device, context, partition, order):
+    queue = cl.CommandQueue(context, device)
+    watchers = {"context": context, "queue": _alias(queue)}
+    handles = {name: w.int_ptr for name, w in watchers.items()}
+    before = {name: w.reference_count - (name == "queue") for name, w in watchers.items()}
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+    o = {"allocator": statistics}
+    o["engine"] = goi.make_engine_with_allocator(device, context, statistics.allocator)
+    del statistics
+    o["stream"] = oi.make_stream(o["engine"], queue)
+    del queue
+    o["compiled"] = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                      o["engine"])
+    o["inputs"] = _input_tensors(partition, o["engine"], watchers["queue"])
+    o["output"] = g.tensor(partition.get_output_ports()[0], o["engine"], dnnl.MEMORY_ALLOCATE)
+
+    def check(step):
+        engine_alive = any(k in o for k in ("engine", "stream", "compiled", "inputs", "output"))
+        # the allocator may keep the context of the last call it served
+        context_held = True if engine_alive else (None if "allocator" in o else False)
+        _assert_count("context", context, before["context"], context_held, step)
+        _assert_count("queue", watchers["queue"], before["queue"], "stream" in o, step)
+
+    _use_graph(o, partition, watchers["queue"], handles, stats)
+    check(f"{order}, nothing dropped")
+    for name in order:
+        del o[name]
+        gc.collect()
+        _use_graph(o, partition, watchers["queue"], handles, stats)
+        check(f"{order}, after dropping {name}")
+    assert stats.allocations > 0
+    assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), (
+        f"{order}: the allocator's memory was not all freed once every object was dropped "
+        f"({stats.allocations - stats.frees} allocation(s) of {stats.live_bytes} bytes never "
+        f"passed to free)")
+
+
+@pytest.mark.timeout(900)
+def test_graph_objects_dropped_in_every_order(cl_device, partition, no_compiled_partition_cache,
+                                             cheap_gc):
+    context = cl.Context([cl_device])
+    # compile once: oneDNN's caches keep the kernels (and the context) from now on
+    warm = g.allocators.statistics_allocator()
+    engine = goi.make_engine_with_allocator(cl_device, context, warm.allocator)
+    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    _warm_up_primitives(cl_device, context)
+    del engine, warm
+    gc.collect()
+    orders = list(itertools.permutations(GRAPH_SET))
+    assert len(orders) == 720
+    _run_orders(_graph_round, orders, cl_device, context, partition)
+    _finish_test(context)
+
+
+@pytest.mark.parametrize("allocator", ["default", "statistics"])
+def test_graph_tensor_outliving_its_engine_frees_its_memory(cl_device, partition, allocator,
+                                                            cheap_gc):
+    """A MEMORY_ALLOCATE tensor keeps its engine: dropped after the engine's
+    last other reference, it still hands its memory back (to oneDNN's own
+    allocator, or to the engine's Python allocator)."""
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    statistics = g.allocators.statistics_allocator() if allocator == "statistics" else None
+    if statistics is None:
+        engine = oi.make_engine(cl_device, context)
+    else:
+        engine = goi.make_engine_with_allocator(cl_device, context, statistics.allocator)
+    tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    ptr = tensor.get_data_handle()
+    _upload(queue, ptr, QKV[0])
+    del engine
+    gc.collect()
+    assert tensor.get_engine() is not None
+    np.testing.assert_array_equal(_download(queue, ptr), QKV[0])
+    assert usm.pointer_type(context, ptr) != "unknown"
+    del tensor
+    gc.collect()
+    assert usm.pointer_type(context, ptr) == "unknown", (
+        "the memory of a tensor dropped after its engine was never freed")
+    if statistics is not None:
+        stats = statistics.stats
+        assert (stats.allocations, stats.frees, stats.live_bytes) == (1, 1, 0)
+    del queue, statistics
+    _finish_test(context)
+
+
+GRAPH_EVENT_SET = ("engine", "stream", "compiled", "tensors", "event")
+
+
+def _graph_event_round(device, context, partition, copy_queue, order):
+    queue = cl.CommandQueue(context, device, properties=OOO)
+    queue_before = queue.reference_count
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+    o = {"engine": goi.make_engine_with_allocator(device, context, statistics.allocator)}
+    del statistics
+    o["stream"] = oi.make_stream(o["engine"], queue)
+    o["compiled"] = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                      o["engine"])
+    inputs = _input_tensors(partition, o["engine"], copy_queue)
+    output = g.tensor(partition.get_output_ports()[0], o["engine"], dnnl.MEMORY_ALLOCATE)
+    out_ptr = output.get_data_handle()
+    o["tensors"] = (inputs, output)
+    o["event"] = goi.execute(o["compiled"], o["stream"], inputs, [output])
+    assert isinstance(o["event"], cl.Event)
+    del inputs, output
+    for name in order:
+        step = f"{order}, after dropping {name}"
+        del o[name]
+        gc.collect()
+        if "event" in o:
+            o["event"].wait()
+            assert o["event"].command_execution_status == COMPLETE, step
+            assert o["event"].reference_count == 1, step
+        if "tensors" in o:
+            # the output (whichever other objects are gone) holds the result
+            queue.finish()
+            _check_attention(_download(copy_queue, out_ptr))
+        if "stream" in o:
+            o["stream"].wait()
+        held = True if "stream" in o else (None if "event" in o else False)
+        _assert_count("queue", queue, queue_before, held, step)
+    assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), (
+        f"{order}: the allocator's memory was not all freed once every object was dropped "
+        f"({stats.allocations - stats.frees} allocation(s) of {stats.live_bytes} bytes never "
+        f"passed to free)")
+
+
+@pytest.mark.timeout(300)
+def test_graph_stream_before_its_events_in_every_order(cl_device, partition, cheap_gc):
+    context = cl.Context([cl_device])
+    copy_queue = cl.CommandQueue(context, cl_device)
+    orders = list(itertools.permutations(GRAPH_EVENT_SET))
+    _run_orders(_graph_event_round, orders, cl_device, context, partition, copy_queue)
+    del copy_queue
+    _finish_test(context)
+
+
+# --------------------------- returned OpenCL objects hold their own reference
+
+def test_accessors_return_objects_with_their_own_reference(cl_device, cheap_gc):
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    buffer = cl.Buffer(context, MF.READ_WRITE, X.nbytes)
+    context_before = context.reference_count
+    engine = oi.make_engine(cl_device, context)
+    stream = oi.make_stream(engine, queue)
+    memory = oi.make_memory(DESC, engine, buffer)
+    dnnl.arrays.write(memory, X)
+
+    cases = [
+        ("get_context", lambda: oi.get_context(engine), context, cl.Context),
+        ("get_command_queue", lambda: oi.get_command_queue(stream), queue, cl.CommandQueue),
+        ("get_mem_object", lambda: oi.get_mem_object(memory), buffer, cl.Buffer),
+    ]
+    for name, get, target, kind in cases:
+        before = target.reference_count
+        returned = [get() for _ in range(3)]
+        for obj in returned:
+            assert isinstance(obj, kind) and obj.int_ptr == target.int_ptr, name
+        assert target.reference_count == before + 3, f"{name}: the returned objects hold no reference"
+        del returned, obj
+        gc.collect()
+        assert target.reference_count == before, f"{name}: a dropped returned object kept its reference"
+    del cases, get, target
+
+    # the returned objects outlive everything else and still work
+    got_context = oi.get_context(engine)
+    got_queue = oi.get_command_queue(stream)
+    got_buffer = oi.get_mem_object(memory)
+    queue_handle, buffer_handle = queue.int_ptr, buffer.int_ptr
+    del engine, stream, memory, context, queue, buffer
+    gc.collect()
+    assert (got_queue.int_ptr, got_buffer.int_ptr) == (queue_handle, buffer_handle)
+    assert got_queue.reference_count == 1
+    assert got_buffer.reference_count == 1
+    assert got_context.reference_count == context_before  # ours replaced by got_context's
+    np.testing.assert_array_equal(_read_buffer(got_queue, got_buffer, X), X)
+    extra = cl.Buffer(got_context, MF.READ_WRITE, 64)
+    assert extra.context.int_ptr == got_context.int_ptr
+    del extra, got_queue, got_buffer
+    gc.collect()
+    assert got_context.reference_count == 1
+
+
+def _sub_device(device):
+    if device.partition_max_sub_devices < 1:
+        return None
+    P = cl.device_partition_property
+    if P.EQUALLY in device.partition_properties:
+        return device.create_sub_devices([P.EQUALLY, 1])[0]
+    return device.create_sub_devices([P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])[0]
+
+
+def test_get_device_is_kept_alive_by_the_engine_and_its_objects(cl_device, cheap_gc):
+    """pyopencl cannot own a reference to a device wrapped from a handle
+    (Device.from_int_ptr never retains), so get_device's object borrows the
+    engine's: the engine, and every object keeping the engine, keep the
+    device alive. Root devices are not reference counted: use a sub-device."""
+    sub = _sub_device(cl_device)
+    if sub is None:
+        pytest.fail("the device cannot be partitioned: no reference-counted device to check")
+    context = cl.Context([sub])
+    start = sub.reference_count
+    engine = oi.make_engine(sub, context)
+    with_engine = sub.reference_count
+    assert with_engine == start + 1, "the engine does not retain its sub-device"
+    returned = [oi.get_device(engine) for _ in range(2)]
+    assert all(isinstance(d, cl.Device) and d.int_ptr == sub.int_ptr for d in returned)
+    assert sub.reference_count == with_engine  # borrowed, as documented
+    mem = _filled(engine, X)
+    del engine
+    gc.collect()
+    # the memory keeps the engine, and so the sub-device: the returned devices still work
+    assert sub.reference_count == with_engine
+    np.testing.assert_array_equal(dnnl.arrays.read(mem), X)
+    assert returned[0].max_compute_units >= 1
+    del returned, mem
+    gc.collect()
+    assert sub.reference_count == start
+    assert context.reference_count == 1
+
+
+# --------------------------------------------------- USM allocation views
+
+@pytest.mark.parametrize("kind", ["shared", "host"])
+def test_usm_allocation_views_keep_the_allocation_alive(cl_device, kind, cheap_gc):
+    context = cl.Context([cl_device])
+    engine = oi.make_engine(cl_device, context)
+    stream = dnnl.stream(engine)
+    allocation = usm.allocation(context, X.nbytes, kind, cl_device)
+    ptr = allocation.ptr
+    view = allocation.as_array(np.float32, DESC_DIMS)
+    view[...] = X
+    memory = oi.make_memory(DESC, engine, oi.memory_kind.usm, ptr)
+    assert memory.get_data_handle() == ptr
+
+    del allocation
+    gc.collect()
+    assert usm.pointer_type(context, ptr) == kind, "the allocation was freed while a view used it"
+    _relu(engine).execute(stream, {dnnl.ARG_SRC: memory, dnnl.ARG_DST: memory})
+    stream.wait()
+    np.testing.assert_array_equal(view, RELU)  # oneDNN wrote through the memory, seen by the view
+
+    row = view[1]  # a view of the view also keeps it
+    del view
+    gc.collect()
+    assert usm.pointer_type(context, ptr) == kind
+    np.testing.assert_array_equal(row, RELU[1])
+    np.testing.assert_array_equal(dnnl.arrays.read(memory), RELU)
+    del row
+    gc.collect()
+    assert usm.pointer_type(context, ptr) == "unknown", "the allocation outlived its last view"
+    del memory, stream, engine
+    _finish_test(context)
+
+
+# -------------------- every kind of object and event: counts back at start
+
+def test_counts_return_to_start_after_every_kind_of_object(cl_device, partition, cheap_gc):
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    ooo_queue = cl.CommandQueue(context, cl_device, properties=OOO)
+    src_buf = cl.Buffer(context, MF.READ_WRITE, X.nbytes)
+    dst_buf = cl.Buffer(context, MF.READ_WRITE, X.nbytes)
+    gate = cl.UserEvent(context)
+    watched = {"context": context, "queue": queue, "ooo_queue": ooo_queue,
+               "src_buf": src_buf, "dst_buf": dst_buf, "gate": gate}
+    start = {name: obj.reference_count for name, obj in watched.items()}
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+
+    def run():
+        _write_buffer(queue, src_buf, X)
+        engine = oi.make_engine(cl_device, context)
+        stream = oi.make_stream(engine, queue)
+        ooo = oi.make_stream(engine, ooo_queue)
+        src = oi.make_memory(DESC, engine, src_buf)
+        dst = oi.make_memory(DESC, engine, oi.memory_kind.buffer, dst_buf)
+        usm_mem = oi.make_memory(DESC, engine, oi.memory_kind.usm)
+        allocated = dnnl.memory(DESC, engine)
+        relu = _relu(engine)
+        assert oi.execute(relu, stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: usm_mem}) is None
+        stream.wait()
+        view = usm_mem.map_data()
+        np.testing.assert_array_equal(view, RELU)
+        usm_mem.unmap_data(view)
+        first = oi.execute(relu, ooo, {dnnl.ARG_SRC: usm_mem, dnnl.ARG_DST: allocated}, [gate])
+        second = oi.execute(relu, ooo, {dnnl.ARG_SRC: allocated, dnnl.ARG_DST: dst}, [first, gate])
+        gate.set_status(COMPLETE)
+        np.testing.assert_array_equal(_read_buffer(ooo_queue, dst_buf, X, wait_for=[second]), RELU)
+        oi.get_context(engine), oi.get_device(engine), oi.get_command_queue(ooo), oi.get_mem_object(dst)
+
+        graph_engine = goi.make_engine_with_allocator(cl_device, context, statistics.allocator)
+        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                     graph_engine)
+        inputs = _input_tensors(partition, graph_engine, queue)
+        output = g.tensor(partition.get_output_ports()[0], graph_engine, dnnl.MEMORY_ALLOCATE)
+        compiled.execute(oi.make_stream(graph_engine, queue), inputs, [output])
+        queue.finish()
+        _check_attention(_download(queue, output.get_data_handle()))
+        graph_ooo = oi.make_stream(graph_engine, ooo_queue)
+        _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+        event = goi.execute(compiled, graph_ooo, inputs, [output], deps=[second])
+        event.wait()
+        _check_attention(_download(queue, output.get_data_handle()))
+        return [first, second, event]
+
+    events = run()
+    gc.collect()
+    queue.finish()
+    ooo_queue.finish()
+    for event in events:
+        assert event.reference_count == 1, "an event returned by execute has other owners"
+    del events, event
+    gc.collect()
+    counts = {name: obj.reference_count for name, obj in watched.items()}
+    del counts["context"]  # oneDNN's caches hold kernels: checked by _finish_test
+    assert counts == {name: n for name, n in start.items() if name != "context"}
+    assert stats.allocations > 0 and (stats.allocations, stats.live_bytes) == (stats.frees, 0)
+    del statistics, queue, ooo_queue, src_buf, dst_buf, gate, watched
+    _finish_test(context)
+
+
+# ------------------------- oneDNN's caches, emptied through the binding
+
+def test_primitive_cache_can_be_emptied_from_python(cl_device, cheap_gc):
+    """dnnl::set_primitive_cache_capacity / get_primitive_cache_capacity
+    (dnnl.hpp): without them a Python program cannot release the contexts
+    that cached primitives keep."""
+    context = cl.Context([cl_device])
+    engine = oi.make_engine(cl_device, context)
+    stream = dnnl.stream(engine)
+    mem = _filled(engine, X)
+    _relu(engine).execute(stream, {dnnl.ARG_SRC: mem, dnnl.ARG_DST: mem})
+    stream.wait()
+    np.testing.assert_array_equal(dnnl.arrays.read(mem), RELU)
+    del engine, stream, mem
+    gc.collect()
+    capacity = dnnl.get_primitive_cache_capacity()
+    assert isinstance(capacity, int) and capacity > 0
+    try:
+        dnnl.set_primitive_cache_capacity(0)
+        assert dnnl.get_primitive_cache_capacity() == 0
+    finally:
+        dnnl.set_primitive_cache_capacity(capacity)
+    assert dnnl.get_primitive_cache_capacity() == capacity
+    assert context.reference_count == 1
+
+
+def test_compiled_partition_cache_can_be_emptied_from_python(cl_device, partition, cheap_gc):
+    """dnnl::graph::set_compiled_partition_cache_capacity /
+    get_compiled_partition_cache_capacity (dnnl_graph.hpp)."""
+    _empty_onednn_caches()  # only the compiled partition's kernels below
+    context = cl.Context([cl_device])
+    engine = goi.make_engine_with_allocator(cl_device, context,
+                                            g.allocators.statistics_allocator().allocator)
+    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    del engine
+    gc.collect()
+    capacity = g.get_compiled_partition_cache_capacity()
+    assert isinstance(capacity, int) and capacity > 0
+    primitive_capacity = dnnl.get_primitive_cache_capacity()
+    try:
+        g.set_compiled_partition_cache_capacity(0)
+        dnnl.set_primitive_cache_capacity(0)  # graph kernels may live in primitives too
+        assert g.get_compiled_partition_cache_capacity() == 0
+    finally:
+        g.set_compiled_partition_cache_capacity(capacity)
+        dnnl.set_primitive_cache_capacity(primitive_capacity)
+    assert g.get_compiled_partition_cache_capacity() == capacity
+    assert context.reference_count == 1

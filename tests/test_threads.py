@@ -1,0 +1,679 @@
+"""Several Python threads using oneDNN at once.
+
+The binding releases the GIL while oneDNN compiles, executes, waits and maps,
+and takes it back when oneDNN calls a Python graph allocator (on the thread
+that called compile or execute). These tests run, from several Python
+threads at once:
+
+- one shared primitive (a matmul with a ReLU post-op) on one shared engine,
+  every thread on its own queue and stream with its own memories and data;
+- one shared compiled graph partition (an attention block) on one graph
+  engine with one shared Python allocator, per-thread tensors and streams;
+- an allocator that does slow Python work while other threads spin in pure
+  Python (holding or wanting the GIL) and another thread waits on a stream;
+- out-of-order queues chained by events next to threads that create
+  primitive descriptors and primitives;
+- an allocator that raises in one thread only;
+- tensors allocated on one thread and dropped (freed) on another.
+
+Every result is checked against NumPy, every allocation is accounted for,
+and a deadlock fails the test (join deadlines, and a pytest-timeout
+backstop that dumps every thread's stack).
+"""
+
+import collections
+import gc
+import queue as queue_module
+import sys
+import threading
+import time
+import traceback
+
+import numpy as np
+import pyopencl as cl
+import pytest
+
+import dnnl_ocl_interop as dnnl
+
+oi = dnnl.ocl_interop
+usm = dnnl.usm
+g = dnnl.graph
+goi = g.ocl_interop
+lt = g.logical_tensor
+DT = dnnl.memory.data_type
+TAG = dnnl.memory.format_tag
+F32 = lt.data_type.f32
+STRIDED = lt.layout_type.strided
+INFERENCE = dnnl.prop_kind.forward_inference
+OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+
+THREADS = 4
+JOIN_SECONDS = 100  # below the pytest-timeout backstop of each test
+BATCH, SEQ, HEAD = 2, 8, 8
+SHAPE = (BATCH, SEQ, HEAD)
+NBYTES = int(np.prod(SHAPE)) * 4
+
+
+# ------------------------------------------------------------------ helpers
+
+def _run_threads(targets, join_seconds=JOIN_SECONDS, background=()):
+    """Runs each callable of `targets` (called with its index) on its own
+    thread, started together. `background` callables get a stop event and
+    run until every target has finished. Fails with the first error of any
+    thread, or with the stacks of threads that did not finish in time.
+    Returns how many targets were running at once at most."""
+    errors = []
+    lock = threading.Lock()
+    running = {"now": 0, "most": 0}
+    start = threading.Barrier(len(targets) + len(background))
+    stop = threading.Event()
+
+    def wrap(call, *args, counted=True):
+        def run():
+            try:
+                start.wait(timeout=30)
+                if counted:
+                    with lock:
+                        running["now"] += 1
+                        running["most"] = max(running["most"], running["now"])
+                try:
+                    call(*args)
+                finally:
+                    if counted:
+                        with lock:
+                            running["now"] -= 1
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                with lock:
+                    errors.append((threading.current_thread().name, exc,
+                                   traceback.format_exc()))
+        return run
+
+    workers = [threading.Thread(target=wrap(t, i), name=f"worker-{i}", daemon=True)
+               for i, t in enumerate(targets)]
+    helpers = [threading.Thread(target=wrap(b, stop, counted=False), name=f"background-{i}",
+                                daemon=True)
+               for i, b in enumerate(background)]
+    for thread in workers + helpers:
+        thread.start()
+    deadline = time.monotonic() + join_seconds
+    for thread in workers:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    stop.set()
+    for thread in helpers:
+        thread.join(max(5.0, deadline - time.monotonic()))
+    stuck = [t for t in workers + helpers if t.is_alive()]
+    if stuck:
+        frames = sys._current_frames()
+        stacks = "\n".join(f"--- {t.name}\n" + "".join(traceback.format_stack(frames[t.ident]))
+                           for t in stuck if t.ident in frames)
+        pytest.fail(f"threads did not finish within {join_seconds} s (deadlock?): "
+                    f"{[t.name for t in stuck]}\n{stacks}")
+    if errors:
+        name, exc, text = errors[0]
+        pytest.fail(f"{len(errors)} thread(s) failed; first, {name}: {exc!r}\n{text}")
+    return running["most"]
+
+
+def _desc(dims, dt=DT.f32):
+    return dnnl.memory.desc(list(dims), dt, [TAG.a, TAG.ab, TAG.abc][len(dims) - 1])
+
+
+def _small_ints(rng, shape, lo=-4, hi=4):
+    """Small integers as float32: sums of their products are exact in any order."""
+    return rng.integers(lo, hi + 1, size=shape).astype(np.float32)
+
+
+def _attention_partition():
+    query, key, value = (lt(i, F32, list(SHAPE), STRIDED) for i in range(3))
+    scores = lt(3, F32, [BATCH, SEQ, SEQ], STRIDED)
+    probabilities = lt(4, F32, [BATCH, SEQ, SEQ], STRIDED)
+    output = lt(5, F32, list(SHAPE), STRIDED)
+    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
+    graph = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, softmax, pv):
+        graph.add_op(op)
+    graph.finalize()
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    return partitions[0]
+
+
+def _attention_reference(q, k, v):
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def _upload(queue, ptr, array):
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    usm.memcpy(queue, ptr, array, array.nbytes).wait()
+
+
+def _download(queue, ptr, shape=SHAPE):
+    out = np.empty(shape, np.float32)
+    usm.memcpy(queue, out, ptr, out.nbytes).wait()
+    return out
+
+
+class _CountingAllocator:
+    """A graph allocator of USM device memory that records, under a lock,
+    every call: which thread made it and which pointers are live. `hook`
+    (if set) runs at the start of each malloc, on the calling thread."""
+
+    def __init__(self, hook=None):
+        self.lock = threading.Lock()
+        self.live = {}  # ptr -> size
+        self.mallocs = collections.Counter()  # thread name -> calls
+        self.frees = 0
+        self.bad_frees = []
+        self.hook = hook
+        state = self
+
+        def malloc(size, alignment, device, context):
+            if state.hook is not None:
+                state.hook(size)
+            ptr = usm.device_alloc(context, device, size, alignment)
+            with state.lock:
+                state.live[ptr] = size
+                state.mallocs[threading.current_thread().name] += 1
+            return ptr
+
+        def free(ptr, device, context, event):
+            with state.lock:
+                if state.live.pop(ptr, None) is None:
+                    state.bad_frees.append(ptr)
+                state.frees += 1
+            if event is not None:
+                event.wait()
+            usm.free(context, ptr)
+
+        self.allocator = goi.make_allocator(malloc, free)
+
+    @property
+    def total_mallocs(self):
+        with self.lock:
+            return sum(self.mallocs.values())
+
+
+class _AttentionWorker:
+    """Per-thread queue, stream, data and USM tensors for the attention
+    partition on `engine`."""
+
+    def __init__(self, index, context, device, engine, partition, out_allocate=False):
+        self.queue = cl.CommandQueue(context, device)
+        self.stream = oi.make_stream(engine, self.queue)
+        self.context = context
+        self.rng = np.random.default_rng(1000 + index)
+        self.blocks = [usm.allocation(context, NBYTES, "device", device) for _ in range(4)]
+        ports = partition.get_input_ports()
+        self.inputs = [g.tensor(p, engine, self.blocks[p.get_id()].ptr) for p in ports]
+        out_port = partition.get_output_ports()[0]
+        if out_allocate:  # the engine's allocator provides it, on this thread
+            self.output = g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+        else:
+            self.output = g.tensor(out_port, engine, self.blocks[3].ptr)
+        self.ids = [p.get_id() for p in ports]
+
+    def new_data(self, scale=1.0):
+        data = [scale * self.rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+        for tensor, tid in zip(self.inputs, self.ids):
+            _upload(self.queue, tensor.get_data_handle(), data[tid])
+        _upload(self.queue, self.output.get_data_handle(), np.full(SHAPE, np.nan, np.float32))
+        return data
+
+    def run(self, compiled, scale=1.0):
+        data = self.new_data(scale)
+        compiled.execute(self.stream, self.inputs, [self.output])
+        self.stream.wait()
+        result = _download(self.queue, self.output.get_data_handle())
+        np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-4, atol=1e-5)
+
+    def close(self):
+        self.stream.wait()
+        self.queue.finish()
+        del self.inputs, self.output, self.stream
+        for block in self.blocks:
+            block.free()
+
+
+# ------------------------------------------------- one shared primitive
+
+@pytest.mark.timeout(180, method="thread")
+def test_shared_primitive_on_per_thread_streams(engine, cl_context, cl_device):
+    M, K, N = 8, 16, 12
+    ops = dnnl.post_ops()
+    ops.append_eltwise(dnnl.algorithm.eltwise_relu)
+    attr = dnnl.primitive_attr()
+    attr.set_post_ops(ops)
+    pd = dnnl.matmul.primitive_desc(engine, _desc([M, K]), _desc([K, N]), _desc([M, N]), attr)
+    matmul = dnnl.matmul(pd)  # the one primitive every thread executes
+    iterations = 40
+    checked = collections.Counter()
+
+    def worker(index):
+        queue = cl.CommandQueue(cl_context, cl_device)
+        stream = oi.make_stream(engine, queue)
+        kind = "buffer" if index % 2 == 0 else "usm"
+
+        def memory(desc):
+            if kind == "buffer":
+                return dnnl.memory(desc, engine)
+            return oi.make_memory(desc, engine, oi.memory_kind.usm)
+
+        src, wei, dst = memory(pd.src_desc()), memory(pd.weights_desc()), memory(pd.dst_desc())
+        rng = np.random.default_rng(index)
+        for iteration in range(iterations):
+            # a different value range per thread and iteration: cross-talk shows
+            a = _small_ints(rng, (M, K)) + index
+            b = _small_ints(rng, (K, N)) - iteration % 3
+            dnnl.arrays.write(src, a)
+            dnnl.arrays.write(wei, b)
+            dnnl.arrays.write(dst, np.full((M, N), -7.0, np.float32))
+            matmul.execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: wei, dnnl.ARG_DST: dst})
+            stream.wait()
+            np.testing.assert_array_equal(dnnl.arrays.read(dst), np.maximum(a @ b, 0),
+                                          err_msg=f"thread {index}, iteration {iteration}")
+            checked[index] += 1
+
+    assert _run_threads([worker] * THREADS) >= 2, "the threads never ran at the same time"
+    assert checked == {i: iterations for i in range(THREADS)}
+
+
+@pytest.mark.timeout(180, method="thread")
+def test_shared_primitive_through_ocl_interop_execute_on_out_of_order_queues(
+        engine, cl_context, cl_device):
+    n = 256
+    desc = _desc([n])
+    linear = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+        engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, 2.0, 1.0))
+    add = dnnl.binary(dnnl.binary.primitive_desc(engine, dnnl.algorithm.binary_add,
+                                                 desc, desc, desc))
+    iterations = 20
+
+    def worker(index):
+        queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
+        stream = oi.make_stream(engine, queue)
+        bufs = [cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, n * 4) for _ in range(3)]
+        a, b, c = (oi.make_memory(desc, engine, buf) for buf in bufs)
+        rng = np.random.default_rng(50 + index)
+        for iteration in range(iterations):
+            x = _small_ints(rng, n, -100, 100) + 1000 * index
+            upload = cl.enqueue_copy(queue, bufs[0], x, is_blocking=False)
+            e1 = oi.execute(linear, stream, {dnnl.ARG_SRC: a, dnnl.ARG_DST: b}, deps=[upload])
+            e2 = oi.execute(add, stream, {dnnl.ARG_SRC_0: b, dnnl.ARG_SRC_1: a,
+                                          dnnl.ARG_DST: c}, deps=[e1])
+            assert isinstance(e1, cl.Event) and isinstance(e2, cl.Event)
+            out = np.empty(n, np.float32)
+            cl.enqueue_copy(queue, out, bufs[2], wait_for=[e2], is_blocking=True)
+            np.testing.assert_array_equal(out, 3 * x + 1,
+                                          err_msg=f"thread {index}, iteration {iteration}")
+        queue.finish()
+
+    _run_threads([worker] * THREADS)
+
+
+# ------------------------------------ one shared compiled graph partition
+
+@pytest.mark.timeout(180, method="thread")
+def test_shared_compiled_partition_and_allocator(cl_context, cl_device):
+    counting = _CountingAllocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
+    partition = _attention_partition()
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                 engine)
+    iterations = 20
+    done = collections.Counter()
+
+    def worker(index):
+        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                                out_allocate=index % 2 == 1)
+        try:
+            # each thread also compiles the shared partition for itself
+            own = partition.compile(partition.get_input_ports(),
+                                    partition.get_output_ports(), engine)
+            work.run(own)
+            for _ in range(iterations):
+                work.run(compiled)
+                done[index] += 1
+        finally:
+            work.close()
+
+    assert _run_threads([worker] * THREADS) >= 2, "the threads never ran at the same time"
+    assert done == {i: iterations for i in range(THREADS)}
+    with counting.lock:
+        callers = dict(counting.mallocs)
+    assert set(callers) <= {f"worker-{i}" for i in range(THREADS)} | {"MainThread"}, \
+        f"the allocator was called from threads that called no API: {callers}"
+    # every worker executed the shared partition, which asks for scratch
+    assert all(callers.get(f"worker-{i}", 0) >= iterations for i in range(THREADS)), callers
+
+    del compiled, engine
+    gc.collect()
+    with counting.lock:
+        assert counting.bad_frees == []
+        assert counting.live == {}, "allocations never freed"
+        assert counting.frees == sum(counting.mallocs.values())
+
+
+@pytest.mark.timeout(180, method="thread")
+def test_shared_partition_with_statistics_allocator(cl_context, cl_device):
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
+    partition = _attention_partition()
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                 engine)
+
+    def worker(index):
+        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                                out_allocate=True)
+        try:
+            for _ in range(12):
+                work.run(compiled)
+        finally:
+            work.close()
+
+    _run_threads([worker] * THREADS)
+    assert stats.allocations >= THREADS * 13  # outputs and the scratch of each execute
+    del compiled, engine, statistics
+    gc.collect()
+    assert stats.allocations == stats.frees
+    assert stats.live_bytes == 0 and stats.sizes == {}
+
+
+# --------------------------- an allocator that needs the GIL for a while
+
+@pytest.mark.timeout(240, method="thread")
+def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_context, cl_device):
+    python_work = collections.Counter()
+
+    def slow_python(size):
+        total = 0
+        for k in range(20000):  # pure Python: holds the GIL, which others want
+            total += k ^ size
+        time.sleep(0)  # give it up and take it back
+        for k in range(5000):
+            total -= k
+        python_work[threading.current_thread().name] += 1
+
+    counting = _CountingAllocator(hook=slow_python)
+    graph_engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
+    partition = _attention_partition()
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                 graph_engine)
+    spins = collections.Counter()
+    waits = []
+
+    def executor(index):
+        work = _AttentionWorker(index, cl_context, cl_device, graph_engine, partition,
+                                out_allocate=True)
+        try:
+            for _ in range(10):
+                work.run(compiled)
+        finally:
+            work.close()
+
+    def waiter(index):
+        # waits on its stream (GIL released) while the others fight for the GIL
+        n = 1 << 16
+        desc = _desc([n])
+        queue = cl.CommandQueue(cl_context, cl_device)
+        stream = oi.make_stream(engine, queue)
+        prim = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+            engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, 1.0, 1.0))
+        mem = dnnl.memory(desc, engine)
+        dnnl.arrays.write(mem, np.zeros(n, np.float32))
+        rounds = 30
+        for _ in range(rounds):
+            for _ in range(4):
+                prim.execute(stream, {dnnl.ARG_SRC: mem, dnnl.ARG_DST: mem})
+            started = time.monotonic()
+            stream.wait()
+            waits.append(time.monotonic() - started)
+        np.testing.assert_array_equal(dnnl.arrays.read(mem), np.full(n, 4.0 * rounds, np.float32))
+
+    def spinner(stop):
+        name = threading.current_thread().name
+        while not stop.is_set():
+            x = 0
+            for k in range(2000):
+                x += k * k
+            spins[name] += 1
+
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # many more GIL hand-overs
+    try:
+        _run_threads([executor, executor, waiter], background=[spinner, spinner])
+    finally:
+        sys.setswitchinterval(old_interval)
+    assert python_work["worker-0"] > 0 and python_work["worker-1"] > 0
+    assert spins["background-0"] > 0 and spins["background-1"] > 0
+    assert len(waits) == 30
+    del compiled, graph_engine
+    gc.collect()
+    with counting.lock:
+        assert counting.bad_frees == [] and counting.live == {}
+
+
+# --------------------- mixed: out-of-order chains next to primitive creation
+
+@pytest.mark.timeout(240, method="thread")
+def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_context, cl_device):
+    n = 128
+    desc = _desc([n])
+    shared_linear = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+        engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, -1.0, 3.0))
+    partition = _attention_partition()
+    created = collections.Counter()
+
+    def chain(index):
+        queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
+        stream = oi.make_stream(engine, queue)
+        relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+            engine, INFERENCE, dnnl.algorithm.eltwise_relu, desc, desc))
+        ptrs = [usm.allocation(cl_context, n * 4, "device", cl_device) for _ in range(3)]
+        try:
+            mems = [oi.make_memory(desc, engine, oi.memory_kind.usm, p.ptr) for p in ptrs]
+            rng = np.random.default_rng(7 + index)
+            for iteration in range(12):
+                x = _small_ints(rng, n, -50, 50) * (index + 1)
+                up = usm.memcpy(queue, ptrs[0].ptr, x, x.nbytes)
+                e1 = oi.execute(shared_linear, stream,
+                                {dnnl.ARG_SRC: mems[0], dnnl.ARG_DST: mems[1]}, deps=[up])
+                e2 = oi.execute(relu, stream, {dnnl.ARG_SRC: mems[1], dnnl.ARG_DST: mems[2]},
+                                deps=[e1])
+                out = np.empty(n, np.float32)
+                usm.memcpy(queue, out, ptrs[2].ptr, out.nbytes, deps=[e2]).wait()
+                np.testing.assert_array_equal(out, np.maximum(3 - x, 0),
+                                              err_msg=f"thread {index}, iteration {iteration}")
+            queue.finish()
+        finally:
+            for p in ptrs:
+                p.free()
+
+    def graph_chain(index):
+        # the attention partition on an out-of-order queue, ordered by events
+        queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
+        stream = oi.make_stream(engine, queue)
+        compiled = partition.compile(partition.get_input_ports(),
+                                     partition.get_output_ports(), engine)
+        blocks = [usm.allocation(cl_context, NBYTES, "device", cl_device) for _ in range(4)]
+        try:
+            ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
+            out = g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)
+            rng = np.random.default_rng(99)
+            for _ in range(6):
+                data = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+                ups = [usm.memcpy(queue, blocks[i].ptr, data[i], NBYTES) for i in range(3)]
+                event = goi.execute(compiled, stream, ins, [out], deps=ups)
+                result = np.empty(SHAPE, np.float32)
+                usm.memcpy(queue, result, blocks[3].ptr, NBYTES, deps=[event]).wait()
+                np.testing.assert_allclose(result, _attention_reference(*data),
+                                           rtol=1e-4, atol=1e-5)
+            queue.finish()
+        finally:
+            for b in blocks:
+                b.free()
+
+    def creator(index):
+        queue = cl.CommandQueue(cl_context, cl_device)
+        stream = oi.make_stream(engine, queue)
+        rng = np.random.default_rng(300 + index)
+        for step in range(4):
+            # below 8: an ab -> ba reorder of multiples of 8 takes oneDNN's
+            # ocl:custom transpose kernel, which test_hypothesis.py covers
+            m, k, nn = (int(v) for v in rng.integers(1, 8, size=3))
+            pd = dnnl.matmul.primitive_desc(engine, _desc([m, k]), _desc([k, nn]),
+                                            _desc([m, nn]))
+            prim = dnnl.matmul(pd)
+            a, b = _small_ints(rng, (m, k)), _small_ints(rng, (k, nn))
+            mems = [dnnl.memory(d, engine) for d in (pd.src_desc(), pd.weights_desc(),
+                                                      pd.dst_desc())]
+            dnnl.arrays.write(mems[0], a)
+            dnnl.arrays.write(mems[1], b)
+            prim.execute(stream, {dnnl.ARG_SRC: mems[0], dnnl.ARG_WEIGHTS: mems[1],
+                                  dnnl.ARG_DST: mems[2]})
+            stream.wait()
+            np.testing.assert_array_equal(dnnl.arrays.read(mems[2]), a @ b)
+            # a reorder to the transposed layout, created while others run
+            plain, transposed = _desc([m, nn]), dnnl.memory.desc([m, nn], DT.f32, TAG.ba)
+            reorder = dnnl.reorder(dnnl.reorder.primitive_desc(engine, plain, engine,
+                                                               transposed))
+            t = dnnl.memory(transposed, engine)
+            reorder.execute(stream, {dnnl.ARG_FROM: mems[2], dnnl.ARG_TO: t})
+            stream.wait()
+            raw = t.map_data()
+            try:
+                np.testing.assert_array_equal(np.asarray(raw), a @ b)
+            finally:
+                t.unmap_data(raw)
+            created[index] += 2
+
+    _run_threads([chain, chain, graph_chain, creator, creator])
+    assert created == {3: 8, 4: 8}
+
+
+# ---------------------------------------- an allocator failing in one thread
+
+class _Refused(Exception):
+    pass
+
+
+@pytest.mark.timeout(180, method="thread")
+def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
+    local = threading.local()
+    raised = []
+
+    def refuse_in_bad_thread(size):
+        if getattr(local, "refuse", False):
+            exc = _Refused(f"{threading.current_thread().name} refuses {size} bytes")
+            raised.append(exc)
+            raise exc
+
+    counting = _CountingAllocator(hook=refuse_in_bad_thread)
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
+    partition = _attention_partition()
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                 engine)
+    bad = 0
+    failures = collections.defaultdict(list)
+    successes = collections.Counter()
+    iterations = 12
+
+    def worker(index):
+        work = _AttentionWorker(index, cl_context, cl_device, engine, partition)
+        try:
+            if index == bad:
+                local.refuse = True
+                for _ in range(iterations):
+                    work.new_data()
+                    before = len(raised)
+                    with pytest.raises(dnnl.error) as info:
+                        compiled.execute(work.stream, work.inputs, [work.output])
+                    work.stream.wait()
+                    error = info.value
+                    assert error.status == dnnl.status.runtime_error
+                    assert isinstance(error.__cause__, _Refused), repr(error.__cause__)
+                    # the cause is the exception raised on this very thread
+                    assert error.__cause__ is raised[before], \
+                        "the failure of another thread's callback surfaced here"
+                    assert threading.current_thread().name in str(error)
+                    failures[index].append(error)
+                local.refuse = False
+                work.run(compiled)  # recovers on the same engine and thread
+                successes[index] += 1
+            else:
+                for _ in range(iterations):
+                    work.run(compiled)  # must not see the bad thread's failures
+                    successes[index] += 1
+        finally:
+            work.close()
+
+    _run_threads([worker] * THREADS)
+    assert len(failures[bad]) == iterations
+    assert all(successes[i] == iterations for i in range(THREADS) if i != bad)
+    assert successes[bad] == 1
+    assert all(name == f"worker-{bad}" for name in
+               (str(exc).split(" refuses")[0] for exc in raised))
+
+    del compiled, engine
+    gc.collect()
+    with counting.lock:
+        assert counting.bad_frees == [], "free got pointers the Python malloc never returned"
+        assert counting.live == {}
+        assert counting.frees == sum(counting.mallocs.values())
+
+
+# ------------------------- memory allocated on one thread, freed on another
+
+@pytest.mark.timeout(180, method="thread")
+def test_tensors_allocated_on_one_thread_and_dropped_on_another(cl_context, cl_device):
+    counting = _CountingAllocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
+    partition = _attention_partition()
+    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
+                                 engine)
+    handoff = queue_module.Queue()
+    producers = 3
+    per_producer = 10
+    dropped = collections.Counter()
+
+    def producer(index):
+        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                                out_allocate=True)
+        try:
+            for _ in range(per_producer):
+                work.run(compiled)
+                # the output (allocated on this thread) goes to the consumer,
+                # and a fresh one is allocated here
+                handoff.put(work.output)
+                work.output = g.tensor(partition.get_output_ports()[0], engine,
+                                       dnnl.MEMORY_ALLOCATE)
+        finally:
+            work.close()
+            handoff.put(None)
+
+    def consumer(index):
+        finished = 0
+        while finished < producers:
+            tensor = handoff.get(timeout=60)
+            if tensor is None:
+                finished += 1
+                continue
+            assert tensor.get_data_handle() in counting.live
+            del tensor  # the Python free runs here, on this thread
+            dropped[threading.current_thread().name] += 1
+            gc.collect()
+
+    _run_threads([producer] * producers + [consumer])
+    assert sum(dropped.values()) == producers * per_producer
+    del compiled, engine
+    gc.collect()
+    with counting.lock:
+        assert counting.bad_frees == []
+        assert counting.live == {}, "allocations never freed"
+        assert counting.frees == sum(counting.mallocs.values())
