@@ -193,8 +193,9 @@ def _download(queue, ptr, shape, wait_for=()):
 # ------------------------------------------------------------- the body
 
 class _Soak:
-    def __init__(self, device):
+    def __init__(self, device, out_of_order_graph=True):
         self.device = device
+        self.out_of_order_graph = out_of_order_graph
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device)
         self.ooo_queue = cl.CommandQueue(self.context, device, properties=OOO)
@@ -287,6 +288,8 @@ class _Soak:
         stream.wait()
         result = _download(queue, output.get_data_handle(), SHAPE)
         np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
+        if not self.out_of_order_graph:
+            return
         _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
         event = goi.execute(compiled, oi.make_stream(engine, self.ooo_queue), inputs, [output])
         result = _download(queue, output.get_data_handle(), SHAPE, wait_for=[event])
@@ -303,8 +306,8 @@ class _Soak:
         assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), stats
 
 
-def _soak(device, iterations, warmup, bound):
-    soak = _Soak(device)
+def _soak(device, iterations, warmup, bound, out_of_order_graph=True):
+    soak = _Soak(device, out_of_order_graph)
     start_counts = soak.counts()
     rss = {"start": _rss_bytes()}
     samples = []
@@ -354,4 +357,7 @@ def test_soak_short(cl_device, small_partition_cache):
 @pytest.mark.soak
 @pytest.mark.timeout(3600)
 def test_soak_long(cl_device, small_partition_cache):
-    _soak(cl_device, LONG_ITERATIONS, WARMUP_LONG, RSS_BOUND_LONG)
+    # Without out-of-order graph executions: oneDNN 3.13.1 loses ~6 KiB in
+    # each (see RSS_BOUND_*), which would hide any leak of the binding's own
+    # under 23 MiB of it. The short soak keeps them, within its bound.
+    _soak(cl_device, LONG_ITERATIONS, WARMUP_LONG, RSS_BOUND_LONG, out_of_order_graph=False)
