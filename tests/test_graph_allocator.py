@@ -26,6 +26,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from graph_helpers import attention_partition
 
 g = dnnl.graph
 lt = g.logical_tensor
@@ -40,22 +41,7 @@ SHAPE = (BATCH, SEQ, HEAD)
 # --------------------------------------------------------------- helpers
 
 def _attention_partition():
-    query, key, value = (lt(i, F32, list(SHAPE), STRIDED) for i in range(3))
-    scores = lt(3, F32, [BATCH, SEQ, SEQ], STRIDED)
-    probabilities = lt(4, F32, [BATCH, SEQ, SEQ], STRIDED)
-    output = lt(5, F32, list(SHAPE), STRIDED)
-    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
-    qk.set_attr(g.op.attr.transpose_b, True)
-    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
-    softmax.set_attr(g.op.attr.axis, -1)
-    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
-    graph = g.graph(dnnl.engine.kind.gpu)
-    for op in (qk, softmax, pv):
-        graph.add_op(op)
-    graph.finalize()
-    partitions = graph.get_partitions()
-    assert len(partitions) == 1 and partitions[0].is_supported()
-    return partitions[0]
+    return attention_partition(BATCH, SEQ, HEAD)
 
 
 @pytest.fixture(scope="module")
@@ -331,6 +317,9 @@ def test_tensor_memory_allocate_calls_allocator(partition, cl_device, cl_context
 def counted_usm(monkeypatch):
     """Counts the USM allocations and frees dnnl.usm makes (the ready-made
     allocators go through it)."""
+    # Earlier tests' pools free their caches when collected: let that happen
+    # now, not while this test counts frees by address.
+    gc.collect()
     counts = {"alloc": collections.Counter(), "free": collections.Counter()}
     real_alloc, real_free = usm.device_alloc, usm.free
 
@@ -378,7 +367,8 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
 
     pool.release()
     assert pool.cached_bytes == 0
-    assert all(counted_usm["free"][p] == 1 for p in pool_pointers)
+    # the driver may hand a freed address out again: compare counts per address
+    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers)
     misses = pool.misses
     compiled.execute(stream, ins, outs)
     stream.wait()
@@ -390,8 +380,7 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     del compiled, ins, outs, stream, engine, pool
     gc.collect()
     pool_pointers = set(counted_usm["alloc"]) - user_pointers
-    assert all(counted_usm["alloc"][p] == 1 for p in pool_pointers)
-    assert all(counted_usm["free"][p] == 1 for p in pool_pointers), \
+    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers), \
         "a block of the pool was not freed (or freed twice) once the pool was gone"
     for ptr in pool_pointers:
         assert usm.pointer_type(context, ptr) == "unknown"

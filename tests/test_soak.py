@@ -35,6 +35,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from graph_helpers import attention_partition
 
 oi = dnnl.ocl_interop
 g = dnnl.graph
@@ -104,22 +105,7 @@ ATTENTION = _attention(*QKV)
 
 
 def _attention_partition():
-    q, k, v = (lt(i, lt.data_type.f32, list(SHAPE), lt.layout_type.strided) for i in range(3))
-    scores = lt(3, lt.data_type.f32, [BATCH, SEQ, SEQ], lt.layout_type.strided)
-    probs = lt(4, lt.data_type.f32, [BATCH, SEQ, SEQ], lt.layout_type.strided)
-    out = lt(5, lt.data_type.f32, list(SHAPE), lt.layout_type.strided)
-    qk = g.op(0, g.op.kind.MatMul, [q, k], [scores], "qk")
-    qk.set_attr(g.op.attr.transpose_b, True)
-    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probs], "softmax")
-    softmax.set_attr(g.op.attr.axis, -1)
-    pv = g.op(2, g.op.kind.MatMul, [probs, v], [out], "pv")
-    graph = g.graph(dnnl.engine.kind.gpu)
-    for op in (qk, softmax, pv):
-        graph.add_op(op)
-    graph.finalize()
-    partitions = graph.get_partitions()
-    assert len(partitions) == 1 and partitions[0].is_supported()
-    return partitions[0]
+    return attention_partition(BATCH, SEQ, HEAD)
 
 
 # ---------------------------------------------------------------- helpers

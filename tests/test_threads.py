@@ -34,6 +34,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from graph_helpers import attention_partition
 
 oi = dnnl.ocl_interop
 usm = dnnl.usm
@@ -124,22 +125,7 @@ def _small_ints(rng, shape, lo=-4, hi=4):
 
 
 def _attention_partition():
-    query, key, value = (lt(i, F32, list(SHAPE), STRIDED) for i in range(3))
-    scores = lt(3, F32, [BATCH, SEQ, SEQ], STRIDED)
-    probabilities = lt(4, F32, [BATCH, SEQ, SEQ], STRIDED)
-    output = lt(5, F32, list(SHAPE), STRIDED)
-    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
-    qk.set_attr(g.op.attr.transpose_b, True)
-    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
-    softmax.set_attr(g.op.attr.axis, -1)
-    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
-    graph = g.graph(dnnl.engine.kind.gpu)
-    for op in (qk, softmax, pv):
-        graph.add_op(op)
-    graph.finalize()
-    partitions = graph.get_partitions()
-    assert len(partitions) == 1 and partitions[0].is_supported()
-    return partitions[0]
+    return attention_partition(BATCH, SEQ, HEAD)
 
 
 def _attention_reference(q, k, v):
