@@ -22,7 +22,7 @@ reuses them; the compiled-partition cache even keeps one entry per engine,
 so the graph test switches it off, see ``no_compiled_partition_cache``). The
 tests therefore compile once before taking their "before" counts, and at the
 end empty both caches (through oneDNN's C API, see
-``_empty_onednn_caches``) and check that the context is back to the test's
+``onednn_caches.empty_onednn_caches``) and check that the context is back to the test's
 single reference. The binding itself should let Python users do that:
 ``test_primitive_cache_can_be_emptied_from_python`` and
 ``test_compiled_partition_cache_can_be_emptied_from_python`` check for
@@ -48,7 +48,6 @@ test out of the collector's reach, so the thousands of ``gc.collect()`` calls
 only scan what the test created.
 """
 
-import ctypes
 import gc
 import itertools
 
@@ -58,6 +57,7 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from graph_helpers import attention_partition
+from onednn_caches import compiled_partition_cache_capacity, empty_onednn_caches
 
 oi = dnnl.ocl_interop
 g = dnnl.graph
@@ -113,31 +113,6 @@ def cheap_gc():
         gc.collect()
 
 
-def _libdnnl():
-    """The libdnnl the binding runs on (already loaded in this process)."""
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if "/libdnnl.so" in path:
-                return ctypes.CDLL(path)
-    pytest.fail("libdnnl.so is not loaded in this process")
-
-
-def _empty_onednn_caches():
-    """Evicts everything from oneDNN's primitive and compiled-partition
-    caches (capacity 0, then back), which releases the kernels they hold."""
-    lib = _libdnnl()
-    value = ctypes.c_int()
-    for get, set_ in (("dnnl_get_primitive_cache_capacity", "dnnl_set_primitive_cache_capacity"),
-                      ("dnnl_graph_get_compiled_partition_cache_capacity",
-                       "dnnl_graph_set_compiled_partition_cache_capacity")):
-        assert getattr(lib, get)(ctypes.byref(value)) == 0
-        capacity = value.value
-        assert getattr(lib, set_)(ctypes.c_int(0)) == 0
-        assert getattr(lib, set_)(ctypes.c_int(capacity)) == 0
-    gc.collect()
-
-
 @pytest.fixture
 def no_compiled_partition_cache():
     """oneDNN's compiled-partition cache keys its entries by engine: every
@@ -146,14 +121,8 @@ def no_compiled_partition_cache():
     that check the context's count after each of many engines switch that
     cache off meanwhile (compiling then still reuses the kernels of oneDNN's
     primitive cache, so it stays fast)."""
-    lib = _libdnnl()
-    value = ctypes.c_int()
-    assert lib.dnnl_graph_get_compiled_partition_cache_capacity(ctypes.byref(value)) == 0
-    assert lib.dnnl_graph_set_compiled_partition_cache_capacity(ctypes.c_int(0)) == 0
-    try:
+    with compiled_partition_cache_capacity(0):
         yield
-    finally:
-        assert lib.dnnl_graph_set_compiled_partition_cache_capacity(ctypes.c_int(value.value)) == 0
 
 
 def _alias(obj):
@@ -246,7 +215,7 @@ def _finish_test(context):
     """Once every object of the test is gone and oneDNN's caches are empty,
     only the test's own reference to the context is left."""
     gc.collect()
-    _empty_onednn_caches()
+    empty_onednn_caches()
     assert context.reference_count == 1, (
         f"context reference count {context.reference_count} after every object was dropped "
         f"and oneDNN's caches were emptied")
@@ -915,7 +884,7 @@ def test_primitive_cache_can_be_emptied_from_python(cl_device, cheap_gc):
 def test_compiled_partition_cache_can_be_emptied_from_python(cl_device, partition, cheap_gc):
     """dnnl::graph::set_compiled_partition_cache_capacity /
     get_compiled_partition_cache_capacity (dnnl_graph.hpp)."""
-    _empty_onednn_caches()  # only the compiled partition's kernels below
+    empty_onednn_caches()  # only the compiled partition's kernels below
     context = cl.Context([cl_device])
     engine = goi.make_engine_with_allocator(cl_device, context,
                                             g.allocators.statistics_allocator().allocator)

@@ -19,7 +19,7 @@ and glibc's malloc_trim so that memory freed to the C allocator does not
 count) after a warm-up phase and at the end; its growth must stay below the
 stated bound (RSS_BOUND_*). The reference counts of the user's context and
 queues must be back at their start once everything is dropped (the context
-after oneDNN's kernel caches are emptied, see ``_empty_onednn_caches``), and
+after oneDNN's kernel caches are emptied, see ``onednn_caches.empty_onednn_caches``), and
 the statistics allocators must have freed all they allocated.
 
 ``test_soak_short`` is in the default run; ``test_soak_long`` is marked
@@ -36,6 +36,7 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from graph_helpers import attention_partition
+from onednn_caches import compiled_partition_cache_capacity, empty_onednn_caches
 
 oi = dnnl.ocl_interop
 g = dnnl.graph
@@ -123,40 +124,10 @@ def _rss_bytes():
 _LIBC = ctypes.CDLL(None)
 
 
-def _libdnnl():
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            path = line.split()[-1]
-            if "/libdnnl.so" in path:
-                return ctypes.CDLL(path)
-    raise AssertionError("libdnnl.so is not loaded in this process")
-
-
 @pytest.fixture
 def small_partition_cache():
-    lib = _libdnnl()
-    value = ctypes.c_int()
-    assert lib.dnnl_graph_get_compiled_partition_cache_capacity(ctypes.byref(value)) == 0
-    capacity = ctypes.c_int(PARTITION_CACHE_CAPACITY)
-    assert lib.dnnl_graph_set_compiled_partition_cache_capacity(capacity) == 0
-    try:
+    with compiled_partition_cache_capacity(PARTITION_CACHE_CAPACITY):
         yield
-    finally:
-        assert lib.dnnl_graph_set_compiled_partition_cache_capacity(ctypes.c_int(value.value)) == 0
-
-
-def _empty_onednn_caches():
-    """Evicts everything from oneDNN's primitive and compiled-partition
-    caches, whose kernels keep the context (the binding offers no way to)."""
-    lib = _libdnnl()
-    value = ctypes.c_int()
-    for get, set_ in (("dnnl_get_primitive_cache_capacity", "dnnl_set_primitive_cache_capacity"),
-                      ("dnnl_graph_get_compiled_partition_cache_capacity",
-                       "dnnl_graph_set_compiled_partition_cache_capacity")):
-        assert getattr(lib, get)(ctypes.byref(value)) == 0
-        assert getattr(lib, set_)(ctypes.c_int(0)) == 0
-        assert getattr(lib, set_)(ctypes.c_int(value.value)) == 0
-    gc.collect()
 
 
 def _desc(dims):
@@ -329,7 +300,7 @@ def _soak(device, iterations, warmup, bound, out_of_order_graph=True):
     assert counts_end["context"] == counts_after_warmup["context"], (counts_after_warmup, counts_end)
     context = soak.context
     del soak
-    _empty_onednn_caches()
+    empty_onednn_caches()
     assert context.reference_count == 1, (
         f"context reference count {context.reference_count} once everything was dropped")
     return rss
