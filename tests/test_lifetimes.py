@@ -21,9 +21,9 @@ every user object is gone (by design: the next primitive on the same engine
 reuses them; the compiled-partition cache even keeps one entry per engine,
 so the graph test switches it off, see ``no_compiled_partition_cache``). The
 tests therefore compile once before taking their "before" counts, and at the
-end empty both caches (through oneDNN's C API, see
-``onednn_caches.empty_onednn_caches``) and check that the context is back to the test's
-single reference. The binding itself should let Python users do that:
+end empty both caches (``onednn_caches.empty_onednn_caches``, through the
+binding's cache capacity controls) and check that the context is back to the
+test's single reference.
 ``test_primitive_cache_can_be_emptied_from_python`` and
 ``test_compiled_partition_cache_can_be_emptied_from_python`` check for
 ``dnnl.set_primitive_cache_capacity`` and
