@@ -112,14 +112,26 @@ def binary_add(engine):
 
 
 def test_the_queue_really_runs_out_of_order(cl_context, cl_ooo_queue, engine, ooo_stream, kernels):
-    """Without deps, a primitive overtakes the slow kernel and reads stale
-    data: the chains below can tell lost ordering from kept ordering."""
+    """Without deps, a primitive overtakes a kernel that waits for a user
+    event: the chains below can tell lost ordering from kept ordering. The
+    gate opens only after the primitive has finished, so this does not
+    depend on timing."""
     x = np.random.default_rng(0).uniform(-1, 1, N)
     a, b, c = buffer(cl_context, cl_ooo_queue, x), buffer(cl_context, cl_ooo_queue), buffer(cl_context, cl_ooo_queue)
     prim = eltwise(engine, ALG.eltwise_linear, 2.0, 1.0)
-    slow = slow_copy(kernels, cl_ooo_queue, a, b)
+    gate = cl.UserEvent(cl_context)
+    gated = slow_copy(kernels, cl_ooo_queue, a, b, wait_for=[gate])
     ev = oi.execute(prim, ooo_stream, {dnnl.ARG_SRC: wrap(engine, b), dnnl.ARG_DST: wrap(engine, c)})
-    out = read(cl_ooo_queue, c, [slow, ev])
+    cl_ooo_queue.flush()
+    deadline = time.monotonic() + 60
+    while ev.command_execution_status != cl.command_execution_status.COMPLETE:
+        if time.monotonic() > deadline:
+            gate.set_status(cl.command_execution_status.COMPLETE)
+            pytest.fail("the primitive did not run ahead of a blocked kernel: the queue is in order")
+        time.sleep(0.01)
+    out = read(cl_ooo_queue, c, [ev])
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    gated.wait()
     np.testing.assert_array_equal(out, f32(2 * SENTINEL + 1))
 
 
