@@ -56,7 +56,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from graph_helpers import attention_partition
+from graph_helpers import attention_partition, attention_reference
 from onednn_caches import compiled_partition_cache_capacity, empty_onednn_caches
 
 oi = dnnl.ocl_interop
@@ -91,13 +91,9 @@ _RNG = np.random.default_rng(11)
 QKV = [_RNG.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
 
 
-def _attention(q, k, v):
-    logits = q @ np.swapaxes(k, -1, -2)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
 
 
-ATTENTION = _attention(*QKV)
+ATTENTION = attention_reference(*QKV)
 
 
 # ---------------------------------------------------------------- helpers
