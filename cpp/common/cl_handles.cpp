@@ -109,12 +109,18 @@ std::vector<cl_event> to_events(py::handle obj, const char *param) {
     py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
     std::vector<cl_event> events;
     events.reserve(seq.size());
-    std::string item_param;
     for (size_t i = 0; i < seq.size(); ++i) {
+        py::object item = seq[i];
         // execute() returns None on in-order streams: chained code passes it on.
-        if (seq[i].is_none()) continue;
-        item_param = std::string(param) + "[" + std::to_string(i) + "]";
-        events.push_back(to_event(seq[i], item_param.c_str()));
+        if (item.is_none()) continue;
+        try {
+            events.push_back(to_event(item, param));
+        } catch (const py::builtin_exception &) {
+            // Name the item only on failure: this loop runs on every execute().
+            std::string item_param = std::string(param) + "[" + std::to_string(i) + "]";
+            to_event(item, item_param.c_str()); // throws again, naming deps[i]
+            throw;
+        }
     }
     return events;
 }

@@ -332,30 +332,31 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                     + " tensors for " + std::to_string(ports.size()) + " ports");
         into.assign(ports.size(), g::tensor());
         for (size_t i = 0; i < seq.size(); ++i) {
-            std::string name = std::string(what) + "[" + std::to_string(i) + "]";
+            // Built only for an error: this loop runs on every execute().
+            auto name = [&] { return std::string(what) + "[" + std::to_string(i) + "]"; };
             if (!py::isinstance<tensor_object>(seq[i]))
-                throw py::type_error(name + " must be a dnnl.graph.tensor");
+                throw py::type_error(name() + " must be a dnnl.graph.tensor");
             const auto &t = seq[i].cast<const tensor_object &>();
             if (t.engine.get() != cp.engine.get())
-                throw_invalid_argument(name + " is on another engine than the partition");
+                throw_invalid_argument(name() + " is on another engine than the partition");
             const lt &given = t.logical;
             auto port = std::find_if(ports.begin(), ports.end(),
                     [&](const lt &p) { return p.get_id() == given.get_id(); });
             if (port == ports.end())
-                throw_invalid_argument(name + " has logical tensor id "
+                throw_invalid_argument(name() + " has logical tensor id "
                         + std::to_string(given.get_id()) + ", not one of the partition's "
                         + what);
             size_t slot = static_cast<size_t>(port - ports.begin());
             if (into[slot])
-                throw_invalid_argument(name + ": two tensors for logical tensor id "
+                throw_invalid_argument(name() + ": two tensors for logical tensor id "
                         + std::to_string(given.get_id()));
             if (!t.tensor.get_data_handle())
-                throw_invalid_argument(name + " has no storage (dnnl.MEMORY_NONE)");
+                throw_invalid_argument(name() + " has no storage (dnnl.MEMORY_NONE)");
             size_t needed = 0;
             for (const auto &size : cp.compiled_sizes)
                 if (size.first == given.get_id()) needed = size.second;
             if (given.get_mem_size() < needed)
-                throw_invalid_argument(name + " holds " + std::to_string(given.get_mem_size())
+                throw_invalid_argument(name() + " holds " + std::to_string(given.get_mem_size())
                         + " bytes, the compiled partition needs " + std::to_string(needed));
             into[slot] = t.tensor;
         }
