@@ -29,6 +29,7 @@ struct mapped_data {
     void *ptr;
     bool mapped = true;
 
+    // unmap_data waits for the device (clFinish): without the GIL.
     void unmap() {
         if (!mapped) return;
         mapped = false;
@@ -36,9 +37,8 @@ struct mapped_data {
         owner.memory.unmap_data(ptr);
     }
     ~mapped_data() {
-        if (!mapped) return;
         try {
-            owner.memory.unmap_data(ptr);
+            unmap();
         } catch (...) {} // a destructor must not throw; nothing to report to
     }
 };
