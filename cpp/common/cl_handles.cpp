@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 
 namespace py = pybind11;
 
@@ -54,13 +55,12 @@ void initialize_system_loader() {
 void *to_handle(py::handle obj, family_t &family, const char *param) {
     initialize_system_loader();
     uintptr_t value = 0;
-    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-        value = PyLong_AsUnsignedLongLong(obj.ptr());
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
+    if (is_int(obj)) {
+        void *address = nullptr;
+        if (!int_to_pointer(obj, address))
             throw py::value_error(std::string(param) + " must be " + family.expected
                     + " between 0 and 2**64-1");
-        }
+        value = reinterpret_cast<uintptr_t>(address);
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family)) == 1) {
         value = obj.attr("int_ptr").cast<uintptr_t>();
     } else {

@@ -2,6 +2,7 @@
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 #include "usm/usm_api.hpp"
@@ -12,14 +13,11 @@ namespace dnnl_ocl_interop {
 
 void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object) {
     if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
-    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-        unsigned long long value = PyLong_AsUnsignedLongLong(obj.ptr());
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            throw py::value_error(std::string(param)
-                    + " must be an int between 0 and 2**64-1");
-        }
-        return reinterpret_cast<void *>(static_cast<uintptr_t>(value));
+    if (is_int(obj)) {
+        void *handle = nullptr;
+        if (!int_to_pointer(obj, handle))
+            throw py::value_error(std::string(param) + " must be an int between 0 and 2**64-1");
+        return handle;
     }
     if (accept_mem_object && cl_handles::is_mem_object(obj))
         return cl_handles::to_mem(obj, param);

@@ -8,6 +8,7 @@
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 #include "usm/usm_api.hpp"
 
@@ -106,21 +107,18 @@ void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
     try {
         cache_handles(*s, device, context);
         py::object result = s->malloc_fn(size, alignment, s->py_device, s->py_context);
-        if (!PyLong_Check(result.ptr()) || PyBool_Check(result.ptr()))
+        if (!is_int(result))
             return failed("the allocator's malloc failed",
                     make_exception(PyExc_TypeError,
                             "malloc returned "
                                     + std::string(py::str(py::type::handle_of(result).attr("__name__")))
                                     + ", not an int USM pointer"));
-        unsigned long long value = PyLong_AsUnsignedLongLong(result.ptr());
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
+        void *ptr = nullptr;
+        if (!int_to_pointer(result, ptr))
             return failed("the allocator's malloc failed",
                     make_exception(PyExc_ValueError,
                             "malloc returned " + std::string(py::str(result))
                                     + ", which is not a pointer (0 to 2**64-1)"));
-        }
-        void *ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(value));
         if (!ptr)
             return failed("the allocator's malloc failed",
                     make_exception(PyExc_MemoryError,

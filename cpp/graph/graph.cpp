@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
 #include "usm/usm_api.hpp"
@@ -110,7 +111,6 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
         op.set_attr<std::string>(name, value.cast<std::string>());
     } else if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
         auto seq = py::reinterpret_borrow<py::sequence>(value);
-        auto is_int = [](py::handle h) { return PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()); };
         bool all_ints = std::all_of(seq.begin(), seq.end(), is_int);
         bool all_numbers = std::all_of(seq.begin(), seq.end(),
                 [&](py::handle h) { return is_int(h) || PyFloat_Check(h.ptr()); });

@@ -1,5 +1,6 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
@@ -74,10 +75,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             py::gil_scoped_release release;
             engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator);
         } else {
-            if (!PyBytes_Check(cache_blob.ptr()))
-                throw py::type_error("cache_blob must be bytes");
-            std::string data = py::reinterpret_borrow<py::bytes>(cache_blob);
-            std::vector<uint8_t> blob(data.begin(), data.end());
+            std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
             py::gil_scoped_release release;
             engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator, blob);
         }

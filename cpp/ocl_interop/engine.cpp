@@ -2,6 +2,7 @@
 
 #include "bindings.hpp"
 #include "common/cl_handles.hpp"
+#include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -10,16 +11,6 @@ namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
 namespace {
-
-std::vector<uint8_t> bytes_arg(py::handle obj, const char *param) {
-    if (!PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
-        throw py::type_error(std::string(param) + " must be bytes or bytearray, not "
-                + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
-    const char *data = PyBytes_Check(obj.ptr()) ? PyBytes_AS_STRING(obj.ptr())
-                                                : PyByteArray_AS_STRING(obj.ptr());
-    Py_ssize_t size = PyObject_Length(obj.ptr());
-    return std::vector<uint8_t>(data, data + size);
-}
 
 py::bytes to_bytes(const std::vector<uint8_t> &data) {
     return py::bytes(reinterpret_cast<const char *>(data.data()), data.size());

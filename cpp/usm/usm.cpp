@@ -5,6 +5,7 @@
 #include "bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "usm/usm_api.hpp"
 
 namespace py = pybind11;
@@ -59,13 +60,9 @@ struct usm_operand {
 
 usm_operand operand(py::handle obj, const char *param, bool writable) {
     usm_operand op;
-    if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-        unsigned long long value = PyLong_AsUnsignedLongLong(obj.ptr());
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
+    if (is_int(obj)) {
+        if (!int_to_pointer(obj, op.ptr))
             throw py::value_error(std::string(param) + " must be a pointer (0 to 2**64-1)");
-        }
-        op.ptr = reinterpret_cast<void *>(static_cast<uintptr_t>(value));
         if (!op.ptr) throw py::value_error(std::string(param) + " is a NULL pointer");
         return op;
     }

@@ -1,0 +1,23 @@
+// Plain Python values several bindings take: ints as addresses, bytes blobs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <pybind11/pybind11.h>
+
+namespace dnnl_ocl_interop {
+
+// An int (not a bool).
+inline bool is_int(pybind11::handle obj) {
+    return PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr());
+}
+
+// Stores the int `obj` as an address in `out`; false (and no Python error
+// set) when it is outside 0 .. 2**64-1. `obj` must be an int.
+bool int_to_pointer(pybind11::handle obj, void *&out);
+
+// bytes or bytearray contents; TypeError naming `param` otherwise.
+std::vector<uint8_t> bytes_arg(pybind11::handle obj, const char *param);
+
+} // namespace dnnl_ocl_interop
