@@ -241,8 +241,8 @@ void bind_memory(py::module_ &m) {
             .def("__repr__", [](const special_handle &h) {
                 return std::string("dnnl.") + h.name;
             });
-    m.attr("MEMORY_ALLOCATE") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"};
-    m.attr("MEMORY_NONE") = special_handle {DNNL_MEMORY_NONE, "MEMORY_NONE"};
+    m.attr("MEMORY_ALLOCATE") = memory_allocate;
+    m.attr("MEMORY_NONE") = memory_none;
 
     py::class_<mapped_data>(m, "_mapped_data",
             "Keeps a memory mapped while NumPy views of the mapping live.");
@@ -261,7 +261,7 @@ void bind_memory(py::module_ &m) {
         return memory_object(memory(desc, engine, h), engine);
     }),
             py::arg("desc"), py::arg("engine"),
-            py::arg("handle") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"},
+            py::arg("handle") = memory_allocate,
             "Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE "
             "(oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the "
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "

@@ -45,6 +45,8 @@ struct special_handle {
     void *value;
     const char *name;
 };
+inline const special_handle memory_allocate {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"};
+inline const special_handle memory_none {DNNL_MEMORY_NONE, "MEMORY_NONE"};
 
 // Interprets a memory handle given from Python: dnnl.MEMORY_ALLOCATE,
 // dnnl.MEMORY_NONE, an int, or (when `accept_mem_object`) a pyopencl memory

@@ -34,7 +34,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
         return make(desc, engine, kind, h);
     },
             py::arg("desc"), py::arg("engine"), py::arg("kind"),
-            py::arg("handle") = special_handle {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOCATE"},
+            py::arg("handle") = memory_allocate,
             "Memory of `kind` for `desc` on `engine`. `handle`: "
             "dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM "
             "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
