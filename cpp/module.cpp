@@ -1,6 +1,13 @@
-#include "bindings.hpp"
+#include <string>
+
+#include "common/errors.hpp"
+#include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
+#include "ocl_interop/ocl_interop.hpp"
+#include "usm/usm_api.hpp"
+
+namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
@@ -25,4 +32,21 @@ PYBIND11_MODULE(_core, m) {
     bind_graph_ocl_interop(graph, graph_ocl_interop);
     auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
+
+    // Submodules are importable by name (`from ._core.usm import *`), and
+    // each module's __all__ lists its public names, submodules left out (the
+    // package's Python modules of the same names wrap them).
+    py::dict sys_modules = py::module_::import("sys").attr("modules");
+    for (py::module_ mod : {ocl_interop, graph, graph_ocl_interop, usm})
+        sys_modules[mod.attr("__name__")] = mod;
+    for (py::module_ mod : {m, ocl_interop, graph, graph_ocl_interop, usm}) {
+        py::list names;
+        for (auto item : mod.attr("__dict__").cast<py::dict>()) {
+            std::string name = py::str(item.first);
+            if (name.empty() || name[0] == '_' || PyModule_Check(item.second.ptr())) continue;
+            names.append(name);
+        }
+        names.attr("sort")();
+        mod.attr("__all__") = names;
+    }
 }

@@ -155,7 +155,7 @@ def test_status_command_reports_the_cache(tmp_path):
     missing = subprocess.run([sys.executable, script, "status"], env=env,
                              capture_output=True, text=True)
     assert missing.returncode == 1 and "not built" in missing.stdout
-    assert "30 minutes" in missing.stdout
+    assert bundle.USUAL_DURATION in missing.stdout
     prefix = bundle.make_spec("c++").entry(tmp_path) / "install"
     prefix.mkdir(parents=True)
     (prefix / bundle.COMPLETE_STAMP).write_text("{}")

@@ -62,7 +62,7 @@ BASE_OPTIONS = (
 EXTRA_OPTIONS_ENV = "DNNL_OCL_INTEROP_ONEDNN_OPTIONS"
 SOURCE_ENV = "ONEDNN_SOURCE_DIR"
 CACHE_ENV = "DNNL_OCL_INTEROP_CACHE"
-USUAL_DURATION = "about 30 minutes on a 2-core machine"
+USUAL_DURATION = "about 50 minutes on a 2-core machine"
 DOWNLOAD_TIMEOUT_S = 20
 COMPLETE_STAMP = "dnnl_ocl_interop-build.json"
 

@@ -52,24 +52,15 @@ void initialize_system_loader() {
     });
 }
 
-void *to_handle(py::handle obj, family_t &family, const char *param) {
-    initialize_system_loader();
-    uintptr_t value = 0;
-    if (is_int(obj)) {
-        void *address = nullptr;
-        if (!int_to_pointer(obj, address))
-            throw py::value_error(std::string(param) + " must be " + family.expected
-                    + " between 0 and 2**64-1");
-        value = reinterpret_cast<uintptr_t>(address);
-    } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family)) == 1) {
-        value = obj.attr("int_ptr").cast<uintptr_t>();
-    } else {
-        throw py::type_error(std::string(param) + " must be " + family.expected
-                + ", not " + py::str(py::type::handle_of(obj).attr("__name__"))
-                                     .cast<std::string>());
+family_t &family_of(family f) {
+    switch (f) {
+        case family::device: return device_family;
+        case family::context: return context_family;
+        case family::queue: return queue_family;
+        case family::mem: return mem_family;
+        case family::event: break;
     }
-    if (value == 0) throw py::value_error(std::string(param) + " is a NULL handle");
-    return reinterpret_cast<void *>(value);
+    return event_family;
 }
 
 py::object wrap(family_t &family, void *handle, bool retain) {
@@ -84,44 +75,76 @@ py::object wrap(family_t &family, void *handle, bool retain) {
     return py::handle(family.from_int_ptr)(reinterpret_cast<uintptr_t>(handle), retain);
 }
 
+template <typename T>
+T wrap_as(family_t &family, void *handle, bool retain) {
+    return py::reinterpret_steal<T>(wrap(family, handle, retain).release());
+}
+
 } // namespace
 
-cl_device_id to_device(py::handle obj, const char *param) {
-    return static_cast<cl_device_id>(to_handle(obj, device_family, param));
-}
-cl_context to_context(py::handle obj, const char *param) {
-    return static_cast<cl_context>(to_handle(obj, context_family, param));
-}
-cl_command_queue to_queue(py::handle obj, const char *param) {
-    return static_cast<cl_command_queue>(to_handle(obj, queue_family, param));
-}
-cl_mem to_mem(py::handle obj, const char *param) {
-    return static_cast<cl_mem>(to_handle(obj, mem_family, param));
-}
-cl_event to_event(py::handle obj, const char *param) {
-    return static_cast<cl_event>(to_handle(obj, event_family, param));
+bool load_handle(py::handle obj, family f, void *&handle, arg_state &state) {
+    initialize_system_loader();
+    if (is_int(obj)) {
+        if (!int_to_pointer(obj, handle)) {
+            handle = nullptr;
+            state = arg_state::out_of_range;
+            return true;
+        }
+    } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
+        handle = reinterpret_cast<void *>(obj.attr("int_ptr").cast<uintptr_t>());
+    } else {
+        PyErr_Clear(); // IsInstance may have failed on an odd object: a mismatch
+        return false;
+    }
+    state = handle ? arg_state::ok : arg_state::null;
+    return true;
 }
 
-std::vector<cl_event> to_events(py::handle obj, const char *param) {
-    if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr()))
-        throw py::type_error(std::string(param)
-                + " must be a list or tuple of pyopencl.Event, int cl_event or None");
-    py::sequence seq = py::reinterpret_borrow<py::sequence>(obj);
-    std::vector<cl_event> events;
-    events.reserve(seq.size());
-    for (size_t i = 0; i < seq.size(); ++i) {
-        py::object item = seq[i];
-        // execute() returns None on in-order streams: chained code passes it on.
-        if (item.is_none()) continue;
-        try {
-            events.push_back(to_event(item, param));
-        } catch (const py::builtin_exception &) {
-            // Name the item only on failure: this loop runs on every execute().
-            std::string item_param = std::string(param) + "[" + std::to_string(i) + "]";
-            to_event(item, item_param.c_str()); // throws again, naming deps[i]
-            throw;
+void throw_bad_value(arg_state state, const char *param) {
+    if (state == arg_state::out_of_range)
+        throw py::value_error(std::string(param) + " must be an OpenCL handle between 0 "
+                                                   "and 2**64-1");
+    throw py::value_error(std::string(param) + " is a NULL handle");
+}
+
+bool load_events(py::handle obj, event_list_arg &out) {
+    // Any sequence but text; lists and tuples (the common case) are read in place.
+    if (!PySequence_Check(obj.ptr()) || PyUnicode_Check(obj.ptr()) || PyBytes_Check(obj.ptr())
+            || PyByteArray_Check(obj.ptr()))
+        return false;
+    py::object items = py::reinterpret_borrow<py::object>(obj);
+    if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr())) {
+        items = py::reinterpret_steal<py::object>(PySequence_List(obj.ptr()));
+        if (!items) {
+            PyErr_Clear();
+            return false;
         }
     }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(items.ptr());
+    out.events.clear();
+    out.states.clear();
+    out.events.reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        py::handle item = PySequence_Fast_GET_ITEM(items.ptr(), i);
+        if (item.is_none()) continue;
+        void *handle = nullptr;
+        arg_state state = arg_state::ok;
+        if (!load_handle(item, family::event, handle, state)) return false;
+        out.events.push_back(static_cast<cl_event>(handle));
+        if (state != arg_state::ok) {
+            out.states.resize(out.events.size(), arg_state::ok);
+            out.states.back() = state;
+        }
+    }
+    return true;
+}
+
+const std::vector<cl_event> &event_list_arg::get(const char *param) const {
+    // states is empty unless some item was NULL or out of range: the common
+    // case costs nothing, and only a failure builds the indexed name.
+    for (size_t i = 0; i < states.size(); ++i)
+        if (states[i] != arg_state::ok)
+            throw_bad_value(states[i], (std::string(param) + "[" + std::to_string(i) + "]").c_str());
     return events;
 }
 
@@ -129,23 +152,32 @@ bool is_mem_object(py::handle obj) {
     return PyObject_IsInstance(obj.ptr(), accepted_class(mem_family)) == 1;
 }
 
-py::object retained_device(cl_device_id device) {
-    return wrap(device_family, device, true);
+cl_mem to_mem(py::handle obj, const char *param) {
+    void *handle = nullptr;
+    arg_state state = arg_state::ok;
+    if (!load_handle(obj, family::mem, handle, state))
+        throw_type_error(param, mem_family.expected, obj);
+    if (state != arg_state::ok) throw_bad_value(state, param);
+    return static_cast<cl_mem>(handle);
 }
-py::object retained_context(cl_context context) {
-    return wrap(context_family, context, true);
+
+py_device retained_device(cl_device_id device) {
+    return wrap_as<py_device>(device_family, device, true);
 }
-py::object retained_queue(cl_command_queue queue) {
-    return wrap(queue_family, queue, true);
+py_context retained_context(cl_context context) {
+    return wrap_as<py_context>(context_family, context, true);
 }
-py::object retained_buffer(cl_mem mem) {
-    return wrap(mem_family, mem, true);
+py_queue retained_queue(cl_command_queue queue) {
+    return wrap_as<py_queue>(queue_family, queue, true);
 }
-py::object retained_event(cl_event event) {
-    return wrap(event_family, event, true);
+py_buffer retained_buffer(cl_mem mem) {
+    return wrap_as<py_buffer>(mem_family, mem, true);
 }
-py::object owned_event(cl_event event) {
-    return wrap(event_family, event, false);
+py_event retained_event(cl_event event) {
+    return wrap_as<py_event>(event_family, event, true);
+}
+py::typing::Optional<py_event> owned_event(cl_event event) {
+    return wrap_as<py::typing::Optional<py_event>>(event_family, event, false);
 }
 
 } // namespace cl_handles

@@ -67,6 +67,15 @@ void check_cl(cl_int result, const char *what) {
                     + std::to_string(result) + ")");
 }
 
+std::string type_mismatch(const std::string &what, const char *expected, py::handle given) {
+    return what + " must be " + expected + ", not "
+            + py::str(py::type::handle_of(given).attr("__name__")).cast<std::string>();
+}
+
+void throw_type_error(const std::string &what, const char *expected, py::handle given) {
+    throw py::type_error(type_mismatch(what, expected, given));
+}
+
 void throw_chained(dnnl_status_t status, const std::string &message, py::object cause) {
     py::object exc = make_error(status, message);
     PyException_SetCause(exc.ptr(), cause.release().ptr()); // steals the reference
@@ -90,7 +99,7 @@ void bind_errors(py::module_ &m) {
             .value("invalid_data_type", dnnl_invalid_data_type)
             .finalize();
 
-    error_type = PyErr_NewExceptionWithDoc("dnnl_ocl_interop.error",
+    error_type = PyErr_NewExceptionWithDoc("dnnl_ocl_interop._core.error",
             "A oneDNN call failed, or the binding refused an argument on "
             "oneDNN's behalf. `status` holds the dnnl.status.",
             PyExc_Exception, nullptr);

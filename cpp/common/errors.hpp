@@ -37,6 +37,12 @@ const char *cl_error_name(cl_int result);
 [[noreturn]] void throw_chained(
         dnnl_status_t status, const std::string &message, pybind11::object cause);
 
+// The one wording of a wrong Python type: "`what` must be `expected`, not
+// <type of given>".
+std::string type_mismatch(const std::string &what, const char *expected, pybind11::handle given);
+[[noreturn]] void throw_type_error(
+        const std::string &what, const char *expected, pybind11::handle given);
+
 // Registers dnnl.status, dnnl.error and the exception translator.
 void bind_errors(pybind11::module_ &m);
 

@@ -1,5 +1,7 @@
 #include "common/py_values.hpp"
 
+#include "common/errors.hpp"
+
 #include <string>
 
 namespace py = pybind11;
@@ -18,8 +20,7 @@ bool int_to_pointer(py::handle obj, void *&out) {
 
 std::vector<uint8_t> bytes_arg(py::handle obj, const char *param) {
     if (!PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
-        throw py::type_error(std::string(param) + " must be bytes or bytearray, not "
-                + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+        throw_type_error(param, "bytes or bytearray", obj);
     const char *data = PyBytes_Check(obj.ptr()) ? PyBytes_AS_STRING(obj.ptr())
                                                 : PyByteArray_AS_STRING(obj.ptr());
     return std::vector<uint8_t>(data, data + PyObject_Length(obj.ptr()));

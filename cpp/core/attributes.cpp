@@ -178,7 +178,7 @@ void bind_post_ops(py::module_ &m) {
             "Append a binary operation with a second input of `src1_desc`.");
     po.def("append_sum", &dnnl::post_ops::append_sum, py::arg("scale") = 1.f,
             py::arg("zero_point") = 0,
-            py::arg("data_type") = dnnl::memory::data_type::undef,
+            py::arg_v("data_type", dnnl::memory::data_type::undef, "memory.data_type.undef"),
             "Accumulate into the destination: dst = scale * (dst - zero_point) "
             "+ result.");
     po.def("get_params_eltwise", [](const dnnl::post_ops &p, int index) {
@@ -209,8 +209,9 @@ void bind_attr(py::module_ &m) {
     attr.def(py::init<>());
     attr.def("set_post_ops", [](attr_object &a, const dnnl::post_ops &ops) {
         a.attr.set_post_ops(ops);
-    }, py::arg("ops"));
-    attr.def("get_post_ops", [](const attr_object &a) { return a.attr.get_post_ops(); });
+    }, py::arg("ops"), "Operations applied to the primitive's result (a copy of `ops`).");
+    attr.def("get_post_ops", [](const attr_object &a) { return a.attr.get_post_ops(); },
+            "A copy of the post-ops.");
     attr.def("set_scales_mask", [](attr_object &a, int arg, int mask) {
         a.attr.set_scales_mask(arg, mask);
         add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
@@ -224,7 +225,7 @@ void bind_attr(py::module_ &m) {
         a.attr.set_scales(arg, mask, groups, data_type);
         add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
-            py::arg("data_type") = dnnl::memory::data_type::f32,
+            py::arg_v("data_type", dnnl::memory::data_type::f32, "memory.data_type.f32"),
             "Like set_scales_mask, with groups and the factors' data type.");
     attr.def("set_zero_points_mask", [](attr_object &a, int arg, int mask) {
         a.attr.set_zero_points_mask(arg, mask);
@@ -234,14 +235,19 @@ void bind_attr(py::module_ &m) {
             "ARG_ATTR_ZERO_POINTS | arg.");
     attr.def("set_fpmath_mode", [](attr_object &a, dnnl::fpmath_mode mode, bool apply_to_int) {
         a.attr.set_fpmath_mode(mode, apply_to_int);
-    }, py::arg("mode"), py::arg("apply_to_int") = false);
-    attr.def("get_fpmath_mode", [](const attr_object &a) { return a.attr.get_fpmath_mode(); });
+    }, py::arg("mode"), py::arg("apply_to_int") = false,
+            "Allow implicit down-conversions for floating-point math (and, with "
+            "`apply_to_int`, for integer primitives' computation).");
+    attr.def("get_fpmath_mode", [](const attr_object &a) { return a.attr.get_fpmath_mode(); },
+            "The fpmath mode.");
     attr.def("set_scratchpad_mode", [](attr_object &a, dnnl::scratchpad_mode mode) {
         a.attr.set_scratchpad_mode(mode);
-    }, py::arg("mode"));
+    }, py::arg("mode"),
+            "scratchpad_mode.library (oneDNN manages it) or scratchpad_mode.user "
+            "(pass ARG_SCRATCHPAD of pd.scratchpad_desc() at execution).");
     attr.def("get_scratchpad_mode", [](const attr_object &a) {
         return a.attr.get_scratchpad_mode();
-    });
+    }, "The scratchpad mode.");
 }
 
 } // namespace

@@ -2,7 +2,6 @@
 
 #include <pybind11/native_enum.h>
 
-#include "bindings.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -23,7 +22,8 @@ void bind_engine(py::module_ &m) {
     py::class_<engine_object> engine(m, "engine",
             "An execution device for oneDNN (dnnl::engine). OpenCL engines come "
             "from dnnl.ocl_interop.make_engine or from engine(kind.gpu, index).");
-    py::native_enum<dnnl::engine::kind>(engine, "kind", "enum.Enum")
+    py::native_enum<dnnl::engine::kind>(engine, "kind", "enum.Enum",
+            "Engine kinds: any, cpu, gpu.")
             .value("any", dnnl::engine::kind::any)
             .value("cpu", dnnl::engine::kind::cpu)
             .value("gpu", dnnl::engine::kind::gpu)

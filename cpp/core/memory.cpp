@@ -3,9 +3,9 @@
 
 #include <pybind11/native_enum.h>
 #include <pybind11/numpy.h>
+#include <pybind11/typing.h>
 #include <pybind11/stl.h>
 
-#include "bindings.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
 
@@ -122,7 +122,8 @@ std::string desc_repr(const memory::desc &d) {
 }
 
 void bind_enums(py::class_<memory_object> &mem) {
-    py::native_enum<dt>(mem, "data_type", "enum.Enum")
+    py::native_enum<dt>(mem, "data_type", "enum.Enum",
+            "Element data types of memory descriptors.")
             .value("undef", dt::undef)
             .value("f4_e3m0", dt::f4_e3m0)
             .value("f4_e2m1", dt::f4_e2m1)
@@ -141,7 +142,8 @@ void bind_enums(py::class_<memory_object> &mem) {
             .value("u4", dt::u4)
             .finalize();
 
-    py::native_enum<memory::format_kind>(mem, "format_kind", "enum.Enum")
+    py::native_enum<memory::format_kind>(mem, "format_kind", "enum.Enum",
+            "How a descriptor's layout is given: undef, any, blocked, opaque, sparse.")
             .value("undef", memory::format_kind::undef)
             .value("any", memory::format_kind::any)
             .value("blocked", memory::format_kind::blocked)
@@ -152,7 +154,8 @@ void bind_enums(py::class_<memory_object> &mem) {
     // Plain layouts by letter and by their conventional names, and the blocked
     // layouts users most often name; primitives choose others via `any`.
 #define TAG(name) .value(#name, tag::name)
-    py::native_enum<tag>(mem, "format_tag", "enum.Enum")
+    py::native_enum<tag>(mem, "format_tag", "enum.Enum",
+            "Named memory layouts (dimension orders and blockings), as in dnnl::memory::format_tag.")
             TAG(undef) TAG(any)
             TAG(a) TAG(ab) TAG(ba) TAG(abc) TAG(acb) TAG(bac) TAG(bca) TAG(cba)
             TAG(abcd) TAG(abdc) TAG(acbd) TAG(acdb) TAG(adbc) TAG(bacd) TAG(bcda)
@@ -267,6 +270,12 @@ void bind_memory(py::module_ &m) {
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
             "or int), which oneDNN retains and which must hold desc.get_size() "
             "bytes.");
+    mem.def_static("numpy_dtype", [](dt t) -> py::typing::Optional<py::dtype> {
+        return py::reinterpret_borrow<py::typing::Optional<py::dtype>>(numpy_dtype(t));
+    }, py::arg("data_type"),
+            "The NumPy dtype map_data() and dnnl.arrays use for elements of "
+            "`data_type` (f16 as float16, bf16 as uint16 bits, f8 and e8m0 as "
+            "uint8 bits), or None for sub-byte types (shown as raw bytes).");
     mem.def("get_desc", [](const memory_object &m) { return m.desc; },
             "The memory descriptor.");
     mem.def("get_engine", [](const memory_object &m) { return m.engine; },

@@ -21,10 +21,11 @@ void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_obje
     }
     if (accept_mem_object && cl_handles::is_mem_object(obj))
         return cl_handles::to_mem(obj, param);
-    throw py::type_error(std::string(param) + " must be an int handle"
-            + (accept_mem_object ? ", a pyopencl memory object" : "")
-            + ", dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE, not "
-            + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+    throw_type_error(param,
+            accept_mem_object ? "an int handle, a pyopencl memory object, "
+                                "dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE"
+                              : "an int handle, dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE",
+            obj);
 }
 
 bool is_usm(const dnnl::memory &memory) {

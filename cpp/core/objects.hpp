@@ -63,4 +63,10 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
 // Whether `memory` is USM-based (false for buffers and non-OpenCL engines).
 bool is_usm(const dnnl::memory &memory);
 
+// Registration of the core object families (module.cpp calls them in order).
+void bind_library(pybind11::module_ &m); // core/library.cpp
+void bind_engine(pybind11::module_ &m);  // core/engine.cpp
+void bind_stream(pybind11::module_ &m);  // core/stream.cpp
+void bind_memory(pybind11::module_ &m);  // core/memory.cpp
+
 } // namespace dnnl_ocl_interop

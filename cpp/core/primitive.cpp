@@ -5,7 +5,6 @@
 
 #include <pybind11/stl.h>
 
-#include "bindings.hpp"
 #include "common/errors.hpp"
 #include "core/primitive_objects.hpp"
 
@@ -89,7 +88,7 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
 std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, py::handle args) {
     if (!PyDict_Check(args.ptr()))
-        throw py::type_error("args must be a dict of {ARG_*: dnnl.memory}");
+        throw_type_error("args", "a dict of {ARG_*: dnnl.memory}", args);
     if (stream.engine.get() != p.engine.get())
         throw_invalid_argument("the stream is on another engine than the primitive");
     std::vector<dnnl_exec_arg_t> converted;
@@ -97,7 +96,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(args.ptr(), &pos, &key, &value)) {
-        if (!PyLong_Check(key)) throw py::type_error("args keys must be ARG_* ints");
+        if (!PyLong_Check(key)) throw_type_error("args keys", "ARG_* ints", key);
         int overflow = 0;
         long long key_value = PyLong_AsLongLongAndOverflow(key, &overflow);
         if (overflow || key_value < INT_MIN || key_value > INT_MAX)
@@ -105,7 +104,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
         int arg = static_cast<int>(key_value);
         py::detail::make_caster<memory_object> caster;
         if (!caster.load(value, /*convert=*/false))
-            throw py::type_error("args[" + arg_name(arg) + "] must be a dnnl.memory");
+            throw_type_error("args[" + arg_name(arg) + "]", "a dnnl.memory", value);
         const memory_object &mem = py::detail::cast_op<const memory_object &>(caster);
         const expected_arg *expected = nullptr;
         for (const auto &e : p.args)
@@ -184,7 +183,7 @@ void bind_primitive_base(py::module_ &m) {
             "The engine the primitive runs on.");
     pd.def("get_scratchpad_mode", [](const primitive_desc_object &p) {
         return p.pd.get_primitive_attr().get_scratchpad_mode();
-    });
+    }, "The scratchpad mode of the descriptor's attributes.");
 
     py::class_<primitive_object> prim(m, "primitive",
             "Base of every primitive: execute it on a stream with its arguments.");
@@ -204,7 +203,8 @@ void bind_primitive_base(py::module_ &m) {
             "once submitted; call stream.wait() before reading results. "
             "On an out-of-order stream use dnnl.ocl_interop.execute to get "
             "the event.");
-    prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); });
+    prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); },
+            "Primitive kind.");
 }
 
 } // namespace dnnl_ocl_interop

@@ -2,10 +2,10 @@
 // with constructors mirroring the C++ overloads.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <pybind11/stl.h>
 
-#include "bindings.hpp"
 #include "common/errors.hpp"
 #include "core/primitive_objects.hpp"
 
@@ -39,7 +39,11 @@ template <int F>
 py::class_<typed_pd<F>, primitive_desc_object> bind_family(
         py::module_ &m, const char *name, const char *doc) {
     py::class_<typed_primitive<F>, primitive_object> prim(m, name, doc);
-    py::class_<typed_pd<F>, primitive_desc_object> pd(prim, "primitive_desc");
+    py::class_<typed_pd<F>, primitive_desc_object> pd(prim, "primitive_desc",
+            (std::string("Descriptor of a ") + name + " primitive: its constructors take the "
+             "engine, then the arguments of the C++ dnnl::" + name + "::primitive_desc "
+             "overloads in their order, then an optional primitive_attr.")
+                    .c_str());
     prim.def(py::init([](const typed_pd<F> &pd) {
         return typed_primitive<F> {make_primitive(pd)};
     }), py::arg("pd"), py::keep_alive<1, 2>(),
@@ -47,7 +51,7 @@ py::class_<typed_pd<F>, primitive_desc_object> bind_family(
     return pd;
 }
 
-#define ATTR py::arg("attr") = attr_object()
+#define ATTR py::arg_v("attr", attr_object(), "primitive_attr()")
 
 void bind_matmul(py::module_ &m) {
     using PD = dnnl::matmul::primitive_desc;

@@ -1,6 +1,5 @@
 #include <pybind11/native_enum.h>
 
-#include "bindings.hpp"
 #include "core/objects.hpp"
 
 namespace py = pybind11;
@@ -11,7 +10,8 @@ void bind_stream(py::module_ &m) {
     py::class_<stream_object> stream(m, "stream",
             "An execution queue on an engine (dnnl::stream). OpenCL streams on "
             "a user queue come from dnnl.ocl_interop.make_stream.");
-    py::native_enum<dnnl::stream::flags>(stream, "flags", "enum.IntFlag")
+    py::native_enum<dnnl::stream::flags>(stream, "flags", "enum.IntFlag",
+            "Stream flags, combinable with |: in_order, out_of_order, default_flags, profiling.")
             .value("in_order", dnnl::stream::flags::in_order)
             .value("out_of_order", dnnl::stream::flags::out_of_order)
             .value("default_flags", dnnl::stream::flags::default_flags)
@@ -25,7 +25,7 @@ void bind_stream(py::module_ &m) {
                 & static_cast<unsigned>(dnnl::stream::flags::out_of_order);
         return stream_object {engine, dnnl::stream(engine, flags), out_of_order};
     }),
-            py::arg("engine"), py::arg("flags") = dnnl::stream::flags::default_flags,
+            py::arg("engine"), py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
             "A stream on `engine` with its own queue (oneDNN creates it).");
     stream.def("wait", [](stream_object &s) {
         py::gil_scoped_release release;

@@ -110,9 +110,7 @@ void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
         if (!is_int(result))
             return failed("the allocator's malloc failed",
                     make_exception(PyExc_TypeError,
-                            "malloc returned "
-                                    + std::string(py::str(py::type::handle_of(result).attr("__name__")))
-                                    + ", not an int USM pointer"));
+                            type_mismatch("malloc's return value", "an int USM pointer", result)));
         void *ptr = nullptr;
         if (!int_to_pointer(result, ptr))
             return failed("the allocator's malloc failed",

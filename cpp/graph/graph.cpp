@@ -24,7 +24,8 @@ void bind_logical_tensor(py::module_ &m) {
     py::class_<lt> cls(m, "logical_tensor",
             "Metadata of a tensor in a graph (dnnl::graph::logical_tensor): id, "
             "data type, dims and layout. Values, not handles: copies are equal.");
-    py::native_enum<lt::data_type>(cls, "data_type", "enum.Enum")
+    py::native_enum<lt::data_type>(cls, "data_type", "enum.Enum",
+            "Element data types of logical tensors.")
             .value("undef", lt::data_type::undef)
             .value("f16", lt::data_type::f16)
             .value("bf16", lt::data_type::bf16)
@@ -39,22 +40,25 @@ void bind_logical_tensor(py::module_ &m) {
             .value("u4", lt::data_type::u4)
             .value("s64", lt::data_type::s64)
             .finalize();
-    py::native_enum<lt::layout_type>(cls, "layout_type", "enum.Enum")
+    py::native_enum<lt::layout_type>(cls, "layout_type", "enum.Enum",
+            "Layout kinds of logical tensors: undef, any, strided, opaque.")
             .value("undef", lt::layout_type::undef)
             .value("any", lt::layout_type::any)
             .value("strided", lt::layout_type::strided)
             .value("opaque", lt::layout_type::opaque)
             .finalize();
-    py::native_enum<lt::property_type>(cls, "property_type", "enum.Enum")
+    py::native_enum<lt::property_type>(cls, "property_type", "enum.Enum",
+            "Whether a tensor's data changes between executions: undef, variable, constant, host_scalar.")
             .value("undef", lt::property_type::undef)
             .value("variable", lt::property_type::variable)
             .value("constant", lt::property_type::constant)
             .value("host_scalar", lt::property_type::host_scalar)
             .finalize();
     using dims = lt::dims;
-    auto ptype = py::arg("property_type") = lt::property_type::undef;
+    auto ptype = py::arg_v("property_type", lt::property_type::undef, "logical_tensor.property_type.undef");
     cls.def(py::init<size_t, lt::data_type, lt::layout_type>(), py::arg("tid"),
-            py::arg("data_type"), py::arg("layout_type") = lt::layout_type::undef,
+            py::arg("data_type"),
+            py::arg_v("layout_type", lt::layout_type::undef, "logical_tensor.layout_type.undef"),
             "Unknown rank and dims.");
     cls.def(py::init<size_t, lt::data_type, int32_t, lt::layout_type, lt::property_type>(),
             py::arg("tid"), py::arg("data_type"), py::arg("ndims"), py::arg("layout_type"),
@@ -68,15 +72,17 @@ void bind_logical_tensor(py::module_ &m) {
     cls.def(py::init<size_t, lt::data_type, const dims &, size_t, lt::property_type>(),
             py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"),
             ptype, "Known dims in an opaque layout chosen by a compiled partition.");
-    cls.def("get_id", &lt::get_id);
-    cls.def("get_data_type", &lt::get_data_type);
-    cls.def("get_dims", &lt::get_dims);
-    cls.def("get_layout_type", &lt::get_layout_type);
-    cls.def("get_layout_id", &lt::get_layout_id);
-    cls.def("get_strides", &lt::get_strides);
-    cls.def("get_property_type", &lt::get_property_type);
+    cls.def("get_id", &lt::get_id, "The tensor id.");
+    cls.def("get_data_type", &lt::get_data_type, "The element data type.");
+    cls.def("get_dims", &lt::get_dims, "The dimensions (raises when they are unknown).");
+    cls.def("get_layout_type", &lt::get_layout_type, "undef, any, strided or opaque.");
+    cls.def("get_layout_id", &lt::get_layout_id,
+            "The opaque layout's id (only for layout_type.opaque).");
+    cls.def("get_strides", &lt::get_strides, "The strides (only for layout_type.strided).");
+    cls.def("get_property_type", &lt::get_property_type, "undef, variable, constant or host_scalar.");
     cls.def("get_mem_size", &lt::get_mem_size, "Bytes a tensor of it needs.");
-    cls.def("is_equal", &lt::is_equal, py::arg("other"));
+    cls.def("is_equal", &lt::is_equal, py::arg("other"),
+            "Whether `other` describes the same tensor (id, type, dims, layout, property).");
     cls.def("__eq__", [](const lt &a, const lt &b) { return a.is_equal(b); }, py::is_operator());
     cls.attr("__hash__") = py::none();
     cls.def("__repr__", [](const lt &t) {
@@ -121,9 +127,8 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
         else
             op.set_attr<std::vector<float>>(name, value.cast<std::vector<float>>());
     } else {
-        throw py::type_error("set_attr(): value must be bool, int, float, str, or a "
-                             "list of ints or floats, not "
-                + std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+        throw_type_error("set_attr(): value",
+                "bool, int, float, str, or a list of ints or floats", value);
     }
 }
 
@@ -131,7 +136,8 @@ void bind_op(py::module_ &m) {
     py::class_<g::op> cls(m, "op", "An operation of a graph (dnnl::graph::op).");
     using k = g::op::kind;
 #define KIND(name) .value(#name, k::name)
-    py::native_enum<k>(cls, "kind", "enum.Enum")
+    py::native_enum<k>(cls, "kind", "enum.Enum",
+            "Op kinds of the graph API (MatMul, SoftMax, ...).")
             KIND(Abs) KIND(AbsBackward) KIND(Add) KIND(AvgPool) KIND(AvgPoolBackward)
             KIND(BatchNormForwardTraining) KIND(BatchNormInference)
             KIND(BatchNormTrainingBackward) KIND(BiasAdd) KIND(BiasAddBackward)
@@ -158,7 +164,8 @@ void bind_op(py::module_ &m) {
 #undef KIND
     using a = g::op::attr;
 #define ATTR(name) .value(#name, a::name)
-    py::native_enum<a>(cls, "attr", "enum.Enum")
+    py::native_enum<a>(cls, "attr", "enum.Enum",
+            "Op attribute names, for op.set_attr.")
             ATTR(undef) ATTR(alpha) ATTR(beta) ATTR(epsilon) ATTR(max) ATTR(min)
             ATTR(momentum) ATTR(scales) ATTR(axis) ATTR(begin_norm_axis) ATTR(groups)
             ATTR(axes) ATTR(dilations) ATTR(dst_shape) ATTR(kernel) ATTR(order)
@@ -176,10 +183,11 @@ void bind_op(py::module_ &m) {
                     const std::string &>(),
             py::arg("id"), py::arg("kind"), py::arg("inputs"), py::arg("outputs"),
             py::arg("verbose_name") = "");
-    cls.def("add_input", &g::op::add_input, py::arg("tensor"));
-    cls.def("add_inputs", &g::op::add_inputs, py::arg("tensors"));
-    cls.def("add_output", &g::op::add_output, py::arg("tensor"));
-    cls.def("add_outputs", &g::op::add_outputs, py::arg("tensors"));
+    cls.def("add_input", &g::op::add_input, py::arg("tensor"), "Append an input logical tensor.");
+    cls.def("add_inputs", &g::op::add_inputs, py::arg("tensors"), "Append input logical tensors.");
+    cls.def("add_output", &g::op::add_output, py::arg("tensor"), "Append an output logical tensor.");
+    cls.def("add_outputs", &g::op::add_outputs, py::arg("tensors"),
+            "Append output logical tensors.");
     cls.def("set_attr", [](g::op &op, g::op::attr name, py::handle value) -> g::op & {
         set_attr_checked(op, name, value);
         return op;
@@ -189,7 +197,8 @@ void bind_op(py::module_ &m) {
 }
 
 void bind_graph_and_partition(py::module_ &m) {
-    py::native_enum<g::partition::policy>(m, "partition_policy", "enum.Enum")
+    py::native_enum<g::partition::policy>(m, "partition_policy", "enum.Enum",
+            "How get_partitions() groups ops: fusion or debug (one op per partition).")
             .value("fusion", g::partition::policy::fusion)
             .value("debug", g::partition::policy::debug)
             .finalize();
@@ -197,13 +206,17 @@ void bind_graph_and_partition(py::module_ &m) {
     py::class_<g::partition> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
     part.attr("policy") = m.attr("partition_policy");
-    part.def("is_supported", &g::partition::is_supported);
-    part.def("get_input_ports", &g::partition::get_input_ports);
-    part.def("get_output_ports", &g::partition::get_output_ports);
-    part.def("get_ops_num", &g::partition::get_ops_num);
+    part.def("is_supported", &g::partition::is_supported,
+            "Whether the engine kind can compile and run the partition.");
+    part.def("get_input_ports", &g::partition::get_input_ports,
+            "The partition's input logical tensors.");
+    part.def("get_output_ports", &g::partition::get_output_ports,
+            "The partition's output logical tensors.");
+    part.def("get_ops_num", &g::partition::get_ops_num, "How many ops the partition fuses.");
     part.def("get_ops", &g::partition::get_ops, "Ids of the partition's ops.");
-    part.def("get_id", &g::partition::get_id);
-    part.def("get_engine_kind", &g::partition::get_engine_kind);
+    part.def("get_id", &g::partition::get_id, "The partition id.");
+    part.def("get_engine_kind", &g::partition::get_engine_kind,
+            "The engine kind the partition was made for.");
     part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
                                 const std::vector<lt> &outputs, const engine_object &engine) {
         g::compiled_partition cp = graph_allocator::with_callbacks(
@@ -218,15 +231,20 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def(py::init<dnnl::engine::kind>(), py::arg("engine_kind"));
     graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
             py::arg("fpmath_mode"));
-    graph.def("add_op", [](g::graph &gr, const g::op &op) { gr.add_op(op); }, py::arg("op"));
-    graph.def("finalize", &g::graph::finalize);
-    graph.def("is_finalized", &g::graph::is_finalized);
+    graph.def("add_op", [](g::graph &gr, const g::op &op) { gr.add_op(op); }, py::arg("op"),
+            "Add an op (copied) to the graph.");
+    graph.def("finalize", &g::graph::finalize,
+            "Close the graph to new ops; needed before get_partitions().");
+    graph.def("is_finalized", &g::graph::is_finalized, "Whether finalize() was called.");
     graph.def("get_partitions", [](g::graph &gr, g::partition::policy policy) {
         py::gil_scoped_release release;
         return gr.get_partitions(policy);
-    }, py::arg("policy") = g::partition::policy::fusion);
+    }, py::arg_v("policy", g::partition::policy::fusion, "partition.policy.fusion"),
+            "Partition the finalized graph; the GIL is released.");
     graph.def("set_fpmath_mode", &g::graph::set_fpmath_mode, py::arg("mode"),
-            py::arg("apply_to_int") = false);
+            py::arg("apply_to_int") = false,
+            "Allow implicit down-conversions in the graph's floating-point math (and, "
+            "with `apply_to_int`, in integer ops).");
     graph.def("get_fpmath_mode", [](const g::graph &gr) {
         dnnl::fpmath_mode mode;
         bool apply_to_int;
@@ -266,19 +284,22 @@ void bind_tensor(py::module_ &m) {
             "engine's allocator provides it) or dnnl.MEMORY_NONE.");
     cls.def("get_data_handle", [](const tensor_object &t) {
         return reinterpret_cast<uintptr_t>(t.tensor.get_data_handle());
-    });
+    }, "The tensor's USM pointer (int; 0 when it has none).");
     cls.def("set_data_handle", [](tensor_object &t, py::handle handle) {
         void *h = memory_handle_from(handle, "handle", false);
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
         check_tensor_storage(t.logical, t.engine, h);
         t.tensor.set_data_handle(h);
-    }, py::arg("handle"));
-    cls.def("get_engine", [](const tensor_object &t) { return t.engine; });
-    cls.def("get_logical_tensor", [](const tensor_object &t) { return t.logical; });
+    }, py::arg("handle"), "Point the tensor at a USM pointer of its engine's context "
+                          "(checked to hold the logical tensor) or dnnl.MEMORY_NONE.");
+    cls.def("get_engine", [](const tensor_object &t) { return t.engine; },
+            "The engine the tensor lives on.");
+    cls.def("get_logical_tensor", [](const tensor_object &t) { return t.logical; },
+            "The logical tensor the tensor was made for.");
 
-    py::class_<compiled_partition_object> cp(m, "compiled_partition",
-            "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
+    auto cp = py::reinterpret_borrow<py::class_<compiled_partition_object>>(
+            m.attr("compiled_partition"));
     cp.def("query_logical_tensor", [](const compiled_partition_object &c, size_t tid) {
         return c.partition.query_logical_tensor(tid);
     }, py::arg("tid"), "The logical tensor of id `tid` as compiled (layout and dims resolved).");
@@ -325,7 +346,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
     auto convert = [&](py::handle list, const std::vector<lt> &ports, const char *what,
                            std::vector<g::tensor> &into) {
         if (!PyList_Check(list.ptr()) && !PyTuple_Check(list.ptr()))
-            throw py::type_error(std::string(what) + " must be a list of dnnl.graph.tensor");
+            throw_type_error(what, "a list of dnnl.graph.tensor", list);
         auto seq = py::reinterpret_borrow<py::sequence>(list);
         if (seq.size() != ports.size())
             throw_invalid_argument(std::string(what) + ": " + std::to_string(seq.size())
@@ -335,7 +356,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             // Built only for an error: this loop runs on every execute().
             auto name = [&] { return std::string(what) + "[" + std::to_string(i) + "]"; };
             if (!py::isinstance<tensor_object>(seq[i]))
-                throw py::type_error(name() + " must be a dnnl.graph.tensor");
+                throw_type_error(name(), "a dnnl.graph.tensor", seq[i]);
             const auto &t = seq[i].cast<const tensor_object &>();
             if (t.engine.get() != cp.engine.get())
                 throw_invalid_argument(name() + " is on another engine than the partition");
@@ -369,19 +390,24 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
 void bind_graph(py::module_ &m) {
     bind_logical_tensor(m);
     bind_op(m);
+    // Registered before partition.compile, so its signature names the class.
+    py::class_<compiled_partition_object>(m, "compiled_partition",
+            "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
     bind_graph_and_partition(m);
     bind_tensor(m);
     m.def("set_constant_tensor_cache", &g::set_constant_tensor_cache, py::arg("flag"),
             "Enable (1) or disable (0) the constant tensor cache.");
-    m.def("get_constant_tensor_cache", &g::get_constant_tensor_cache);
+    m.def("get_constant_tensor_cache", &g::get_constant_tensor_cache,
+            "Whether the constant tensor cache is enabled (1) or not (0).");
     m.def("set_constant_tensor_cache_capacity", &g::set_constant_tensor_cache_capacity,
             py::arg("kind"), py::arg("size"), "Capacity in megabytes for engines of `kind`.");
     m.def("get_constant_tensor_cache_capacity", &g::get_constant_tensor_cache_capacity,
-            py::arg("kind"));
+            py::arg("kind"), "Capacity in megabytes of the constant tensor cache for `kind`.");
     m.def("set_compiled_partition_cache_capacity", &g::set_compiled_partition_cache_capacity,
             py::arg("capacity"),
             "How many compiled partitions oneDNN keeps cached (0 empties and disables it).");
-    m.def("get_compiled_partition_cache_capacity", &g::get_compiled_partition_cache_capacity);
+    m.def("get_compiled_partition_cache_capacity", &g::get_compiled_partition_cache_capacity,
+            "How many compiled partitions oneDNN keeps cached.");
 }
 
 } // namespace dnnl_ocl_interop

@@ -66,10 +66,11 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "as dnnl.error chained to it. Each allocator gets only its own calls. "
             "At most 64 allocators are alive at once.");
 
-    m.def("make_engine_with_allocator", [](py::handle device, py::handle context,
-                                                 const allocator_object &alloc, py::handle cache_blob) {
-        cl_device_id dev = cl_handles::to_device(device, "device");
-        cl_context ctx = cl_handles::to_context(context, "context");
+    m.def("make_engine_with_allocator", [](cl_handles::device_arg device,
+                                                 cl_handles::context_arg context,
+                                                 const allocator_object &alloc, const optional_bytes &cache_blob) {
+        cl_device_id dev = device.get("device");
+        cl_context ctx = context.get("context");
         dnnl::engine engine;
         if (cache_blob.is_none()) {
             py::gil_scoped_release release;
@@ -87,10 +88,10 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "keeps the allocator's callables alive.");
 
     m.def("execute", [](const compiled_partition_object &cp, stream_object &s,
-                             py::handle inputs, py::handle outputs, py::handle deps,
-                             py::handle scratchpad) {
+                             py::handle inputs, py::handle outputs,
+                             const cl_handles::event_list_arg &deps, py::handle scratchpad) {
         graph_execution ex = graph_execution_args(cp, s, inputs, outputs);
-        std::vector<cl_event> events = cl_handles::to_events(deps, "deps");
+        std::vector<cl_event> events = deps.get("deps");
         const dnnl::graph::tensor *pad = nullptr;
         if (!scratchpad.is_none()) {
             if (!py::isinstance<tensor_object>(scratchpad))
@@ -100,7 +101,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
         cl_event event = execute_partition(cp, s, ex, std::move(events), pad);
         return cl_handles::owned_event(event);
     }, py::arg("compiled_partition"), py::arg("stream"), py::arg("inputs"),
-            py::arg("outputs"), py::arg("deps") = py::list(), py::arg("scratchpad") = py::none(),
+            py::arg("outputs"), py::arg("deps") = py::tuple(), py::arg("scratchpad") = py::none(),
             "Execute after the events in `deps`; returns the partition's event "
             "(a pyopencl.Event owned by the caller), or None when oneDNN "
             "returns none. The GIL is released; the engine's allocator may be "

@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "bindings.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
@@ -19,9 +19,10 @@ py::bytes to_bytes(const std::vector<uint8_t> &data) {
 } // namespace
 
 void bind_ocl_interop_engine(py::module_ &m) {
-    m.def("make_engine", [](py::handle device, py::handle context, py::handle cache_blob) {
-        cl_device_id dev = cl_handles::to_device(device, "device");
-        cl_context ctx = cl_handles::to_context(context, "context");
+    m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,
+                                 const optional_bytes &cache_blob) {
+        cl_device_id dev = device.get("device");
+        cl_context ctx = context.get("context");
         if (cache_blob.is_none()) {
             py::gil_scoped_release release; // may build kernels
             return engine_object(oi::make_engine(dev, ctx));
@@ -47,8 +48,8 @@ void bind_ocl_interop_engine(py::module_ &m) {
                           "so this one borrows the engine's: root devices need none, "
                           "and a sub-device stays valid while the engine (or any "
                           "object made on it) lives.");
-    m.def("get_engine_cache_blob_id", [](py::handle device) {
-        cl_device_id dev = cl_handles::to_device(device, "device");
+    m.def("get_engine_cache_blob_id", [](cl_handles::device_arg device) {
+        cl_device_id dev = device.get("device");
         return to_bytes(oi::get_engine_cache_blob_id(dev));
     }, py::arg("device"), "Identifies the device, driver and oneDNN version a "
                           "cache blob is valid for (bytes).");

@@ -1,4 +1,4 @@
-#include "bindings.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "core/primitive_objects.hpp"
@@ -31,9 +31,9 @@ void check_same_context(const std::vector<cl_event> &events, const dnnl::engine 
 
 void bind_ocl_interop_execute(py::module_ &m) {
     m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,
-                             py::handle deps) {
+                             const cl_handles::event_list_arg &deps) {
         auto converted = execution_args(p, s, args);
-        std::vector<cl_event> events = cl_handles::to_events(deps, "deps");
+        const std::vector<cl_event> &events = deps.get("deps");
         check_same_context(events, s.engine);
         cl_event event = nullptr;
         dnnl_status_t status;
@@ -47,7 +47,7 @@ void bind_ocl_interop_execute(py::module_ &m) {
         dnnl::error::wrap_c_api(status, "could not execute a primitive");
         return cl_handles::owned_event(event);
     }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
-            py::arg("deps") = py::list(),
+            py::arg("deps") = py::tuple(),
             "Submit `primitive` to `stream` with `args` ({ARG_*: memory}) after "
             "the OpenCL events in `deps` (pyopencl.Event or int; None entries, "
             "as execute returns on in-order streams, are skipped). Returns the "

@@ -1,6 +1,6 @@
 #include <pybind11/native_enum.h>
 
-#include "bindings.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
@@ -44,28 +44,24 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "checked. oneDNN does not free a user USM pointer, so "
             "keep it allocated while the memory uses it.");
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
-                                 py::handle mem_object) {
-        if (!cl_handles::is_mem_object(mem_object) && !PyLong_Check(mem_object.ptr()))
-            throw py::type_error("make_memory(): the third argument must be a "
-                    "dnnl.ocl_interop.memory_kind or a mem_object (a pyopencl "
-                    "memory object or an int cl_mem), not "
-                    + py::str(py::type::handle_of(mem_object).attr("__name__"))
-                              .cast<std::string>());
-        cl_mem mem = cl_handles::to_mem(mem_object, "mem_object");
+                                 cl_handles::mem_arg mem_object) {
+        cl_mem mem = mem_object.get("mem_object");
         return make(desc, engine, oi::memory_kind::buffer, mem);
     },
             py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
             "Buffer-based memory for `desc` on the user's `mem_object`, which "
             "oneDNN retains; it must belong to the engine's context and hold "
             "desc.get_size() bytes.");
-    m.def("get_mem_object", [](const memory_object &memory) -> py::object {
-        if (is_usm(memory.memory)) return py::none();
+    m.def("get_mem_object", [](const memory_object &memory)
+                                     -> py::typing::Optional<cl_handles::py_buffer> {
+        if (is_usm(memory.memory))
+            return py::reinterpret_borrow<py::typing::Optional<cl_handles::py_buffer>>(py::none());
         return cl_handles::retained_buffer(oi::get_mem_object(memory.memory));
     }, py::arg("memory"), "The memory's cl_mem as a new pyopencl.Buffer holding "
                           "its own reference; None for USM memory or memory "
                           "without storage.");
-    m.def("set_mem_object", [](memory_object &memory, py::handle mem_object) {
-        cl_mem mem = cl_handles::to_mem(mem_object, "mem_object");
+    m.def("set_mem_object", [](memory_object &memory, cl_handles::mem_arg mem_object) {
+        cl_mem mem = mem_object.get("mem_object");
         if (is_usm(memory.memory))
             throw_invalid_argument("set_mem_object(): memory is USM-based; use "
                                    "memory.set_data_handle()");

@@ -1,4 +1,4 @@
-#include "bindings.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
@@ -10,8 +10,8 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 
 void bind_ocl_interop_stream(py::module_ &m) {
-    m.def("make_stream", [](const engine_object &engine, py::handle queue) {
-        cl_command_queue q = cl_handles::to_queue(queue, "queue");
+    m.def("make_stream", [](const engine_object &engine, cl_handles::queue_arg queue) {
+        cl_command_queue q = queue.get("queue");
         dnnl::stream stream = oi::make_stream(engine, q);
         cl_command_queue_properties props = 0;
         check_cl(clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, nullptr),

@@ -2,7 +2,6 @@
 
 #include <pybind11/stl.h>
 
-#include "bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
@@ -15,12 +14,10 @@ namespace {
 
 enum class alloc_kind { host, device, shared };
 
-uintptr_t allocate(alloc_kind kind, py::handle context, py::handle device,
-        size_t size, cl_uint alignment) {
-    cl_context ctx = cl_handles::to_context(context, "context");
-    cl_device_id dev = kind == alloc_kind::host
-            ? nullptr
-            : cl_handles::to_device(device, "device");
+uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
+        const cl_handles::device_arg *device, size_t size, cl_uint alignment) {
+    cl_context ctx = context.get("context");
+    cl_device_id dev = device ? device->get("device") : nullptr;
     if (size == 0) throw py::value_error("size must be positive");
     const usm::api_t &api = usm::api_for(ctx);
     cl_int err = CL_SUCCESS;
@@ -67,9 +64,7 @@ usm_operand operand(py::handle obj, const char *param, bool writable) {
         return op;
     }
     if (!PyObject_CheckBuffer(obj.ptr()))
-        throw py::type_error(std::string(param)
-                + " must be an int USM pointer or a NumPy array, not "
-                + py::str(py::type::handle_of(obj).attr("__name__")).cast<std::string>());
+        throw_type_error(param, "an int USM pointer or a NumPy array", obj);
     op.info = py::reinterpret_borrow<py::buffer>(obj).request(writable);
     py::ssize_t expected = op.info.itemsize;
     for (py::ssize_t i = op.info.ndim - 1; i >= 0; --i) {
@@ -86,23 +81,23 @@ usm_operand operand(py::handle obj, const char *param, bool writable) {
 } // namespace
 
 void bind_usm(py::module_ &m) {
-    m.def("device_alloc", [](py::handle context, py::handle device, size_t size,
-                                  cl_uint alignment) {
-        return allocate(alloc_kind::device, context, device, size, alignment);
+    m.def("device_alloc", [](cl_handles::context_arg context, cl_handles::device_arg device,
+                                  size_t size, cl_uint alignment) {
+        return allocate(alloc_kind::device, context, &device, size, alignment);
     }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of device USM; returns the pointer (int). "
             "Free it with free().");
-    m.def("shared_alloc", [](py::handle context, py::handle device, size_t size,
-                                  cl_uint alignment) {
-        return allocate(alloc_kind::shared, context, device, size, alignment);
+    m.def("shared_alloc", [](cl_handles::context_arg context, cl_handles::device_arg device,
+                                  size_t size, cl_uint alignment) {
+        return allocate(alloc_kind::shared, context, &device, size, alignment);
     }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of shared USM (host- and device-accessible).");
-    m.def("host_alloc", [](py::handle context, size_t size, cl_uint alignment) {
-        return allocate(alloc_kind::host, context, py::none(), size, alignment);
+    m.def("host_alloc", [](cl_handles::context_arg context, size_t size, cl_uint alignment) {
+        return allocate(alloc_kind::host, context, nullptr, size, alignment);
     }, py::arg("context"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of host USM.");
-    m.def("free", [](py::handle context, uintptr_t ptr) {
-        cl_context ctx = cl_handles::to_context(context, "context");
+    m.def("free", [](cl_handles::context_arg context, uintptr_t ptr) {
+        cl_context ctx = context.get("context");
         void *p = reinterpret_cast<void *>(ptr);
         if (!p) return; // like free(NULL)
         if (usm::pointer_type(ctx, p) == CL_MEM_TYPE_UNKNOWN_INTEL)
@@ -114,8 +109,8 @@ void bind_usm(py::module_ &m) {
     }, py::arg("context"), py::arg("ptr"),
             "Free a USM allocation after the work that uses it has finished. "
             "Freeing 0 does nothing.");
-    m.def("pointer_type", [](py::handle context, uintptr_t ptr) {
-        cl_context ctx = cl_handles::to_context(context, "context");
+    m.def("pointer_type", [](cl_handles::context_arg context, uintptr_t ptr) {
+        cl_context ctx = context.get("context");
         switch (usm::pointer_type(ctx, reinterpret_cast<void *>(ptr))) {
             case CL_MEM_TYPE_HOST_INTEL: return "host";
             case CL_MEM_TYPE_DEVICE_INTEL: return "device";
@@ -125,10 +120,10 @@ void bind_usm(py::module_ &m) {
     }, py::arg("context"), py::arg("ptr"),
             "'device', 'shared', 'host' or 'unknown' (not a USM allocation of "
             "`context`).");
-    m.def("memcpy", [](py::handle queue, py::handle dst, py::handle src, size_t size,
-                            py::handle deps) {
-        cl_command_queue q = cl_handles::to_queue(queue, "queue");
-        std::vector<cl_event> wait_list = cl_handles::to_events(deps, "deps");
+    m.def("memcpy", [](cl_handles::queue_arg queue, py::handle dst, py::handle src, size_t size,
+                            const cl_handles::event_list_arg &deps) {
+        cl_command_queue q = queue.get("queue");
+        const std::vector<cl_event> &wait_list = deps.get("deps");
         usm_operand d = operand(dst, "dst", /*writable=*/true);
         usm_operand s = operand(src, "src", /*writable=*/false);
         if (size > d.capacity || size > s.capacity)
@@ -162,15 +157,15 @@ void bind_usm(py::module_ &m) {
         check_cl(err, "clEnqueueMemcpyINTEL");
         return cl_handles::owned_event(event);
     }, py::arg("queue"), py::arg("dst"), py::arg("src"), py::arg("size"),
-            py::arg("deps") = py::list(),
+            py::arg("deps") = py::tuple(),
             "Copy `size` bytes from `src` to `dst` on `queue` after the events "
             "in `deps`; returns the copy's pyopencl.Event. Either side is an int "
             "USM pointer or a C-contiguous NumPy array; with an array the copy "
             "completes before memcpy returns.");
-    m.def("fill", [](py::handle queue, uintptr_t ptr, py::bytes pattern, size_t size,
-                          py::handle deps) {
-        cl_command_queue q = cl_handles::to_queue(queue, "queue");
-        std::vector<cl_event> wait_list = cl_handles::to_events(deps, "deps");
+    m.def("fill", [](cl_handles::queue_arg queue, uintptr_t ptr, py::bytes pattern, size_t size,
+                          const cl_handles::event_list_arg &deps) {
+        cl_command_queue q = queue.get("queue");
+        const std::vector<cl_event> &wait_list = deps.get("deps");
         if (!ptr) throw py::value_error("ptr is a NULL pointer");
         std::string pat = pattern;
         if (pat.empty() || size % pat.size() != 0)
@@ -190,7 +185,7 @@ void bind_usm(py::module_ &m) {
                 "clEnqueueMemFillINTEL");
         return cl_handles::owned_event(event);
     }, py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
-            py::arg("deps") = py::list(),
+            py::arg("deps") = py::tuple(),
             "Fill `size` bytes at `ptr` with repeats of `pattern` (bytes); "
             "returns the pyopencl.Event.");
 }

@@ -3,6 +3,7 @@
 
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
+#include <pybind11/pybind11.h>
 
 namespace dnnl_ocl_interop {
 namespace usm {
@@ -34,4 +35,7 @@ bool is_usm_pointer(cl_context context, const void *ptr);
 size_t bytes_available(cl_context context, const void *ptr);
 
 } // namespace usm
+// dnnl.usm (usm/usm.cpp).
+void bind_usm(pybind11::module_ &m);
+
 } // namespace dnnl_ocl_interop

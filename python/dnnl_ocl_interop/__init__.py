@@ -1,26 +1,32 @@
 """oneDNN with OpenCL interoperability, from Python.
 
 ``import dnnl_ocl_interop as dnnl`` gives oneDNN's core objects (``engine``,
-``stream``, ``memory``, ``error``) and the submodules ``ocl_interop``
-(mirrors ``dnnl::ocl_interop``), ``usm`` (Intel unified shared memory) and
-``emulation`` (an emulated Intel GPU for machines without one).
+``stream``, ``memory``, ``error``, the primitives) and the submodules
+``ocl_interop`` (mirrors ``dnnl::ocl_interop``), ``graph`` (mirrors
+``dnnl::graph``), ``usm`` (Intel unified shared memory), ``arrays`` (NumPy
+data in and out of memory) and ``emulation`` (an emulated Intel GPU for
+machines without one).
 
 OpenCL objects go in as pyopencl objects or int handles and come out as
-pyopencl objects holding their own reference.
+pyopencl objects holding their own reference. ``python -m dnnl_ocl_interop``
+prints the configuration a bug report needs.
 """
+
+from typing import IO, Optional
 
 from . import _core
 from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
-from ._reexport import public_names as _public_names
-from importlib import import_module as _import_module
+from ._core import __all__ as _core_names
+from . import arrays, emulation, graph, ocl_interop, usm
 
-# The Python modules over _core's submodules. (`from . import usm` would
-# return the star-imported _core.usm instead of importing usm.py.)
-ocl_interop = _import_module(".ocl_interop", __name__)
-usm = _import_module(".usm", __name__)
-graph = _import_module(".graph", __name__)
-from . import arrays, emulation  # noqa: E402
+__version__: str = _core.__version__  # from pyproject.toml, at build time
 
-__version__ = "0.1.0"
+__all__ = [*_core_names, "arrays", "emulation", "graph", "ocl_interop", "usm", "show_config"]
 
-__all__ = _public_names(_core) + ["arrays", "emulation"]
+
+def show_config(file: Optional[IO[str]] = None) -> None:
+    """Print what a bug report needs: the package and oneDNN versions, where
+    libdnnl was loaded from (bundled or system), the OpenCL platforms and
+    devices, and whether the emulated device is on."""
+    from ._config import show_config as _show
+    _show(file)

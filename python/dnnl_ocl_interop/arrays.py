@@ -2,7 +2,7 @@
 
 Works for buffer- and USM-based memory alike (through ``memory.map_data``).
 Element types map as in ``map_data``: f16 is ``float16``, bf16 is raw
-``uint16`` bits (see :func:`bf16_from_float32` and :func:`float32_from_bf16`).
+``uint16`` bits, f8 types raw ``uint8`` bits (see :func:`bf16_from_float32` and :func:`float32_from_bf16`).
 """
 
 import numpy as np
@@ -11,19 +11,14 @@ from . import _core
 
 __all__ = ["bf16_from_float32", "float32_from_bf16", "numpy_dtype", "read", "write"]
 
-_dt = _core.memory.data_type
-_DTYPES = {
-    _dt.f32: np.float32, _dt.f16: np.float16, _dt.bf16: np.uint16, _dt.f64: np.float64,
-    _dt.s32: np.int32, _dt.s8: np.int8, _dt.u8: np.uint8, _dt.s64: np.int64,
-}
-
-
-def numpy_dtype(data_type) -> np.dtype:
-    """The NumPy dtype that holds one element of a oneDNN data type."""
-    try:
-        return np.dtype(_DTYPES[data_type])
-    except KeyError:
-        raise ValueError(f"no NumPy dtype holds {data_type} elements") from None
+def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
+    """The NumPy dtype that holds one element of a oneDNN data type (the
+    table ``map_data`` uses: ``memory.numpy_dtype``); ValueError for
+    sub-byte types."""
+    dtype = _core.memory.numpy_dtype(data_type)
+    if dtype is None:
+        raise ValueError(f"no NumPy dtype holds {data_type} elements")
+    return dtype
 
 
 def _plain_dims(memory) -> list:

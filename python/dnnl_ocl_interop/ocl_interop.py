@@ -7,8 +7,5 @@ given: an engine keeps its device and context alive, a stream its queue, a
 buffer-based memory its ``cl_mem``.
 """
 
-from . import _core
-from ._reexport import public_names as _public_names
-
-__all__ = _public_names(_core.ocl_interop)
-globals().update({name: getattr(_core.ocl_interop, name) for name in __all__})
+from ._core.ocl_interop import *  # noqa: F401,F403
+from ._core.ocl_interop import __all__  # noqa: F401

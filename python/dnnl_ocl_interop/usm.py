@@ -10,10 +10,10 @@ zero-copy NumPy views of host and shared allocations.
 import numpy as np
 
 from . import _core
-from ._reexport import public_names as _public_names
+from ._core.usm import *  # noqa: F401,F403
+from ._core.usm import __all__ as _core_names
 
-__all__ = _public_names(_core.usm) + ["allocation"]
-globals().update({name: getattr(_core.usm, name) for name in _public_names(_core.usm)})
+__all__ = [*_core_names, "allocation"]
 
 _ALLOCATORS = {"device": _core.usm.device_alloc, "shared": _core.usm.shared_alloc}
 

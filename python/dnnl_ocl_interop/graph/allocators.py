@@ -32,6 +32,7 @@ class allocation_statistics:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def allocated(self, ptr: int, size: int) -> None:
+        """Record that `ptr` now holds `size` bytes."""
         with self.lock:
             self.sizes[ptr] = size
             self.allocations += 1
@@ -156,14 +157,17 @@ class caching_pool:
 
     @property
     def hits(self) -> int:
+        """Allocations served from the cache."""
         return self._counters["hits"]
 
     @property
     def misses(self) -> int:
+        """Allocations that went to the device."""
         return self._counters["misses"]
 
     @property
     def cached_bytes(self) -> int:
+        """Bytes held in the cache, free for reuse."""
         with self._cache.lock:
             return sum(size * len(blocks) for size, blocks in self._cache.blocks.items())
 

@@ -2,8 +2,5 @@
 engines on the user's OpenCL device and context, and execution ordered by
 OpenCL events."""
 
-from .. import _core
-from .._reexport import public_names as _public_names
-
-__all__ = _public_names(_core.graph.ocl_interop)
-globals().update({name: getattr(_core.graph.ocl_interop, name) for name in __all__})
+from .._core.graph.ocl_interop import *  # noqa: F401,F403
+from .._core.graph.ocl_interop import __all__  # noqa: F401

@@ -1,0 +1,71 @@
+"""What a bug report needs: dnnl.show_config() and python -m dnnl_ocl_interop;
+the version's one home (pyproject.toml) and oneDNN's version_t."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import _config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_version_comes_from_pyproject():
+    declared = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
+    assert dnnl.__version__ == declared.group(1) == dnnl._core.__version__
+
+
+def test_version_t_fields_and_tuple_view():
+    v = dnnl.version()
+    assert (v.major, v.minor, v.patch) >= (3, 5, 0)
+    assert tuple(v[:3]) == (v.major, v.minor, v.patch) and v[3] == v.hash
+    assert len(v) == 4
+    major, minor, patch, commit = v
+    assert (major, minor, patch, commit) == (v.major, v.minor, v.patch, v.hash)
+    assert v.gpu_runtime == dnnl.RUNTIME_OCL
+    assert f"major={v.major}" in repr(v)
+
+
+def test_library_path_is_the_loaded_libdnnl():
+    path = dnnl._core.library_path()
+    assert os.path.isfile(path) and "libdnnl" in os.path.basename(path)
+    with open("/proc/self/maps") as maps:
+        assert any(os.path.realpath(path) == os.path.realpath(line.split()[-1])
+                   for line in maps if "libdnnl" in line)
+
+
+def test_origin_is_bundled_exactly_when_libdnnl_is_inside_the_package():
+    package_dir = os.path.dirname(os.path.realpath(dnnl._core.__file__))
+    inside = os.path.dirname(os.path.realpath(dnnl._core.library_path())) == package_dir
+    assert _config.onednn_origin(dnnl._core.library_path()) == ("bundled" if inside else "system")
+    assert _config.onednn_origin("/usr/lib/libdnnl.so.3") == "system"
+    assert _config.onednn_origin(os.path.join(package_dir, "libdnnl.so.3")) == "bundled"
+
+
+def test_show_config_in_this_process():
+    out = io.StringIO()
+    dnnl.show_config(out)
+    text = out.getvalue()
+    v = dnnl.version()
+    assert f"dnnl_ocl_interop {dnnl.__version__}" in text
+    assert f"oneDNN {v.major}.{v.minor}.{v.patch} (git {v.hash})" in text
+    assert "GPU runtime OpenCL" in text and "CPU runtime " in text
+    assert f"libdnnl: {dnnl._core.library_path()}" in text
+    assert "OpenCL platforms:" in text and "GPU: " in text
+
+
+def test_python_dash_m_prints_the_configuration_of_the_emulated_device():
+    result = subprocess.run(
+        [sys.executable, "-m", "dnnl_ocl_interop.emulation", sys.executable, "-m", "dnnl_ocl_interop"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"dnnl_ocl_interop {dnnl.__version__}")
+    library = next(line for line in lines if line.startswith("libdnnl: "))
+    assert re.fullmatch(r"libdnnl: /\S+libdnnl\.so\S* \((bundled|system)\)", library), library
+    assert any(line.startswith("emulated device: emulated Intel GPU") for line in lines)
+    assert any(line.strip().startswith("GPU: ") for line in lines)
