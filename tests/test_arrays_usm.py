@@ -18,12 +18,8 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
-usm = dnnl.usm
-arrays = dnnl.arrays
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
+from dnnl_ocl_interop import arrays
+from helpers import ALG, DT, INFERENCE, TAG, oi, usm
 
 NUMPY = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16, "s8": np.int8, "u8": np.uint8, "s32": np.int32}
 KINDS = ["buffer", "usm_allocate", "usm_device", "usm_shared", "usm_host"]
@@ -98,8 +94,8 @@ def test_write_is_visible_to_the_device(engine, stream, make_memory, kind):
     src, dst = make_memory(desc, kind), make_memory(desc, kind)
     x = rng.standard_normal((4, 6)).astype(np.float32)
     arrays.write(src, x)
-    pd = dnnl.eltwise_forward.primitive_desc(engine, dnnl.prop_kind.forward_inference,
-                                             dnnl.algorithm.eltwise_linear, desc, desc, 2.0, 1.0)
+    pd = dnnl.eltwise_forward.primitive_desc(engine, INFERENCE, ALG.eltwise_linear, desc, desc,
+                                             2.0, 1.0)
     dnnl.eltwise_forward(pd).execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst})
     stream.wait()
     np.testing.assert_array_equal(arrays.read(dst), np.float32(2) * x + np.float32(1))
@@ -200,12 +196,15 @@ def test_memory_without_storage(engine):
 
 @pytest.mark.parametrize("dt,expected", [(DT.f32, np.float32), (DT.f16, np.float16), (DT.bf16, np.uint16),
                                          (DT.s8, np.int8), (DT.u8, np.uint8), (DT.s32, np.int32),
-                                         (DT.f64, np.float64), (DT.s64, np.int64)])
+                                         (DT.f64, np.float64), (DT.s64, np.int64),
+                                         (DT.f8_e4m3, np.uint8), (DT.f8_e5m2, np.uint8)])
 def test_numpy_dtype(dt, expected):
+    """One table: dnnl.arrays and map_data agree on every data type."""
     assert arrays.numpy_dtype(dt) == np.dtype(expected)
+    assert dnnl.memory.numpy_dtype(dt) == np.dtype(expected)
 
 
-@pytest.mark.parametrize("dt", [DT.undef, DT.s4, DT.u4, DT.f8_e4m3, DT.f4_e2m1])
+@pytest.mark.parametrize("dt", [DT.undef, DT.s4, DT.u4, DT.f4_e2m1])
 def test_numpy_dtype_unknown(dt):
     with pytest.raises(ValueError):
         arrays.numpy_dtype(dt)

@@ -11,6 +11,7 @@ invalid_arguments), and misuse of map_data/unmap_data and the special
 handles. Cases that could crash the interpreter run in a child process.
 """
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,11 +22,8 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
-usm = dnnl.usm
-D = dnnl.memory.data_type
-T = dnnl.memory.format_tag
+from helpers import (DT, ENTRY_POINTS, MF, TAG, USM_POINTER_USES, entry_calls, first_sub_device,
+                     oi, usm)
 
 
 @pytest.fixture
@@ -33,10 +31,10 @@ def o(engine, cl_device, cl_context, cl_queue):
     """Valid arguments, so that each case can spoil exactly one."""
     ns = types.SimpleNamespace(engine=engine, device=cl_device, context=cl_context,
                                queue=cl_queue)
-    ns.desc = dnnl.memory.desc([2, 3], D.f32, T.ab)
+    ns.desc = dnnl.memory.desc([2, 3], DT.f32, TAG.ab)
     ns.mem = dnnl.memory(ns.desc, engine)
     ns.stream = oi.make_stream(engine, cl_queue)
-    ns.buffer = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, ns.desc.get_size())
+    ns.buffer = cl.Buffer(cl_context, MF.READ_WRITE, ns.desc.get_size())
     ns.ptr = usm.device_alloc(cl_context, cl_device, ns.desc.get_size())
     ns.usm_mem = oi.make_memory(ns.desc, engine, oi.memory_kind.usm, ns.ptr)
     ns.host = np.zeros(ns.desc.get_size(), dtype=np.uint8)
@@ -54,8 +52,9 @@ def other_context(cl_device):
 
 # Wrong types ---------------------------------------------------------------
 #
-# (id, call, parameter, bad values). A bad value "WRONG_FAMILY" is replaced by
-# a pyopencl object of another OpenCL family than the parameter takes.
+# (entry point, bad values); the entry points are helpers.ENTRY_POINTS. A bad
+# value "WRONG_FAMILY" is replaced by a pyopencl object of another OpenCL
+# family than the parameter takes.
 
 CL_HANDLE = ["text", None, 1.5, True, "WRONG_FAMILY"]
 PY_OBJECT = ["text", None, 1.5]
@@ -64,76 +63,61 @@ EVENT_ITEM = ["text", 1.5, True, "WRONG_FAMILY"]  # None in deps is skipped, by 
 
 TYPE_CASES = [
     # dnnl.ocl_interop
-    ("make_engine", lambda o, v: oi.make_engine(v, o.context), "device", CL_HANDLE),
-    ("make_engine", lambda o, v: oi.make_engine(o.device, v), "context", CL_HANDLE),
-    ("make_engine", lambda o, v: oi.make_engine(o.device, o.context, v),
-     "cache_blob", ["text", 1.5, [1, 2]]),
-    ("get_context", lambda o, v: oi.get_context(v), "engine", PY_OBJECT),
-    ("get_device", lambda o, v: oi.get_device(v), "engine", PY_OBJECT),
-    ("make_stream", lambda o, v: oi.make_stream(v, o.queue), "engine", PY_OBJECT),
-    ("make_stream", lambda o, v: oi.make_stream(o.engine, v), "queue", CL_HANDLE),
-    ("get_command_queue", lambda o, v: oi.get_command_queue(v), "stream", PY_OBJECT),
-    ("make_memory", lambda o, v: oi.make_memory(v, o.engine, oi.memory_kind.buffer),
-     "desc", PY_OBJECT),
-    ("make_memory", lambda o, v: oi.make_memory(o.desc, v, oi.memory_kind.buffer),
-     "engine", PY_OBJECT),
-    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "kind",
-     ["text", None, 1.5]),
-    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "mem_object",
-     ["text", None, True, "WRONG_FAMILY"]),
-    ("make_memory_buffer", lambda o, v: oi.make_memory(o.desc, o.engine,
-                                                       oi.memory_kind.buffer, v),
-     "handle", ["text", None, 1.5, True]),
-    ("make_memory_usm", lambda o, v: oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, v),
-     "handle", ["text", None, 1.5, True, "BUFFER"]),
-    ("get_mem_object", lambda o, v: oi.get_mem_object(v), "memory", PY_OBJECT),
-    ("set_mem_object", lambda o, v: oi.set_mem_object(v, o.buffer), "memory", PY_OBJECT),
-    ("set_mem_object", lambda o, v: oi.set_mem_object(o.mem, v), "mem_object", CL_HANDLE),
-    ("get_memory_kind", lambda o, v: oi.get_memory_kind(v), "memory", PY_OBJECT),
-    ("get_engine_cache_blob_id", lambda o, v: oi.get_engine_cache_blob_id(v), "device",
-     CL_HANDLE),
-    ("get_engine_cache_blob", lambda o, v: oi.get_engine_cache_blob(v), "engine", PY_OBJECT),
+    ("make_engine.device", CL_HANDLE),
+    ("make_engine.context", CL_HANDLE),
+    ("make_engine.cache_blob", ["text", 1.5, [1, 2]]),
+    ("get_context", PY_OBJECT),
+    ("get_device", PY_OBJECT),
+    ("make_stream.engine", PY_OBJECT),
+    ("make_stream.queue", CL_HANDLE),
+    ("get_command_queue", PY_OBJECT),
+    ("make_memory.desc", PY_OBJECT),
+    ("make_memory.engine", PY_OBJECT),
+    ("make_memory.kind", ["text", None, 1.5]),
+    ("make_memory.mem_object", ["text", None, True, "WRONG_FAMILY"]),
+    ("make_memory.buffer_handle", ["text", None, 1.5, True]),
+    ("make_memory.usm_handle", ["text", None, 1.5, True, "BUFFER"]),
+    ("get_mem_object", PY_OBJECT),
+    ("set_mem_object.memory", PY_OBJECT),
+    ("set_mem_object.mem_object", CL_HANDLE),
+    ("get_memory_kind", PY_OBJECT),
+    ("get_engine_cache_blob_id", CL_HANDLE),
+    ("get_engine_cache_blob", PY_OBJECT),
     # dnnl.usm
-    ("device_alloc", lambda o, v: usm.device_alloc(v, o.device, 64), "context", CL_HANDLE),
-    ("device_alloc", lambda o, v: usm.device_alloc(o.context, v, 64), "device", CL_HANDLE),
-    ("device_alloc", lambda o, v: usm.device_alloc(o.context, o.device, v), "size", INTEGER),
-    ("device_alloc", lambda o, v: usm.device_alloc(o.context, o.device, 64, v),
-     "alignment", INTEGER),
-    ("shared_alloc", lambda o, v: usm.shared_alloc(v, o.device, 64), "context", CL_HANDLE),
-    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, v, 64), "device", CL_HANDLE),
-    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, o.device, v), "size", INTEGER),
-    ("host_alloc", lambda o, v: usm.host_alloc(v, 64), "context", CL_HANDLE),
-    ("host_alloc", lambda o, v: usm.host_alloc(o.context, v), "size", INTEGER),
-    ("host_alloc", lambda o, v: usm.host_alloc(o.context, 64, v), "alignment", INTEGER),
-    ("free", lambda o, v: usm.free(v, o.ptr), "context", CL_HANDLE),
-    ("free", lambda o, v: usm.free(o.context, v), "ptr", INTEGER),
-    ("pointer_type", lambda o, v: usm.pointer_type(v, o.ptr), "context", CL_HANDLE),
-    ("pointer_type", lambda o, v: usm.pointer_type(o.context, v), "ptr", INTEGER),
-    ("memcpy", lambda o, v: usm.memcpy(v, o.ptr, o.host, 8), "queue", CL_HANDLE),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, v, o.host, 8), "dst", ["text", None, 1.5]),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, v, 8), "src", [None, 1.5, object()]),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, v), "size", INTEGER),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=v), "deps",
-     ["text", 1.5, "EVENT"]),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=[v]), "deps[0]",
-     EVENT_ITEM),
-    ("fill", lambda o, v: usm.fill(v, o.ptr, b"\0", 8), "queue", CL_HANDLE),
-    ("fill", lambda o, v: usm.fill(o.queue, v, b"\0", 8), "ptr", INTEGER),
-    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, v, 8), "pattern", [None, 1.5, 7]),
-    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", v), "size", INTEGER),
-    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", 8, deps=[v]), "deps[0]",
-     EVENT_ITEM),
+    ("device_alloc.context", CL_HANDLE),
+    ("device_alloc.device", CL_HANDLE),
+    ("device_alloc.size", INTEGER),
+    ("device_alloc.alignment", INTEGER),
+    ("shared_alloc.context", CL_HANDLE),
+    ("shared_alloc.device", CL_HANDLE),
+    ("shared_alloc.size", INTEGER),
+    ("host_alloc.context", CL_HANDLE),
+    ("host_alloc.size", INTEGER),
+    ("host_alloc.alignment", INTEGER),
+    ("free.context", CL_HANDLE),
+    ("free.ptr", INTEGER),
+    ("pointer_type.context", CL_HANDLE),
+    ("pointer_type.ptr", INTEGER),
+    ("memcpy.queue", CL_HANDLE),
+    ("memcpy.dst", ["text", None, 1.5]),
+    ("memcpy.src", [None, 1.5, object()]),
+    ("memcpy.size", INTEGER),
+    ("memcpy.deps", ["text", 1.5, "EVENT"]),
+    ("memcpy.deps[0]", EVENT_ITEM),
+    ("fill.queue", CL_HANDLE),
+    ("fill.ptr", INTEGER),
+    ("fill.pattern", [None, 1.5, 7]),
+    ("fill.size", INTEGER),
+    ("fill.deps[0]", EVENT_ITEM),
     # core
-    ("memory", lambda o, v: dnnl.memory(v, o.engine), "desc", PY_OBJECT),
-    ("memory", lambda o, v: dnnl.memory(o.desc, v), "engine", PY_OBJECT),
-    ("memory", lambda o, v: dnnl.memory(o.desc, o.engine, v), "handle",
-     ["text", None, 1.5, True]),
-    ("set_data_handle", lambda o, v: o.mem.set_data_handle(v), "handle",
-     ["text", None, 1.5, True]),
-    ("stream", lambda o, v: dnnl.stream(v), "engine", PY_OBJECT),
-    ("stream", lambda o, v: dnnl.stream(o.engine, v), "flags", ["text", None, 1.5]),
-    ("desc", lambda o, v: dnnl.memory.desc(v, D.f32, T.ab), "dims", ["text", None, 1.5]),
-    ("desc", lambda o, v: dnnl.memory.desc([2, 3], v, T.ab), "data_type", PY_OBJECT),
+    ("memory.desc", PY_OBJECT),
+    ("memory.engine", PY_OBJECT),
+    ("memory.handle", ["text", None, 1.5, True]),
+    ("memory.set_data_handle", ["text", None, 1.5, True]),
+    ("stream.engine", PY_OBJECT),
+    ("stream.flags", ["text", None, 1.5]),
+    ("desc.dims", ["text", None, 1.5]),
+    ("desc.data_type", PY_OBJECT),
 ]
 
 
@@ -149,7 +133,8 @@ def _bad_value(o, value, param):
 
 
 def _type_params():
-    for name, call, param, values in TYPE_CASES:
+    for key, values in TYPE_CASES:
+        name, param, call = ENTRY_POINTS[key]
         for value in values:
             label = value if isinstance(value, str) else type(value).__name__
             yield pytest.param(call, param, value, id=f"{name}-{param}-{label}")
@@ -170,42 +155,44 @@ def test_wrong_type_raises_type_error_naming_the_parameter(o, call, param, value
     ("device", lambda o, v: oi.get_engine_cache_blob_id(v)),
 ])
 def test_wrong_family_message_says_what_is_expected(o, param, call):
+    """The typed signature names the parameter with its pyopencl type, and
+    the message shows what was given."""
     with pytest.raises(TypeError) as info:
         call(o, "text")
     message = str(info.value)
-    assert f"{param} must be" in message
-    assert "pyopencl" in message and "int" in message
-    assert "str" in message
+    assert re.search(rf"\b{param}: pyopencl\.\w+ \| int\b", message), message
+    assert "Invoked with" in message and "'text'" in message
 
 
 # NULL and out-of-range handles ---------------------------------------------------
 
 NULL_CASES = [
-    ("make_engine", lambda o, v: oi.make_engine(v, o.context), "device"),
-    ("make_engine", lambda o, v: oi.make_engine(o.device, v), "context"),
-    ("make_engine_with_blob", lambda o, v: oi.make_engine(v, o.context, b"blob"), "device"),
-    ("make_stream", lambda o, v: oi.make_stream(o.engine, v), "queue"),
-    ("make_memory", lambda o, v: oi.make_memory(o.desc, o.engine, v), "mem_object"),
-    ("set_mem_object", lambda o, v: oi.set_mem_object(o.mem, v), "mem_object"),
-    ("get_engine_cache_blob_id", lambda o, v: oi.get_engine_cache_blob_id(v), "device"),
-    ("device_alloc", lambda o, v: usm.device_alloc(v, o.device, 64), "context"),
-    ("device_alloc", lambda o, v: usm.device_alloc(o.context, v, 64), "device"),
-    ("shared_alloc", lambda o, v: usm.shared_alloc(v, o.device, 64), "context"),
-    ("shared_alloc", lambda o, v: usm.shared_alloc(o.context, v, 64), "device"),
-    ("host_alloc", lambda o, v: usm.host_alloc(v, 64), "context"),
-    ("free", lambda o, v: usm.free(v, o.ptr), "context"),
-    ("pointer_type", lambda o, v: usm.pointer_type(v, o.ptr), "context"),
-    ("memcpy", lambda o, v: usm.memcpy(v, o.ptr, o.host, 8), "queue"),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, v, o.host, 8), "dst"),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.host, v, 8), "src"),
-    ("memcpy", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=[v]), "deps[0]"),
-    ("fill", lambda o, v: usm.fill(v, o.ptr, b"\0", 8), "queue"),
-    ("fill", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", 8, deps=[v]), "deps[0]"),
+    "make_engine.device",
+    "make_engine.context",
+    "make_engine_with_blob.device",
+    "make_stream.queue",
+    "make_memory.mem_object",
+    "set_mem_object.mem_object",
+    "get_engine_cache_blob_id",
+    "device_alloc.context",
+    "device_alloc.device",
+    "shared_alloc.context",
+    "shared_alloc.device",
+    "host_alloc.context",
+    "free.context",
+    "pointer_type.context",
+    "memcpy.queue",
+    "memcpy.dst",
+    "memcpy.usm_src",
+    "memcpy.deps[0]",
+    "fill.queue",
+    "fill.deps[0]",
 ]
 
 
 @pytest.mark.parametrize("call, param", [
-    pytest.param(call, param, id=f"{name}-{param}") for name, call, param in NULL_CASES])
+    pytest.param(entry.call, entry.param, id=f"{entry.name}-{entry.param}")
+    for entry in map(ENTRY_POINTS.__getitem__, NULL_CASES)])
 def test_null_handle_raises_value_error(o, call, param):
     with pytest.raises(ValueError) as info:
         call(o, 0)
@@ -214,12 +201,9 @@ def test_null_handle_raises_value_error(o, call, param):
 
 @pytest.mark.parametrize("value", [-1, 2**64], ids=["negative", "too-large"])
 @pytest.mark.parametrize("param, call", [
-    ("device", lambda o, v: oi.make_engine(v, o.context)),
-    ("context", lambda o, v: oi.make_engine(o.device, v)),
-    ("queue", lambda o, v: oi.make_stream(o.engine, v)),
-    ("mem_object", lambda o, v: oi.set_mem_object(o.mem, v)),
-    ("handle", lambda o, v: dnnl.memory(o.desc, o.engine, v)),
-])
+    (entry.param, entry.call) for entry in map(ENTRY_POINTS.__getitem__, [
+        "make_engine.device", "make_engine.context", "make_stream.queue",
+        "set_mem_object.mem_object", "memory.handle"])])
 def test_handle_out_of_range_raises_value_error(o, param, call, value):
     with pytest.raises(ValueError) as info:
         call(o, value)
@@ -234,21 +218,20 @@ def test_fill_on_a_null_pointer_raises(o):
 
 # cl_mem too small or from another context ----------------------------------------
 
-BUFFER_ENTRY_POINTS = {
-    "make_memory": lambda o, b: oi.make_memory(o.desc, o.engine, b),
-    "make_memory_kind_buffer": lambda o, b: oi.make_memory(o.desc, o.engine,
-                                                            oi.memory_kind.buffer, b),
-    "memory": lambda o, b: dnnl.memory(o.desc, o.engine, b),
-    "set_mem_object": lambda o, b: oi.set_mem_object(o.mem, b),
-    "set_data_handle": lambda o, b: o.mem.set_data_handle(b),
-}
+BUFFER_ENTRY_POINTS = entry_calls({
+    "make_memory": "make_memory.mem_object",
+    "make_memory_kind_buffer": "make_memory.buffer_handle",
+    "memory": "memory.handle",
+    "set_mem_object": "set_mem_object.mem_object",
+    "set_data_handle": "memory.set_data_handle",
+})
 
 
 @pytest.mark.parametrize("as_int", [False, True], ids=["pyopencl", "int"])
 @pytest.mark.parametrize("entry", list(BUFFER_ENTRY_POINTS))
 def test_too_small_cl_mem_is_refused(o, entry, as_int):
     small_size = o.desc.get_size() - 4
-    small = cl.Buffer(o.context, cl.mem_flags.READ_WRITE, small_size)
+    small = cl.Buffer(o.context, MF.READ_WRITE, small_size)
     before = o.mem.get_data_handle()
     with pytest.raises(dnnl.error) as info:
         BUFFER_ENTRY_POINTS[entry](o, small.int_ptr if as_int else small)
@@ -261,7 +244,7 @@ def test_too_small_cl_mem_is_refused(o, entry, as_int):
 
 @pytest.mark.parametrize("entry", list(BUFFER_ENTRY_POINTS))
 def test_cl_mem_from_another_context_is_refused(o, other_context, entry):
-    foreign = cl.Buffer(other_context, cl.mem_flags.READ_WRITE, 4 * o.desc.get_size())
+    foreign = cl.Buffer(other_context, MF.READ_WRITE, 4 * o.desc.get_size())
     before = o.mem.get_data_handle()
     with pytest.raises(dnnl.error) as info:
         BUFFER_ENTRY_POINTS[entry](o, foreign)
@@ -272,10 +255,7 @@ def test_cl_mem_from_another_context_is_refused(o, other_context, entry):
 
 # USM pointers too small or from another context -----------------------------------
 
-USM_ENTRY_POINTS = {
-    "make_memory": lambda o, p: oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, p),
-    "set_data_handle": lambda o, p: o.usm_mem.set_data_handle(p),
-}
+USM_ENTRY_POINTS = {use: USM_POINTER_USES[use] for use in ("make_memory", "set_data_handle")}
 
 
 @pytest.mark.parametrize("entry", list(USM_ENTRY_POINTS))
@@ -384,22 +364,10 @@ def test_usm_pointer_given_as_cl_mem_is_refused(entry):
 
 # Engines and streams ------------------------------------------------------------
 
-def _sub_device(device):
-    if device.partition_max_sub_devices == 0:
-        return None, []
-    P = cl.device_partition_property
-    if P.EQUALLY in device.partition_properties:
-        subs = device.create_sub_devices([P.EQUALLY, 1])
-    else:
-        subs = device.create_sub_devices(
-            [P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])
-    return subs[0], subs
-
-
 def test_device_not_in_the_context_is_refused(cl_device, cl_context):
     # test_engine.cpp InvalidArgs: device and context must belong together.
     # With one device, a sub-device and its own context make the mismatch.
-    sub_device, _all = _sub_device(cl_device)
+    sub_device, _all = first_sub_device(cl_device)
     if sub_device is None:
         return
     sub_context = cl.Context([sub_device])
@@ -432,7 +400,7 @@ def test_user_queue_is_refused_by_the_library_engine(cl_queue):
 
 
 def test_queue_on_a_sub_device_is_refused(engine, cl_device):
-    sub_device, _all = _sub_device(cl_device)
+    sub_device, _all = first_sub_device(cl_device)
     if sub_device is None:
         return
     sub_queue = cl.CommandQueue(cl.Context([sub_device]), sub_device)
@@ -501,11 +469,11 @@ def test_map_data_without_storage(o):
 # Memory descriptors ----------------------------------------------------------
 
 @pytest.mark.parametrize("make", [
-    lambda: dnnl.memory.desc([2, 3], D.f32, T.abcd),
-    lambda: dnnl.memory.desc([-2, 3], D.f32, T.ab),
-    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).reshape([5]),
-    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).permute_axes([0, 0]),
-    lambda: dnnl.memory.desc([2, 3], D.f32, T.ab).submemory_desc([2, 3], [1, 1]),
+    lambda: dnnl.memory.desc([2, 3], DT.f32, TAG.abcd),
+    lambda: dnnl.memory.desc([-2, 3], DT.f32, TAG.ab),
+    lambda: dnnl.memory.desc([2, 3], DT.f32, TAG.ab).reshape([5]),
+    lambda: dnnl.memory.desc([2, 3], DT.f32, TAG.ab).permute_axes([0, 0]),
+    lambda: dnnl.memory.desc([2, 3], DT.f32, TAG.ab).submemory_desc([2, 3], [1, 1]),
 ], ids=["tag-rank", "negative-dim", "reshape-count", "permute-repeat",
         "submemory-out-of-bounds"])
 def test_invalid_descriptor_is_refused(make):
@@ -518,7 +486,7 @@ def test_invalid_descriptor_is_refused(make):
 def test_strides_that_do_not_fit_the_dims_are_refused(strides):
     # Checked by the binding: oneDNN accepts extra and negative strides.
     with pytest.raises(ValueError, match="strides"):
-        dnnl.memory.desc([2, 3], D.f32, strides)
+        dnnl.memory.desc([2, 3], DT.f32, strides)
 
 
 # USM helpers ---------------------------------------------------------------

@@ -16,15 +16,12 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
-D = dnnl.memory.data_type
-T = dnnl.memory.format_tag
+from helpers import DT, TAG, oi
 
 # data type -> the NumPy dtype of map_data (f16 as float16, bf16 as uint16)
 NUMPY_OF = {
-    D.f32: np.float32, D.f16: np.float16, D.bf16: np.uint16,
-    D.s32: np.int32, D.s8: np.int8, D.u8: np.uint8,
+    DT.f32: np.float32, DT.f16: np.float16, DT.bf16: np.uint16,
+    DT.s32: np.int32, DT.s8: np.int8, DT.u8: np.uint8,
 }
 
 
@@ -45,7 +42,7 @@ def _write_cl(queue, mem, array):
 @pytest.mark.parametrize("data_type", list(NUMPY_OF), ids=lambda t: t.name)
 def test_desc_queries_for_each_data_type(data_type):
     dims = [2, 3, 4]
-    desc = dnnl.memory.desc(dims, data_type, T.abc)
+    desc = dnnl.memory.desc(dims, data_type, TAG.abc)
     assert desc.get_dims() == dims
     assert desc.get_ndims() == len(dims)
     assert desc.get_data_type() == data_type
@@ -58,12 +55,12 @@ def test_desc_queries_for_each_data_type(data_type):
 
 
 @pytest.mark.parametrize("tag, order", [
-    (T.ab, (0, 1)), (T.ba, (1, 0)), (T.nchw, (0, 1, 2, 3)), (T.nhwc, (0, 2, 3, 1)),
-    (T.acb, (0, 2, 1)), (T.cba, (2, 1, 0)),
+    (TAG.ab, (0, 1)), (TAG.ba, (1, 0)), (TAG.nchw, (0, 1, 2, 3)), (TAG.nhwc, (0, 2, 3, 1)),
+    (TAG.acb, (0, 2, 1)), (TAG.cba, (2, 1, 0)),
 ], ids=lambda v: v.name if hasattr(v, "name") else None)
 def test_desc_strides_follow_the_format_tag(tag, order):
     dims = [2, 3, 4, 5][: len(order)]
-    desc = dnnl.memory.desc(dims, D.f32, tag)
+    desc = dnnl.memory.desc(dims, DT.f32, tag)
     # The tag lists the dimensions from outermost to innermost in memory.
     physical = np.empty([dims[i] for i in order], dtype=np.float32)
     logical = physical.transpose(np.argsort(order))
@@ -73,18 +70,18 @@ def test_desc_strides_follow_the_format_tag(tag, order):
 
 def test_desc_from_strides_equals_desc_from_tag():
     dims = [2, 3, 4, 5]
-    nhwc = dnnl.memory.desc(dims, D.f32, T.nhwc)
-    by_strides = dnnl.memory.desc(dims, D.f32, nhwc.get_strides())
+    nhwc = dnnl.memory.desc(dims, DT.f32, TAG.nhwc)
+    by_strides = dnnl.memory.desc(dims, DT.f32, nhwc.get_strides())
     assert by_strides == nhwc
     assert by_strides.get_strides() == nhwc.get_strides()
     assert not (by_strides != nhwc)
-    assert dnnl.memory.desc(dims, D.f32, T.nchw) != nhwc
-    assert dnnl.memory.desc(dims, D.f16, T.nhwc) != nhwc
-    assert dnnl.memory.desc([2, 3, 5, 4], D.f32, T.nhwc) != nhwc
+    assert dnnl.memory.desc(dims, DT.f32, TAG.nchw) != nhwc
+    assert dnnl.memory.desc(dims, DT.f16, TAG.nhwc) != nhwc
+    assert dnnl.memory.desc([2, 3, 5, 4], DT.f32, TAG.nhwc) != nhwc
 
 
 def test_desc_with_padding_strides():
-    desc = dnnl.memory.desc([3, 4], D.f32, [8, 1])  # rows padded to 8 elements
+    desc = dnnl.memory.desc([3, 4], DT.f32, [8, 1])  # rows padded to 8 elements
     assert desc.get_strides() == [8, 1]
     # oneDNN sizes a plain layout by its largest dims[i] * strides[i].
     assert desc.get_size() == max(3 * 8, 4 * 1) * 4
@@ -92,7 +89,7 @@ def test_desc_with_padding_strides():
 
 def test_desc_reshape_and_permute_axes():
     dims = [4, 6]
-    desc = dnnl.memory.desc(dims, D.f32, T.ab)
+    desc = dnnl.memory.desc(dims, DT.f32, TAG.ab)
     base = np.empty(dims, dtype=np.float32)
 
     flat = desc.reshape([24])
@@ -105,12 +102,12 @@ def test_desc_reshape_and_permute_axes():
     permuted = desc.permute_axes([1, 0])
     assert permuted.get_dims() == [6, 4]
     assert permuted.get_strides() == [s // 4 for s in base.T.strides]
-    assert permuted == dnnl.memory.desc([6, 4], D.f32, T.ba)
+    assert permuted == dnnl.memory.desc([6, 4], DT.f32, TAG.ba)
 
 
 def test_submemory_desc():
     dims = [4, 6]
-    desc = dnnl.memory.desc(dims, D.f32, T.ab)
+    desc = dnnl.memory.desc(dims, DT.f32, TAG.ab)
     sub = desc.submemory_desc([2, 3], [1, 2])
     assert sub.get_dims() == [2, 3]
     assert sub.get_strides() == desc.get_strides()
@@ -122,11 +119,11 @@ def test_zero_desc():
     assert zero.is_zero()
     assert zero.get_size() == 0
     assert zero.get_ndims() == 0
-    assert not dnnl.memory.desc([1], D.f32, T.a).is_zero()
+    assert not dnnl.memory.desc([1], DT.f32, TAG.a).is_zero()
 
 
 def test_format_any_desc_has_no_layout_and_cannot_make_memory(engine):
-    desc = dnnl.memory.desc([2, 3], D.f32, T.any)
+    desc = dnnl.memory.desc([2, 3], DT.f32, TAG.any)
     assert desc.get_format_kind() == dnnl.memory.format_kind.any
     with pytest.raises(dnnl.error) as info:
         dnnl.memory(desc, engine)
@@ -134,7 +131,7 @@ def test_format_any_desc_has_no_layout_and_cannot_make_memory(engine):
 
 
 def test_blocked_desc():
-    desc = dnnl.memory.desc([1, 16, 2, 2], D.f32, T.nChw16c)
+    desc = dnnl.memory.desc([1, 16, 2, 2], DT.f32, TAG.nChw16c)
     assert desc.get_inner_nblks() == 1
     assert desc.get_inner_blks() == [16]
     assert desc.get_inner_idxs() == [1]
@@ -144,7 +141,7 @@ def test_blocked_desc():
 # memory, handles --------------------------------------------------------------
 
 def test_memory_reports_desc_and_engine(engine):
-    desc = dnnl.memory.desc([3, 5], D.s32, T.ab)
+    desc = dnnl.memory.desc([3, 5], DT.s32, TAG.ab)
     mem = dnnl.memory(desc, engine)
     assert mem.get_desc() == desc
     assert mem.get_engine() == engine
@@ -152,7 +149,7 @@ def test_memory_reports_desc_and_engine(engine):
 
 
 def test_memory_allocate_is_the_default(engine):
-    desc = dnnl.memory.desc([3, 5], D.f32, T.ab)
+    desc = dnnl.memory.desc([3, 5], DT.f32, TAG.ab)
     default = dnnl.memory(desc, engine)
     explicit = dnnl.memory(desc, engine, dnnl.MEMORY_ALLOCATE)
     assert default.get_data_handle() != 0
@@ -161,7 +158,7 @@ def test_memory_allocate_is_the_default(engine):
 
 
 def test_memory_none_has_no_storage(engine):
-    desc = dnnl.memory.desc([3, 5], D.f32, T.ab)
+    desc = dnnl.memory.desc([3, 5], DT.f32, TAG.ab)
     mem = dnnl.memory(desc, engine, handle=dnnl.MEMORY_NONE)
     assert mem.get_data_handle() == 0
     with pytest.raises(dnnl.error):
@@ -175,7 +172,7 @@ def test_special_handles_are_distinct():
 
 
 def test_set_data_handle_to_none_and_back(engine, cl_queue):
-    desc = dnnl.memory.desc([8], D.f32, T.a)
+    desc = dnnl.memory.desc([8], DT.f32, TAG.a)
     mem = dnnl.memory(desc, engine)
     buf = oi.get_mem_object(mem)
     mem.set_data_handle(dnnl.MEMORY_NONE)
@@ -192,7 +189,7 @@ def test_set_data_handle_to_none_and_back(engine, cl_queue):
 def test_error_carries_a_status():
     assert issubclass(dnnl.error, Exception)
     with pytest.raises(dnnl.error) as info:
-        dnnl.memory.desc([2, 3], D.f32, T.abcd)  # 4-d tag for 2-d dims
+        dnnl.memory.desc([2, 3], DT.f32, TAG.abcd)  # 4-d tag for 2-d dims
     assert isinstance(info.value.status, dnnl.status)
     assert info.value.status == dnnl.status.invalid_arguments
 
@@ -203,7 +200,7 @@ def test_error_carries_a_status():
 def test_map_data_is_typed_and_shaped(engine, cl_queue, data_type):
     dims = [3, 4]
     dtype = NUMPY_OF[data_type]
-    mem = dnnl.memory(dnnl.memory.desc(dims, data_type, T.ab), engine)
+    mem = dnnl.memory(dnnl.memory.desc(dims, data_type, TAG.ab), engine)
     expected = (np.arange(12) % 100).astype(dtype).reshape(dims)
     view = mem.map_data()
     assert view.dtype == dtype
@@ -214,7 +211,7 @@ def test_map_data_is_typed_and_shaped(engine, cl_queue, data_type):
 
 
 def test_map_data_reads_f16_values(engine, cl_queue):
-    mem = dnnl.memory(dnnl.memory.desc([5], D.f16, T.a), engine)
+    mem = dnnl.memory(dnnl.memory.desc([5], DT.f16, TAG.a), engine)
     expected = np.array([0.5, -1.25, 3.0, 65504.0, -0.0], dtype=np.float16)
     _write_cl(cl_queue, mem, expected)
     view = mem.map_data()
@@ -223,7 +220,7 @@ def test_map_data_reads_f16_values(engine, cl_queue):
 
 
 def test_map_data_shows_bf16_bits(engine, cl_queue):
-    mem = dnnl.memory(dnnl.memory.desc([4], D.bf16, T.a), engine)
+    mem = dnnl.memory(dnnl.memory.desc([4], DT.bf16, TAG.a), engine)
     values = np.array([1.0, -2.0, 0.15625, 3.5], dtype=np.float32)
     bits = (values.view(np.uint32) >> 16).astype(np.uint16)  # exact in bf16
     _write_cl(cl_queue, mem, bits)
@@ -235,7 +232,7 @@ def test_map_data_shows_bf16_bits(engine, cl_queue):
 
 def test_map_data_of_a_permuted_layout_is_logical(engine, cl_queue):
     dims = [2, 3, 4, 5]
-    mem = dnnl.memory(dnnl.memory.desc(dims, D.f32, T.nhwc), engine)
+    mem = dnnl.memory(dnnl.memory.desc(dims, DT.f32, TAG.nhwc), engine)
     physical = np.arange(np.prod(dims), dtype=np.float32).reshape(2, 4, 5, 3)
     _write_cl(cl_queue, mem, physical)
     view = mem.map_data()
@@ -245,7 +242,7 @@ def test_map_data_of_a_permuted_layout_is_logical(engine, cl_queue):
 
 
 def test_map_data_of_a_blocked_layout_is_raw_bytes(engine, cl_queue):
-    desc = dnnl.memory.desc([1, 16, 2, 2], D.f32, T.nChw16c)
+    desc = dnnl.memory.desc([1, 16, 2, 2], DT.f32, TAG.nChw16c)
     mem = dnnl.memory(desc, engine)
     raw = np.arange(desc.get_size(), dtype=np.uint32).astype(np.uint8)
     _write_cl(cl_queue, mem, raw)
@@ -260,7 +257,7 @@ def test_map_data_of_a_blocked_layout_is_raw_bytes(engine, cl_queue):
 
 
 def test_map_data_of_a_submemory(engine, cl_queue):
-    desc = dnnl.memory.desc([4, 6], D.f32, T.ab)
+    desc = dnnl.memory.desc([4, 6], DT.f32, TAG.ab)
     whole = dnnl.memory(desc, engine)
     values = np.arange(24, dtype=np.float32).reshape(4, 6)
     _write_cl(cl_queue, whole, values)
@@ -277,7 +274,7 @@ def test_map_data_of_a_submemory(engine, cl_queue):
 
 
 def test_map_data_with_explicit_strides(engine, cl_queue):
-    desc = dnnl.memory.desc([3, 4], D.f32, [8, 1])
+    desc = dnnl.memory.desc([3, 4], DT.f32, [8, 1])
     mem = dnnl.memory(desc, engine)
     padded = np.arange(desc.get_size() // 4, dtype=np.float32)
     _write_cl(cl_queue, mem, padded)
@@ -288,7 +285,7 @@ def test_map_data_with_explicit_strides(engine, cl_queue):
 
 
 def test_unmap_through_a_view_of_the_mapping(engine, cl_queue):
-    mem = dnnl.memory(dnnl.memory.desc([2, 4], D.f32, T.ab), engine)
+    mem = dnnl.memory(dnnl.memory.desc([2, 4], DT.f32, TAG.ab), engine)
     view = mem.map_data()
     view[...] = 0
     view[1] = 9
@@ -300,7 +297,7 @@ def test_unmap_through_a_view_of_the_mapping(engine, cl_queue):
 
 
 def test_dropping_the_last_view_unmaps(engine, cl_queue):
-    mem = dnnl.memory(dnnl.memory.desc([6], D.f32, T.a), engine)
+    mem = dnnl.memory(dnnl.memory.desc([6], DT.f32, TAG.a), engine)
     view = mem.map_data()
     view[...] = 4.5
     part = view[2:]
@@ -314,7 +311,7 @@ def test_dropping_the_last_view_unmaps(engine, cl_queue):
 
 
 def test_map_again_after_unmap_sees_the_written_data(engine):
-    mem = dnnl.memory(dnnl.memory.desc([3, 3], D.s8, T.ab), engine)
+    mem = dnnl.memory(dnnl.memory.desc([3, 3], DT.s8, TAG.ab), engine)
     expected = np.arange(-4, 5, dtype=np.int8).reshape(3, 3)
     view = mem.map_data()
     view[...] = expected

@@ -19,14 +19,9 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from helpers import ALG, DT, INFERENCE, MF, TAG, oi, plain_desc, usm
 
-oi = dnnl.ocl_interop
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
-ALG = dnnl.algorithm
-INFERENCE = dnnl.prop_kind.forward_inference
 STATUS = cl.command_execution_status
-MF = cl.mem_flags
 
 N = 1024
 SLOW_ITERS = 4_000_000  # about a quarter of a second on the emulated device
@@ -82,8 +77,7 @@ def buffer(context, queue, init=None, n=N):
 
 
 def wrap(engine, buf, dims=(N,)):
-    desc = dnnl.memory.desc(list(dims), DT.f32, [TAG.a, TAG.ab][len(dims) - 1])
-    return oi.make_memory(desc, engine, buf)
+    return oi.make_memory(plain_desc(dims), engine, buf)
 
 
 def read(queue, buf, wait_for, n=N):
@@ -101,7 +95,7 @@ def affine(kernels, queue, src, dst, a, b, wait_for=None, n=N):
 
 
 def eltwise(engine, algorithm, alpha=0.0, beta=0.0, dims=(N,)):
-    desc = dnnl.memory.desc(list(dims), DT.f32, [TAG.a, TAG.ab][len(dims) - 1])
+    desc = plain_desc(dims)
     pd = dnnl.eltwise_forward.primitive_desc(engine, INFERENCE, algorithm, desc, desc, alpha, beta)
     return dnnl.eltwise_forward(pd)
 
@@ -216,17 +210,17 @@ def test_usm_fill_primitive_memcpy_chain(cl_context, cl_device, cl_ooo_queue, en
     """dnnl.usm.fill -> eltwise on USM memory -> dnnl.usm.memcpy to the
     host, each waiting for the previous event."""
     desc = dnnl.memory.desc([N], DT.f32, TAG.a)
-    with dnnl.usm.allocation(cl_context, N * 4, "device", cl_device) as src, \
-            dnnl.usm.allocation(cl_context, N * 4, "device", cl_device) as dst:
+    with usm.allocation(cl_context, N * 4, "device", cl_device) as src, \
+            usm.allocation(cl_context, N * 4, "device", cl_device) as dst:
         prim = eltwise(engine, ALG.eltwise_linear, 3.0, 0.25)
         src_mem = oi.make_memory(desc, engine, oi.memory_kind.usm, src.ptr)
         dst_mem = oi.make_memory(desc, engine, oi.memory_kind.usm, dst.ptr)
         for round_ in range(5):
             value = np.float32(round_ + 1.5)
-            fill_ev = dnnl.usm.fill(cl_ooo_queue, src.ptr, value.tobytes(), N * 4)
+            fill_ev = usm.fill(cl_ooo_queue, src.ptr, value.tobytes(), N * 4)
             ev = oi.execute(prim, ooo_stream, {dnnl.ARG_SRC: src_mem, dnnl.ARG_DST: dst_mem}, deps=[fill_ev])
             out = np.empty(N, np.float32)
-            copy_ev = dnnl.usm.memcpy(cl_ooo_queue, out, dst.ptr, N * 4, deps=[ev])
+            copy_ev = usm.memcpy(cl_ooo_queue, out, dst.ptr, N * 4, deps=[ev])
             assert copy_ev.command_execution_status == STATUS.COMPLETE  # array copies are blocking
             np.testing.assert_array_equal(out, np.float32(3 * value + 0.25))
 

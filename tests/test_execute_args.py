@@ -16,16 +16,13 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
+from helpers import ALG, DT, INFERENCE, TAG, oi, plain_tag
 M, K, N = 3, 4, 5
 SENTINEL = -7.0
 
 
 def md(dims, dt=DT.f32, tag=None):
-    return dnnl.memory.desc(dims, dt, tag or [TAG.a, TAG.ab, TAG.abc, TAG.abcd][len(dims) - 1])
+    return dnnl.memory.desc(dims, dt, tag or plain_tag(len(dims)))
 
 
 def filled(engine, desc, value):
@@ -253,8 +250,8 @@ def test_missing_zero_points(engine, stream, execute):
 
 def test_missing_binary_post_op_input(engine, stream, mm_args, execute):
     po = dnnl.post_ops()
-    po.append_eltwise(dnnl.algorithm.eltwise_relu, 0.0, 0.0)
-    po.append_binary(dnnl.algorithm.binary_add, md([1, N]))
+    po.append_eltwise(ALG.eltwise_relu, 0.0, 0.0)
+    po.append_binary(ALG.binary_add, md([1, N]))
     attr = dnnl.primitive_attr()
     attr.set_post_ops(po)
     prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
@@ -270,7 +267,7 @@ def test_missing_binary_post_op_input(engine, stream, mm_args, execute):
 
 def test_binary_post_op_input_with_wrong_descriptor(engine, stream, mm_args, execute):
     po = dnnl.post_ops()
-    po.append_binary(dnnl.algorithm.binary_add, md([1, N]))
+    po.append_binary(ALG.binary_add, md([1, N]))
     attr = dnnl.primitive_attr()
     attr.set_post_ops(po)
     prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
@@ -293,7 +290,7 @@ def test_missing_user_scratchpad(engine, stream, execute):
     attr.set_scratchpad_mode(dnnl.scratchpad_mode.user)
     shape = [2, 3, 4, 4]
     pd = dnnl.batch_normalization_forward.primitive_desc(
-        engine, dnnl.prop_kind.forward_inference, md(shape), md(shape), 1e-3, dnnl.normalization_flags.none, attr)
+        engine, INFERENCE, md(shape), md(shape), 1e-3, dnnl.normalization_flags.none, attr)
     assert pd.scratchpad_desc().get_size() > 0
     prim = dnnl.batch_normalization_forward(pd)
     args = {dnnl.ARG_SRC: filled(engine, md(shape), 1.0), dnnl.ARG_DST: filled(engine, md(shape), SENTINEL)}
@@ -305,7 +302,7 @@ def test_missing_user_scratchpad(engine, stream, execute):
 
 def test_missing_workspace(engine, stream, execute):
     pd = dnnl.pooling_forward.primitive_desc(
-        engine, dnnl.prop_kind.forward_training, dnnl.algorithm.pooling_max, md([1, 2, 4, 4]), md([1, 2, 2, 2]),
+        engine, dnnl.prop_kind.forward_training, ALG.pooling_max, md([1, 2, 4, 4]), md([1, 2, 2, 2]),
         [2, 2], [2, 2], [0, 0], [0, 0], [0, 0])
     assert pd.workspace_desc().get_size() > 0
     prim = dnnl.pooling_forward(pd)

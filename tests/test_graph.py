@@ -18,13 +18,9 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import arrays
+from helpers import (F32, STRIDED, attention_partition, attention_reference, compile_partition,
+                     download, g, goi, lt, oi, upload, usm)
 
-g = dnnl.graph
-lt = g.logical_tensor
-goi = g.ocl_interop
-usm = dnnl.usm
-F32 = lt.data_type.f32
-STRIDED = lt.layout_type.strided
 ANY = lt.layout_type.any
 GPU = dnnl.engine.kind.gpu
 
@@ -46,17 +42,6 @@ def _only_partition(*ops):
     return partitions[0]
 
 
-def _upload(queue, ptr, array):
-    array = np.ascontiguousarray(array)
-    usm.memcpy(queue, ptr, array, array.nbytes).wait()
-
-
-def _download(queue, ptr, shape, dtype=np.float32):
-    out = np.empty(shape, dtype)
-    usm.memcpy(queue, out, ptr, out.nbytes).wait()
-    return out
-
-
 class _Buffers:
     """USM device allocations in the session context, freed after the test."""
 
@@ -68,7 +53,7 @@ class _Buffers:
         buffer = usm.allocation(self.context, logical.get_mem_size(), "device", self.device)
         self.owned.append(buffer)
         if data is not None:
-            _upload(self.queue, buffer.ptr, data)
+            upload(self.queue, buffer.ptr, data)
         return g.tensor(logical, engine, buffer.ptr)
 
     def free(self):
@@ -97,26 +82,7 @@ def _run_single_op(kind, attrs, inputs, out_shape, engine, stream, buffers, queu
     out_tensor = buffers.tensor(out, engine)
     compiled.execute(stream, in_tensors, [out_tensor])
     stream.wait()
-    return _download(queue, out_tensor.get_data_handle(), tuple(out_shape), out_np)
-
-
-def _attention_reference(q, k, v):
-    logits = q @ np.swapaxes(k, -1, -2)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
-
-
-def _attention_partition(batch, seq, head):
-    query, key, value = (lt(i, F32, [batch, seq, head], STRIDED) for i in range(3))
-    scores = lt(3, F32, [batch, seq, seq], STRIDED)
-    probabilities = lt(4, F32, [batch, seq, seq], STRIDED)
-    output = lt(5, F32, [batch, seq, head], STRIDED)
-    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
-    qk.set_attr(g.op.attr.transpose_b, True)
-    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
-    softmax.set_attr(g.op.attr.axis, -1)
-    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
-    return _only_partition(qk, softmax, pv)
+    return download(queue, out_tensor.get_data_handle(), tuple(out_shape), out_np)
 
 
 def _matmul_relu_ops(dtype, m=4, k=8, n=6):
@@ -319,7 +285,7 @@ def test_op_add_inputs_outputs_builds_same_op(engine, stream, buffers, cl_queue)
     out = buffers.tensor(c, engine)
     compiled.execute(stream, [buffers.tensor(a, engine, x), buffers.tensor(b, engine, y)], [out])
     stream.wait()
-    np.testing.assert_array_equal(_download(cl_queue, out.get_data_handle(), (2, 3)), x * y)
+    np.testing.assert_array_equal(download(cl_queue, out.get_data_handle(), (2, 3)), x * y)
 
 
 # ------------------------------------------------------ graph, partitions
@@ -386,7 +352,7 @@ def test_matmul_relu_fused(dtype, engine, stream, buffers, cl_queue):
     out = buffers.tensor(d, engine)
     compiled.execute(stream, [buffers.tensor(a, engine, host_x), buffers.tensor(b, engine, host_y)], [out])
     stream.wait()
-    raw = _download(cl_queue, out.get_data_handle(), (m, n), store)
+    raw = download(cl_queue, out.get_data_handle(), (m, n), store)
 
     if dtype == "f32":
         np.testing.assert_allclose(raw, np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
@@ -448,31 +414,31 @@ def test_mlp_block_partitions_chain(engine, stream, buffers, cl_queue):
         compiled.execute(stream, in_tensors, out_tensors)
     stream.wait()
 
-    result = _download(cl_queue, produced[9][1].get_data_handle(), (n, o))
+    result = download(cl_queue, produced[9][1].get_data_handle(), (n, o))
     hidden = np.maximum(values[0] @ values[1] + values[2], 0)
     np.testing.assert_allclose(result, hidden @ values[6] + values[7], rtol=1e-4, atol=1e-4)
 
 
 def test_attention_partition_in_order(engine, stream, buffers, cl_queue):
     batch, seq, head = 2, 16, 8
-    partition = _attention_partition(batch, seq, head)
+    partition = attention_partition(batch, seq, head)
     assert partition.get_ops_num() == 3
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    compiled = compile_partition(partition, engine)
     rng = np.random.default_rng(11)
     data = [rng.standard_normal((batch, seq, head)).astype(np.float32) for _ in range(3)]
     ins = [buffers.tensor(p, engine, data[p.get_id()]) for p in partition.get_input_ports()]
     out = buffers.tensor(partition.get_output_ports()[0], engine)
     assert goi.execute(compiled, stream, ins, [out]) is None  # in-order: no event
     stream.wait()
-    result = _download(cl_queue, out.get_data_handle(), (batch, seq, head))
-    np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-5, atol=1e-5)
+    result = download(cl_queue, out.get_data_handle(), (batch, seq, head))
+    np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-5, atol=1e-5)
 
 
 def test_attention_partition_out_of_order(engine, buffers, cl_ooo_queue, cl_queue):
     batch, seq, head = 2, 16, 8
-    partition = _attention_partition(batch, seq, head)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
-    ooo = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
+    partition = attention_partition(batch, seq, head)
+    compiled = compile_partition(partition, engine)
+    ooo = oi.make_stream(engine, cl_ooo_queue)
     rng = np.random.default_rng(12)
     data = [rng.standard_normal((batch, seq, head)).astype(np.float32) for _ in range(3)]
     ins = [buffers.tensor(p, engine, data[p.get_id()]) for p in partition.get_input_ports()]
@@ -481,8 +447,8 @@ def test_attention_partition_out_of_order(engine, buffers, cl_ooo_queue, cl_queu
     assert isinstance(event, cl.Event)
     event.wait()
     assert event.command_execution_status == cl.command_execution_status.COMPLETE
-    result = _download(cl_queue, out.get_data_handle(), (batch, seq, head))
-    np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-5, atol=1e-5)
+    result = download(cl_queue, out.get_data_handle(), (batch, seq, head))
+    np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("given_order", ["compile", "reversed"])
@@ -501,7 +467,7 @@ def test_tensors_are_matched_by_id_in_any_order(engine, stream, buffers, cl_queu
         inputs.reverse()
     compiled.execute(stream, inputs, [out])
     stream.wait()
-    np.testing.assert_allclose(_download(cl_queue, out.get_data_handle(), (4, 6)), x @ y,
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (4, 6)), x @ y,
                                rtol=1e-5, atol=1e-5)
 
 
@@ -557,11 +523,11 @@ def test_tensor_memory_allocate_on_plain_engine(engine, stream, cl_context, cl_q
     assert len({t.get_data_handle() for t in tensors}) == 3
     rng = np.random.default_rng(17)
     x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 6)).astype(np.float32)
-    _upload(cl_queue, tensors[0].get_data_handle(), x)
-    _upload(cl_queue, tensors[1].get_data_handle(), y)
+    upload(cl_queue, tensors[0].get_data_handle(), x)
+    upload(cl_queue, tensors[1].get_data_handle(), y)
     compiled.execute(stream, tensors[:2], tensors[2:])
     stream.wait()
-    np.testing.assert_allclose(_download(cl_queue, tensors[2].get_data_handle(), (4, 6)),
+    np.testing.assert_allclose(download(cl_queue, tensors[2].get_data_handle(), (4, 6)),
                                np.maximum(x @ y, 0), rtol=1e-5, atol=1e-5)
 
 
@@ -664,7 +630,7 @@ def test_execute_tensor_with_wrong_id(matmul_relu_case, stream, engine, buffers)
 def test_execute_tensor_on_another_engine(matmul_relu_case, stream, cl_device, cl_context):
     compiled, (a, b, d), (ta, tb, td) = matmul_relu_case
     for context in (cl_context, cl.Context([cl_device])):
-        other = dnnl.ocl_interop.make_engine(cl_device, context)
+        other = oi.make_engine(cl_device, context)
         foreign = g.tensor(b, other, dnnl.MEMORY_ALLOCATE)
         with pytest.raises(dnnl.error) as info:
             compiled.execute(stream, [ta, foreign], [td])
@@ -682,10 +648,10 @@ def test_execute_tensor_without_storage(matmul_relu_case, stream, engine):
 def test_execute_stream_on_another_engine(matmul_relu_case, cl_device, cl_context, cl_queue):
     compiled, _, (ta, tb, td) = matmul_relu_case
     other_context = cl.Context([cl_device])
-    for engine, queue in ((dnnl.ocl_interop.make_engine(cl_device, cl_context), cl_queue),
-                          (dnnl.ocl_interop.make_engine(cl_device, other_context),
+    for engine, queue in ((oi.make_engine(cl_device, cl_context), cl_queue),
+                          (oi.make_engine(cl_device, other_context),
                            cl.CommandQueue(other_context, cl_device))):
-        stream = dnnl.ocl_interop.make_stream(engine, queue)
+        stream = oi.make_stream(engine, queue)
         with pytest.raises(dnnl.error) as info:
             compiled.execute(stream, [ta, tb], [td])
         assert info.value.status == dnnl.status.invalid_arguments

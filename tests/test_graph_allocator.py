@@ -26,27 +26,18 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from graph_helpers import attention_partition
+from helpers import (OOO, allocated_inputs, attention_partition, attention_reference,
+                     compile_partition, download, g, goi, oi, upload, usm)
 
-g = dnnl.graph
-lt = g.logical_tensor
-goi = g.ocl_interop
-usm = dnnl.usm
-F32 = lt.data_type.f32
-STRIDED = lt.layout_type.strided
 BATCH, SEQ, HEAD = 2, 16, 8
 SHAPE = (BATCH, SEQ, HEAD)
 
 
 # --------------------------------------------------------------- helpers
 
-def _attention_partition():
-    return attention_partition(BATCH, SEQ, HEAD)
-
-
 @pytest.fixture(scope="module")
 def partition():
-    return _attention_partition()
+    return attention_partition(BATCH, SEQ, HEAD)
 
 
 @pytest.fixture(scope="module")
@@ -55,24 +46,15 @@ def data():
     return [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
 
 
-def _reference(q, k, v):
-    logits = q @ np.swapaxes(k, -1, -2)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
-
-
-def _upload(queue, ptr, array):
-    usm.memcpy(queue, ptr, np.ascontiguousarray(array), array.nbytes).wait()
-
-
-def _download(queue, ptr, shape=SHAPE):
-    out = np.empty(shape, np.float32)
-    usm.memcpy(queue, out, ptr, out.nbytes).wait()
-    return out
-
-
 def _check(result, data):
-    np.testing.assert_allclose(result, _reference(*data), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-5, atol=1e-5)
+
+
+def _engine_stream_compiled(partition, device, context, allocator, queue):
+    """A graph engine of `allocator`, a stream of it on `queue`, and
+    `partition` compiled for it."""
+    engine = goi.make_engine_with_allocator(device, context, allocator)
+    return engine, oi.make_stream(engine, queue), compile_partition(partition, engine)
 
 
 class _UserBuffers:
@@ -83,7 +65,7 @@ class _UserBuffers:
         self.blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", device)
                        for _ in range(4)]
         for block, array in zip(self.blocks, data):
-            _upload(queue, block.ptr, array)
+            upload(queue, block.ptr, array)
 
     def tensors(self, partition, engine):
         ins = [g.tensor(p, engine, self.blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
@@ -91,10 +73,10 @@ class _UserBuffers:
         return ins, outs
 
     def clear_output(self):
-        _upload(self.queue, self.blocks[3].ptr, np.zeros(SHAPE, np.float32))
+        upload(self.queue, self.blocks[3].ptr, np.zeros(SHAPE, np.float32))
 
     def result(self):
-        return _download(self.queue, self.blocks[3].ptr)
+        return download(self.queue, self.blocks[3].ptr, SHAPE)
 
     def free(self):
         for block in self.blocks:
@@ -164,14 +146,12 @@ def _unbalanced(log):
 def _run_flow(partition, engine, stream, queue, data):
     """compile, MEMORY_ALLOCATE tensors, execute: every allocator use of a
     normal run. Returns the result (tensors are dropped on return)."""
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
-    ins = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    compiled = compile_partition(partition, engine)
+    ins = allocated_inputs(partition, engine, queue, data)
     out = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
-    for tensor, port in zip(ins, partition.get_input_ports()):
-        _upload(queue, tensor.get_data_handle(), data[port.get_id()])
     compiled.execute(stream, ins, [out])
     stream.wait()
-    return _download(queue, out.get_data_handle())
+    return download(queue, out.get_data_handle(), SHAPE)
 
 
 # --------------------------------------------- calls, arguments, lifetime
@@ -180,9 +160,8 @@ def test_statistics_allocator_used_by_execute_and_all_freed(partition, data, cl_
                                                              cl_queue, user_buffers):
     statistics = g.allocators.statistics_allocator()
     stats = statistics.stats
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       statistics.allocator, cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     before = stats.allocations
 
@@ -221,27 +200,24 @@ def test_every_allocation_freed_exactly_once(partition, data, cl_device, cl_queu
     recorder = _Recorder()
     log = recorder.log
     engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, queue)
-    ooo_stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(
-        context, cl_device, properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE))
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
-    ins = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    stream = oi.make_stream(engine, queue)
+    ooo_stream = oi.make_stream(engine, cl.CommandQueue(context, cl_device, properties=OOO))
+    compiled = compile_partition(partition, engine)
+    ins = allocated_inputs(partition, engine, queue, data)
     out = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
     handles = {t.get_data_handle() for t in ins + [out]}
     assert handles <= set(log["returned"]), "MEMORY_ALLOCATE tensors do not use the allocator"
-    for tensor, port in zip(ins, partition.get_input_ports()):
-        _upload(queue, tensor.get_data_handle(), data[port.get_id()])
 
     for _ in range(2):
         compiled.execute(stream, ins, [out])
         goi.execute(compiled, ooo_stream, ins, [out]).wait()
     stream.wait()
-    _check(_download(queue, out.get_data_handle()), data)
+    _check(download(queue, out.get_data_handle(), SHAPE), data)
     assert len(log["returned"]) > len(handles), "execute did not allocate"
 
     callables = recorder.callables
     assert all(ref() is not None for ref in callables)
-    del compiled, ins, out, tensor, stream, ooo_stream, engine, recorder
+    del compiled, ins, out, stream, ooo_stream, engine, recorder
     gc.collect()
 
     bad_frees, still_live = _unbalanced(log)
@@ -257,16 +233,16 @@ def test_callback_arguments(partition, data, cl_device, cl_context, cl_queue, cl
     recorder = _Recorder()
     log = recorder.log
     engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
-    assert dnnl.ocl_interop.get_context(engine) == cl_context
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    assert oi.get_context(engine) == cl_context
+    compiled = compile_partition(partition, engine)
     ins, outs = user_buffers.tensors(partition, engine)
 
-    in_order = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    in_order = oi.make_stream(engine, cl_queue)
     compiled.execute(in_order, ins, outs)
     in_order.wait()
     in_order_frees = list(log["free"])
 
-    ooo = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
+    ooo = oi.make_stream(engine, cl_ooo_queue)
     free_count = len(log["free"])
     event = goi.execute(compiled, ooo, ins, outs)
     assert isinstance(event, cl.Event)
@@ -342,14 +318,13 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     context = cl.Context([cl_device])
     queue = cl.CommandQueue(context, cl_device)
     pool = g.allocators.caching_pool()
-    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
+                                                       pool.allocator, queue)
     # user buffers in the private context: made with the real allocator
     blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", cl_device) for _ in range(4)]
     user_pointers = {b.ptr for b in blocks}
     for block, array in zip(blocks, data):
-        _upload(queue, block.ptr, array)
+        upload(queue, block.ptr, array)
     ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
     outs = [g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)]
 
@@ -357,7 +332,7 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     for _ in range(runs):
         compiled.execute(stream, ins, outs)
     stream.wait()
-    _check(_download(queue, blocks[3].ptr), data)
+    _check(download(queue, blocks[3].ptr, SHAPE), data)
     assert pool.misses >= 1
     assert pool.hits >= runs - 1, "the pool did not reuse its blocks"
     pool_pointers = set(counted_usm["alloc"]) - user_pointers
@@ -373,7 +348,7 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     compiled.execute(stream, ins, outs)
     stream.wait()
     assert pool.misses == misses + 1  # nothing cached any more
-    _check(_download(queue, blocks[3].ptr), data)
+    _check(download(queue, blocks[3].ptr, SHAPE), data)
 
     for block in blocks:
         block.free()
@@ -389,9 +364,8 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
 def test_caching_pool_without_reuse_frees_at_once(partition, data, cl_device, cl_context, cl_queue,
                                                   user_buffers, counted_usm):
     pool = g.allocators.caching_pool(reuse_without_event=False)
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, pool.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       pool.allocator, cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     for _ in range(3):
         compiled.execute(stream, ins, outs)
@@ -411,9 +385,8 @@ def test_two_engines_two_allocators_alternately(partition, data, cl_device, cl_c
     setups, user_buffers = [], []
     for context, queue in ((cl_context, cl_queue), (other_context, other_queue)):
         recorder = _Recorder()
-        engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
-        stream = dnnl.ocl_interop.make_stream(engine, queue)
-        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+        engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
+                                                           recorder.allocator, queue)
         buffers = _UserBuffers(context, cl_device, queue, data)
         user_buffers.append(buffers)
         ins, outs = buffers.tensors(partition, engine)
@@ -501,9 +474,8 @@ def test_failing_malloc_raises_chained_error(mode, cause_types, partition, data,
 
     recorder = _Recorder(fail=lambda index: bad)
     try:
-        engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
-        stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
-        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+        engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                           recorder.allocator, cl_queue)
         ins, outs = user_buffers.tensors(partition, engine)
         with pytest.raises(dnnl.error) as info:
             compiled.execute(stream, ins, outs)
@@ -534,9 +506,8 @@ def test_failing_malloc_raises_chained_error(mode, cause_types, partition, data,
 
     # another engine with a working allocator is unaffected
     statistics = g.allocators.statistics_allocator()
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       statistics.allocator, cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     user_buffers.clear_output()
     compiled.execute(stream, ins, outs)
@@ -560,9 +531,8 @@ def test_failing_free_raises_chained_error(partition, data, cl_device, cl_contex
         if state["fail"]:
             raise KeyError("free failed on purpose")
 
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, goi.make_allocator(malloc, free))
-    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       goi.make_allocator(malloc, free), cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     with pytest.raises(dnnl.error) as info:
         compiled.execute(stream, ins, outs)
@@ -583,7 +553,7 @@ def test_allocator_failing_on_kth_call_recovers(partition, data, cl_device, cl_c
     # how many mallocs a normal run makes
     counting = _Recorder()
     engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    stream = oi.make_stream(engine, cl_queue)
     _check(_run_flow(partition, engine, stream, cl_queue, data), data)
     calls = len(counting.log["malloc"])
     assert calls >= 5  # 4 MEMORY_ALLOCATE tensors and the scratch of execute
@@ -604,7 +574,7 @@ def test_allocator_failing_on_kth_call_recovers(partition, data, cl_device, cl_c
 
         recorder = _Recorder(fail=fail_kth)
         engine = goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator)
-        stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+        stream = oi.make_stream(engine, cl_queue)
         with pytest.raises(dnnl.error) as info:
             _run_flow(partition, engine, stream, cl_queue, data)
         assert info.value.__cause__ is injected[0], f"k={k}"
@@ -625,18 +595,17 @@ def test_execute_after_deps_on_out_of_order_queue(partition, data, cl_device, cl
                                                   cl_ooo_queue, cl_queue):
     # The pool frees without waiting, so nothing in execute blocks on deps.
     pool = g.allocators.caching_pool()
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, pool.allocator)
-    stream = dnnl.ocl_interop.make_stream(engine, cl_ooo_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       pool.allocator, cl_ooo_queue)
     size = int(np.prod(SHAPE)) * 4
     staged = [usm.allocation(cl_context, size, "device", cl_device) for _ in range(3)]
     targets = [usm.allocation(cl_context, size, "device", cl_device) for _ in range(4)]
     copy_queue = cl.CommandQueue(cl_context, cl_device)
     try:
         for block, array in zip(staged, data):
-            _upload(cl_queue, block.ptr, array)
+            upload(cl_queue, block.ptr, array)
         for block in targets:  # stale contents the partition must not see
-            _upload(cl_queue, block.ptr, np.full(SHAPE, 3.0, np.float32))
+            upload(cl_queue, block.ptr, np.full(SHAPE, 3.0, np.float32))
 
         gate = cl.UserEvent(cl_context)
         opened_by_timer = threading.Event()
@@ -662,9 +631,7 @@ def test_execute_after_deps_on_out_of_order_queue(partition, data, cl_device, cl
             if not opened_by_timer.is_set():
                 gate.set_status(cl.command_execution_status.COMPLETE)
         event.wait()
-        result = np.empty(SHAPE, np.float32)
-        usm.memcpy(cl_ooo_queue, result, targets[3].ptr, size, deps=[event]).wait()
-        _check(result, data)
+        _check(download(cl_ooo_queue, targets[3].ptr, SHAPE, wait_for=[event]), data)
     finally:
         cl_ooo_queue.finish()
         copy_queue.finish()
@@ -676,17 +643,17 @@ def test_engine_from_cache_blob_with_allocator(partition, data, cl_device, cl_co
                                                user_buffers):
     first = g.allocators.statistics_allocator()
     engine = goi.make_engine_with_allocator(cl_device, cl_context, first.allocator)
-    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
-    blob = dnnl.ocl_interop.get_engine_cache_blob(engine)
+    compile_partition(partition, engine)
+    blob = oi.get_engine_cache_blob(engine)
     assert isinstance(blob, bytes) and len(blob) > 0
 
     statistics = g.allocators.statistics_allocator()
     from_blob = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator, blob)
     assert from_blob.get_kind() == dnnl.engine.kind.gpu
-    assert dnnl.ocl_interop.get_context(from_blob) == cl_context
-    assert dnnl.ocl_interop.get_device(from_blob) == cl_device
-    stream = dnnl.ocl_interop.make_stream(from_blob, cl_queue)
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(), from_blob)
+    assert oi.get_context(from_blob) == cl_context
+    assert oi.get_device(from_blob) == cl_device
+    stream = oi.make_stream(from_blob, cl_queue)
+    compiled = compile_partition(partition, from_blob)
     ins, outs = user_buffers.tensors(partition, from_blob)
     compiled.execute(stream, ins, outs)
     stream.wait()
@@ -709,7 +676,7 @@ def test_make_allocator_argument_errors(cl_device, cl_context):
         goi.make_engine_with_allocator(cl_device, cl_context, allocator, "not bytes")
     # int handles are accepted
     engine = goi.make_engine_with_allocator(cl_device.int_ptr, cl_context.int_ptr, allocator)
-    assert dnnl.ocl_interop.get_context(engine) == cl_context
+    assert oi.get_context(engine) == cl_context
 
 
 @pytest.mark.timeout(300)

@@ -21,7 +21,7 @@ every user object is gone (by design: the next primitive on the same engine
 reuses them; the compiled-partition cache even keeps one entry per engine,
 so the graph test switches it off, see ``no_compiled_partition_cache``). The
 tests therefore compile once before taking their "before" counts, and at the
-end empty both caches (``onednn_caches.empty_onednn_caches``, through the
+end empty both caches (``helpers.empty_onednn_caches``, through the
 binding's cache capacity controls) and check that the context is back to the
 test's single reference.
 ``test_primitive_cache_can_be_emptied_from_python`` and
@@ -56,20 +56,11 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from graph_helpers import attention_partition, attention_reference
-from onednn_caches import compiled_partition_cache_capacity, empty_onednn_caches
+from helpers import (ALG, INFERENCE, MF, OOO, allocated_inputs, attention_partition,
+                     attention_reference, compile_partition, compiled_partition_cache_capacity,
+                     download, empty_onednn_caches, first_sub_device, g, goi, oi, plain_desc,
+                     upload, usm)
 
-oi = dnnl.ocl_interop
-g = dnnl.graph
-goi = g.ocl_interop
-lt = g.logical_tensor
-usm = dnnl.usm
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
-ALG = dnnl.algorithm
-INFERENCE = dnnl.prop_kind.forward_inference
-MF = cl.mem_flags
-OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
 COMPLETE = cl.command_execution_status.COMPLETE
 
 # eltwise relu on a 4x8 f32 tensor: exact in f32
@@ -89,9 +80,6 @@ BATCH, SEQ, HEAD = 1, 8, 4
 SHAPE = (BATCH, SEQ, HEAD)
 _RNG = np.random.default_rng(11)
 QKV = [_RNG.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
-
-
-
 
 ATTENTION = attention_reference(*QKV)
 
@@ -158,11 +146,26 @@ def _run_orders(round_fn, orders, *args):
         pytest.fail("\n".join(report), pytrace=False)
 
 
-def _desc(dims):
-    return dnnl.memory.desc(list(dims), DT.f32, [TAG.a, TAG.ab, TAG.abc][len(dims) - 1])
+def _drop_one_by_one(o, order, check, use, *args):
+    """Calls use(o, *args) and check(step), first with every object of `o`,
+    then again after dropping each, in `order`."""
+    use(o, *args)
+    check(f"{order}, nothing dropped")
+    for name in order:
+        del o[name]
+        gc.collect()
+        use(o, *args)
+        check(f"{order}, after dropping {name}")
 
 
-DESC = _desc(DESC_DIMS)
+def _assert_allocator_freed_all(stats, order):
+    assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), (
+        f"{order}: the allocator's memory was not all freed once every object was dropped "
+        f"({stats.allocations - stats.frees} allocation(s) of {stats.live_bytes} bytes never "
+        f"passed to free)")
+
+
+DESC = plain_desc(DESC_DIMS)
 
 
 def _relu(engine):
@@ -171,11 +174,11 @@ def _relu(engine):
 
 
 def _matmul_pd(engine):
-    return dnnl.matmul.primitive_desc(engine, _desc((M, K)), _desc((K, N)), _desc((M, N)))
+    return dnnl.matmul.primitive_desc(engine, plain_desc((M, K)), plain_desc((K, N)), plain_desc((M, N)))
 
 
 def _filled(engine, array):
-    mem = dnnl.memory(_desc(array.shape), engine)
+    mem = dnnl.memory(plain_desc(array.shape), engine)
     dnnl.arrays.write(mem, array)
     return mem
 
@@ -197,7 +200,7 @@ def _warm_up_primitives(device, context):
     stream = dnnl.stream(engine)
     dst = dnnl.memory(DESC, engine)
     _relu(engine).execute(stream, {dnnl.ARG_SRC: _filled(engine, X), dnnl.ARG_DST: dst})
-    out = dnnl.memory(_desc((M, N)), engine)
+    out = dnnl.memory(plain_desc((M, N)), engine)
     dnnl.matmul(_matmul_pd(engine)).execute(
         stream, {dnnl.ARG_SRC: _filled(engine, A), dnnl.ARG_WEIGHTS: _filled(engine, B), dnnl.ARG_DST: out})
     stream.wait()
@@ -268,13 +271,7 @@ def _core_round(device, context, order):
         for name, held in (("context", engine_alive), ("queue", "stream" in o), ("buffer", "memory" in o)):
             _assert_count(name, watchers[name], before[name] - (name not in o), held, step)
 
-    _use_core(o, dst, handles, context, device)
-    check(f"{order}, nothing dropped")
-    for name in order:
-        del o[name]
-        gc.collect()
-        _use_core(o, dst, handles, context, device)
-        check(f"{order}, after dropping {name}")
+    _drop_one_by_one(o, order, check, _use_core, dst, handles, context, device)
     np.testing.assert_array_equal(dnnl.arrays.read(dst), RELU)
     del dst
     gc.collect()
@@ -333,25 +330,19 @@ def _engine_round(device, context, order):
     o = {"engine": oi.make_engine(device, context)}
     o["stream"] = oi.make_stream(o["engine"], queue)
     del queue  # only the watcher and the stream hold it now
-    o["src"] = oi.make_memory(_desc((M, K)), o["engine"], oi.memory_kind.usm)
-    o["weights"] = oi.make_memory(_desc((K, N)), o["engine"], oi.memory_kind.buffer)
+    o["src"] = oi.make_memory(plain_desc((M, K)), o["engine"], oi.memory_kind.usm)
+    o["weights"] = oi.make_memory(plain_desc((K, N)), o["engine"], oi.memory_kind.buffer)
     dnnl.arrays.write(o["src"], A)
     dnnl.arrays.write(o["weights"], B)
     o["pd"] = _matmul_pd(o["engine"])
     o["primitive"] = dnnl.matmul(o["pd"])
-    dst = dnnl.memory(_desc((M, N)), o["engine"])
+    dst = dnnl.memory(plain_desc((M, N)), o["engine"])
 
     def check(step, dst_alive=True):
         _assert_count("context", context, before["context"], dst_alive or bool(o), step)
         _assert_count("queue", watchers["queue"], before["queue"], "stream" in o, step)
 
-    _use_matmul(o, dst, handles, watchers["queue"])
-    check(f"{order}, nothing dropped")
-    for name in order:
-        del o[name]
-        gc.collect()
-        _use_matmul(o, dst, handles, watchers["queue"])
-        check(f"{order}, after dropping {name}")
+    _drop_one_by_one(o, order, check, _use_matmul, dst, handles, watchers["queue"])
     np.testing.assert_array_equal(dnnl.arrays.read(dst), C)
     del dst
     gc.collect()
@@ -426,13 +417,7 @@ def _event_round(device, context, order):
         _assert_count("src_buf", src_buf, before["src_buf"], "src" in o, step)
         _assert_count("dst_buf", dst_buf, before["dst_buf"], dst_alive, step)
 
-    _use_events(o, dst, queue, src_buf, dst_buf, handles)
-    check(f"{order}, nothing dropped")
-    for name in order:
-        del o[name]
-        gc.collect()
-        _use_events(o, dst, queue, src_buf, dst_buf, handles)
-        check(f"{order}, after dropping {name}")
+    _drop_one_by_one(o, order, check, _use_events, dst, queue, src_buf, dst_buf, handles)
     del dst
     gc.collect()
     queue.finish()
@@ -451,34 +436,13 @@ def test_stream_and_events_dropped_in_every_order(cl_device, cheap_gc):
 
 # --------- graph: allocator, engine, stream, compiled partition, tensors (720)
 
-def _attention_partition():
-    return attention_partition(BATCH, SEQ, HEAD)
-
-
 @pytest.fixture(scope="module")
 def partition():
-    return _attention_partition()
-
-
-def _upload(queue, ptr, array):
-    usm.memcpy(queue, ptr, np.ascontiguousarray(array), array.nbytes).wait()
-
-
-def _download(queue, ptr):
-    out = np.empty(SHAPE, np.float32)
-    usm.memcpy(queue, out, ptr, out.nbytes).wait()
-    return out
+    return attention_partition(BATCH, SEQ, HEAD)
 
 
 def _check_attention(result):
     np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
-
-
-def _input_tensors(partition, engine, queue):
-    tensors = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
-    for tensor in tensors:
-        _upload(queue, tensor.get_data_handle(), QKV[tensor.get_logical_tensor().get_id()])
-    return tensors
 
 
 GRAPH_SET = ("allocator", "engine", "stream", "compiled", "inputs", "output")
@@ -502,18 +466,18 @@ def _use_graph(o, partition, queue, handles, stats):
         # (a compiled partition alone cannot make tensors or streams: it is
         # used again as soon as any object of its engine is left)
         stream = o["stream"] if "stream" in o else oi.make_stream(engine, queue)
-        inputs = o["inputs"] if "inputs" in o else _input_tensors(partition, engine, queue)
+        inputs = o["inputs"] if "inputs" in o else allocated_inputs(partition, engine, queue, QKV)
         output = o["output"] if "output" in o else g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
-        _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+        upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
         o["compiled"].execute(stream, inputs, [output])
         stream.wait()
-        _check_attention(_download(queue, output.get_data_handle()))
+        _check_attention(download(queue, output.get_data_handle(), SHAPE))
     if "inputs" in o:
         for tensor in o["inputs"]:
             expected = QKV[tensor.get_logical_tensor().get_id()]
-            np.testing.assert_array_equal(_download(queue, tensor.get_data_handle()), expected)
+            np.testing.assert_array_equal(download(queue, tensor.get_data_handle(), SHAPE), expected)
     if "output" in o:
-        _check_attention(_download(queue, o["output"].get_data_handle()))
+        _check_attention(download(queue, o["output"].get_data_handle(), SHAPE))
     if "stream" in o:
         o["stream"].wait()
         assert oi.get_command_queue(o["stream"]).int_ptr == handles["queue"]
@@ -538,9 +502,8 @@ def _graph_round(device, context, partition, order):
     del statistics
     o["stream"] = oi.make_stream(o["engine"], queue)
     del queue
-    o["compiled"] = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                      o["engine"])
-    o["inputs"] = _input_tensors(partition, o["engine"], watchers["queue"])
+    o["compiled"] = compile_partition(partition, o["engine"])
+    o["inputs"] = allocated_inputs(partition, o["engine"], watchers["queue"], QKV)
     o["output"] = g.tensor(partition.get_output_ports()[0], o["engine"], dnnl.MEMORY_ALLOCATE)
 
     def check(step):
@@ -550,18 +513,9 @@ def _graph_round(device, context, partition, order):
         _assert_count("context", context, before["context"], context_held, step)
         _assert_count("queue", watchers["queue"], before["queue"], "stream" in o, step)
 
-    _use_graph(o, partition, watchers["queue"], handles, stats)
-    check(f"{order}, nothing dropped")
-    for name in order:
-        del o[name]
-        gc.collect()
-        _use_graph(o, partition, watchers["queue"], handles, stats)
-        check(f"{order}, after dropping {name}")
+    _drop_one_by_one(o, order, check, _use_graph, partition, watchers["queue"], handles, stats)
     assert stats.allocations > 0
-    assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), (
-        f"{order}: the allocator's memory was not all freed once every object was dropped "
-        f"({stats.allocations - stats.frees} allocation(s) of {stats.live_bytes} bytes never "
-        f"passed to free)")
+    _assert_allocator_freed_all(stats, order)
 
 
 @pytest.mark.timeout(900)
@@ -571,7 +525,7 @@ def test_graph_objects_dropped_in_every_order(cl_device, partition, no_compiled_
     # compile once: oneDNN's caches keep the kernels (and the context) from now on
     warm = g.allocators.statistics_allocator()
     engine = goi.make_engine_with_allocator(cl_device, context, warm.allocator)
-    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    compile_partition(partition, engine)
     _warm_up_primitives(cl_device, context)
     del engine, warm
     gc.collect()
@@ -596,11 +550,11 @@ def test_graph_tensor_outliving_its_engine_frees_its_memory(cl_device, partition
         engine = goi.make_engine_with_allocator(cl_device, context, statistics.allocator)
     tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
     ptr = tensor.get_data_handle()
-    _upload(queue, ptr, QKV[0])
+    upload(queue, ptr, QKV[0])
     del engine
     gc.collect()
     assert tensor.get_engine() is not None
-    np.testing.assert_array_equal(_download(queue, ptr), QKV[0])
+    np.testing.assert_array_equal(download(queue, ptr, SHAPE), QKV[0])
     assert usm.pointer_type(context, ptr) != "unknown"
     del tensor
     gc.collect()
@@ -624,9 +578,8 @@ def _graph_event_round(device, context, partition, copy_queue, order):
     o = {"engine": goi.make_engine_with_allocator(device, context, statistics.allocator)}
     del statistics
     o["stream"] = oi.make_stream(o["engine"], queue)
-    o["compiled"] = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                      o["engine"])
-    inputs = _input_tensors(partition, o["engine"], copy_queue)
+    o["compiled"] = compile_partition(partition, o["engine"])
+    inputs = allocated_inputs(partition, o["engine"], copy_queue, QKV)
     output = g.tensor(partition.get_output_ports()[0], o["engine"], dnnl.MEMORY_ALLOCATE)
     out_ptr = output.get_data_handle()
     o["tensors"] = (inputs, output)
@@ -644,15 +597,12 @@ def _graph_event_round(device, context, partition, copy_queue, order):
         if "tensors" in o:
             # the output (whichever other objects are gone) holds the result
             queue.finish()
-            _check_attention(_download(copy_queue, out_ptr))
+            _check_attention(download(copy_queue, out_ptr, SHAPE))
         if "stream" in o:
             o["stream"].wait()
         held = True if "stream" in o else (None if "event" in o else False)
         _assert_count("queue", queue, queue_before, held, step)
-    assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), (
-        f"{order}: the allocator's memory was not all freed once every object was dropped "
-        f"({stats.allocations - stats.frees} allocation(s) of {stats.live_bytes} bytes never "
-        f"passed to free)")
+    _assert_allocator_freed_all(stats, order)
 
 
 @pytest.mark.timeout(300)
@@ -712,21 +662,12 @@ def test_accessors_return_objects_with_their_own_reference(cl_device, cheap_gc):
     assert got_context.reference_count == 1
 
 
-def _sub_device(device):
-    if device.partition_max_sub_devices < 1:
-        return None
-    P = cl.device_partition_property
-    if P.EQUALLY in device.partition_properties:
-        return device.create_sub_devices([P.EQUALLY, 1])[0]
-    return device.create_sub_devices([P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])[0]
-
-
 def test_get_device_is_kept_alive_by_the_engine_and_its_objects(cl_device, cheap_gc):
     """pyopencl cannot own a reference to a device wrapped from a handle
     (Device.from_int_ptr never retains), so get_device's object borrows the
     engine's: the engine, and every object keeping the engine, keep the
     device alive. Root devices are not reference counted: use a sub-device."""
-    sub = _sub_device(cl_device)
+    sub, _all = first_sub_device(cl_device)
     if sub is None:
         pytest.fail("the device cannot be partitioned: no reference-counted device to check")
     context = cl.Context([sub])
@@ -821,18 +762,17 @@ def test_counts_return_to_start_after_every_kind_of_object(cl_device, partition,
         oi.get_context(engine), oi.get_device(engine), oi.get_command_queue(ooo), oi.get_mem_object(dst)
 
         graph_engine = goi.make_engine_with_allocator(cl_device, context, statistics.allocator)
-        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                     graph_engine)
-        inputs = _input_tensors(partition, graph_engine, queue)
+        compiled = compile_partition(partition, graph_engine)
+        inputs = allocated_inputs(partition, graph_engine, queue, QKV)
         output = g.tensor(partition.get_output_ports()[0], graph_engine, dnnl.MEMORY_ALLOCATE)
         compiled.execute(oi.make_stream(graph_engine, queue), inputs, [output])
         queue.finish()
-        _check_attention(_download(queue, output.get_data_handle()))
+        _check_attention(download(queue, output.get_data_handle(), SHAPE))
         graph_ooo = oi.make_stream(graph_engine, ooo_queue)
-        _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+        upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
         event = goi.execute(compiled, graph_ooo, inputs, [output], deps=[second])
         event.wait()
-        _check_attention(_download(queue, output.get_data_handle()))
+        _check_attention(download(queue, output.get_data_handle(), SHAPE))
         return [first, second, event]
 
     events = run()
@@ -884,7 +824,7 @@ def test_compiled_partition_cache_can_be_emptied_from_python(cl_device, partitio
     context = cl.Context([cl_device])
     engine = goi.make_engine_with_allocator(cl_device, context,
                                             g.allocators.statistics_allocator().allocator)
-    partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+    compile_partition(partition, engine)
     del engine
     gc.collect()
     capacity = g.get_compiled_partition_cache_capacity()

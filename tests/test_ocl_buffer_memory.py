@@ -17,14 +17,13 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
+from helpers import DT, MF, TAG, map_round_trip, oi
 DIMS = [2, 3, 4, 5]
 
 
 @pytest.fixture
 def desc():
-    return dnnl.memory.desc(DIMS, dnnl.memory.data_type.f32, dnnl.memory.format_tag.nchw)
+    return dnnl.memory.desc(DIMS, DT.f32, TAG.nchw)
 
 
 def _values(seed=0):
@@ -32,7 +31,7 @@ def _values(seed=0):
 
 
 def _user_buffer(context, nbytes):
-    return cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes)
+    return cl.Buffer(context, MF.READ_WRITE, nbytes)
 
 
 def _write(queue, buf, array):
@@ -170,14 +169,8 @@ def test_buffer_map_unmap(engine, cl_context, cl_queue, desc):
     user = _user_buffer(cl_context, desc.get_size())
     mem = oi.make_memory(desc, engine, oi.memory_kind.buffer, user)
     expected = _values(4)
-    view = mem.map_data()
-    assert view.shape == tuple(DIMS) and view.dtype == np.float32
-    view[...] = expected
-    mem.unmap_data(view)
-
-    view = mem.map_data()
-    np.testing.assert_array_equal(view, expected)
-    mem.unmap_data(view)
+    assert expected.shape == tuple(DIMS) and expected.dtype == np.float32
+    map_round_trip(mem, expected)
     # And the user's cl_mem holds the data: no copy was made.
     np.testing.assert_array_equal(_read(cl_queue, user, expected), expected)
 

@@ -20,12 +20,11 @@ import numpy as np
 import pyopencl as cl
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
+from helpers import DT, TAG, first_sub_device, oi
 
 
 def _small_desc():
-    return dnnl.memory.desc([2, 3], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
+    return dnnl.memory.desc([2, 3], DT.f32, TAG.ab)
 
 
 def _assert_engine_works(engine, context, device):
@@ -119,23 +118,9 @@ def test_streams_and_memories_keep_their_engine_alive(cl_device):
     assert context.reference_count == 1
 
 
-def _first_sub_device(device):
-    """A sub-device of `device` (partitioned the way the device allows), or
-    None when the device cannot be partitioned."""
-    if device.partition_max_sub_devices == 0:
-        return None, []
-    P = cl.device_partition_property
-    if P.EQUALLY in device.partition_properties:
-        subs = device.create_sub_devices([P.EQUALLY, 1])
-    else:
-        subs = device.create_sub_devices(
-            [P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])
-    return subs[0], subs
-
-
 def test_engine_on_a_sub_device_retains_it(cl_device):
     # oneDNN's test does this part only when the device can be partitioned.
-    sub_device, _all = _first_sub_device(cl_device)
+    sub_device, _all = first_sub_device(cl_device)
     if sub_device is None:
         return
     assert sub_device.parent_device == cl_device

@@ -16,14 +16,14 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from helpers import ALG, DT, MF, OOO, TAG, oi, usm
 
-oi = dnnl.ocl_interop
 QP = cl.command_queue_properties
 
 
 def _round_trip_through(queue, engine):
     """Copy data into oneDNN memory on `queue` and read it back with map_data."""
-    desc = dnnl.memory.desc([4, 5], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
+    desc = dnnl.memory.desc([4, 5], DT.f32, TAG.ab)
     mem = dnnl.memory(desc, engine)
     expected = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
     cl.enqueue_copy(queue, oi.get_mem_object(mem), expected)
@@ -41,21 +41,21 @@ def test_library_stream_runs_on_the_engines_device_and_context(engine, cl_device
     assert isinstance(queue, cl.CommandQueue)
     assert queue.device == cl_device
     assert queue.context == cl_context
-    assert not queue.properties & QP.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    assert not queue.properties & OOO
     assert stream.get_engine() == engine
     _round_trip_through(queue, engine)
 
 
 def test_library_stream_with_in_order_flag(engine):
     stream = dnnl.stream(engine, flags=dnnl.stream.flags.in_order)
-    assert not oi.get_command_queue(stream).properties & QP.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    assert not oi.get_command_queue(stream).properties & OOO
     assert dnnl.stream.flags.default_flags == dnnl.stream.flags.in_order
 
 
 def test_library_stream_with_out_of_order_flag(engine, cl_context):
     stream = dnnl.stream(engine, dnnl.stream.flags.out_of_order)
     queue = oi.get_command_queue(stream)
-    assert queue.properties & QP.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    assert queue.properties & OOO
     assert queue.context == cl_context
     stream.wait()
 
@@ -118,7 +118,7 @@ def test_stream_wait_waits_for_work_on_its_queue(engine, cl_queue, cl_context):
     stream = oi.make_stream(engine, cl_queue)
     n = 1 << 16
     src = np.arange(n, dtype=np.int32)
-    buf = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, src.nbytes)
+    buf = cl.Buffer(cl_context, MF.READ_WRITE, src.nbytes)
     cl.enqueue_copy(cl_queue, buf, src, is_blocking=False)
     marker = cl.enqueue_marker(cl_queue)
     stream.wait()
@@ -132,16 +132,15 @@ def test_out_of_order_queue_makes_out_of_order_stream(engine, cl_ooo_queue):
     stream = oi.make_stream(engine, cl_ooo_queue)
     queue = oi.get_command_queue(stream)
     assert queue == cl_ooo_queue
-    assert queue.properties & QP.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    assert queue.properties & OOO
 
 
 def test_out_of_order_stream_orders_work_by_events(engine, cl_ooo_queue):
     # out_of_order_queue: clEnqueueWriteBuffer -> eltwise (relu) in place ->
     # clEnqueueReadBuffer, each waiting only for the previous one's event.
-    desc = dnnl.memory.desc([2, 3, 4, 5], dnnl.memory.data_type.f32,
-                            dnnl.memory.format_tag.nchw)
+    desc = dnnl.memory.desc([2, 3, 4, 5], DT.f32, TAG.nchw)
     pd = dnnl.eltwise_forward.primitive_desc(
-        engine, dnnl.prop_kind.forward, dnnl.algorithm.eltwise_relu, desc, desc, 0.0)
+        engine, dnnl.prop_kind.forward, ALG.eltwise_relu, desc, desc, 0.0)
     relu = dnnl.eltwise_forward(pd)
     mem = oi.make_memory(desc, engine, oi.memory_kind.buffer)
     stream = oi.make_stream(engine, cl_ooo_queue)
@@ -163,20 +162,20 @@ def test_usm_copies_ordered_by_events_on_out_of_order_stream(engine, cl_ooo_queu
     stream = oi.make_stream(engine, cl_ooo_queue)
     queue = oi.get_command_queue(stream)
     n = 64
-    a = dnnl.usm.device_alloc(cl_context, cl_device, n * 4)
-    b = dnnl.usm.device_alloc(cl_context, cl_device, n * 4)
+    a = usm.device_alloc(cl_context, cl_device, n * 4)
+    b = usm.device_alloc(cl_context, cl_device, n * 4)
     try:
         value = np.float32(2.5)
-        filled = dnnl.usm.fill(queue, a, value.tobytes(), n * 4)
-        copied = dnnl.usm.memcpy(queue, b, a, n * 4, deps=[filled])
+        filled = usm.fill(queue, a, value.tobytes(), n * 4)
+        copied = usm.memcpy(queue, b, a, n * 4, deps=[filled])
         assert isinstance(copied, cl.Event)
         out = np.zeros(n, dtype=np.float32)
-        dnnl.usm.memcpy(queue, out, b, n * 4, deps=[copied])
+        usm.memcpy(queue, out, b, n * 4, deps=[copied])
         np.testing.assert_array_equal(out, np.full(n, value))
         stream.wait()
     finally:
-        dnnl.usm.free(cl_context, a)
-        dnnl.usm.free(cl_context, b)
+        usm.free(cl_context, a)
+        usm.free(cl_context, b)
 
 
 def test_stream_on_a_foreign_context_engine_and_queue(cl_device):

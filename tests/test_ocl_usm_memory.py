@@ -19,15 +19,13 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-
-oi = dnnl.ocl_interop
-usm = dnnl.usm
+from helpers import DT, TAG, map_round_trip, oi, usm
 N = 100
 
 
 @pytest.fixture
 def desc():
-    return dnnl.memory.desc([N], dnnl.memory.data_type.f32, dnnl.memory.format_tag.x)
+    return dnnl.memory.desc([N], DT.f32, TAG.x)
 
 
 @pytest.fixture
@@ -82,7 +80,7 @@ def test_make_memory_on_user_pointer(engine, cl_queue, alloc, desc):
 @pytest.mark.parametrize("dims", [[0], [N]], ids=["empty", "sized"])
 def test_make_memory_usm_none(engine, dims):
     # ConstructorNone
-    desc = dnnl.memory.desc(dims, dnnl.memory.data_type.f32, dnnl.memory.format_tag.x)
+    desc = dnnl.memory.desc(dims, DT.f32, TAG.x)
     mem = oi.make_memory(desc, engine, oi.memory_kind.usm, dnnl.MEMORY_NONE)
     assert mem.get_data_handle() == 0
     assert oi.get_memory_kind(mem) == oi.memory_kind.usm
@@ -129,14 +127,8 @@ def test_usm_map_unmap(engine, cl_queue, alloc, desc, kind):
     assert oi.get_memory_kind(mem) == oi.memory_kind.usm
 
     expected = _ramp(offset=0.25)
-    view = mem.map_data()
-    assert view.shape == (N,) and view.dtype == np.float32
-    view[...] = expected
-    mem.unmap_data(view)
-
-    view = mem.map_data()
-    np.testing.assert_array_equal(view, expected)
-    mem.unmap_data(view)
+    assert expected.shape == (N,) and expected.dtype == np.float32
+    map_round_trip(mem, expected)
     # The user's pointer holds the data.
     np.testing.assert_array_equal(_from_usm(cl_queue, ptr, expected), expected)
 

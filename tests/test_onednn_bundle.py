@@ -5,7 +5,6 @@ extraction, reuse of a cached build, and the configure step's verdicts on
 unsuitable installs."""
 
 import gzip
-import importlib.util
 import io
 import json
 import os
@@ -18,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("onednn_bundle", ROOT / "third_party" / "onednn_bundle.py")
-bundle = importlib.util.module_from_spec(_spec)
-sys.modules["onednn_bundle"] = bundle  # dataclasses look their module up there
-_spec.loader.exec_module(bundle)
+bundle = load_script("onednn_bundle", ROOT / "third_party" / "onednn_bundle.py")
 
 
 def _archive(path: Path, members: dict, top="oneDNN-9.9.9") -> Path:

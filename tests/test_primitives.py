@@ -19,13 +19,9 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from helpers import ALG, DT, INFERENCE, TAG, oi, plain_tag, usm
 
-oi = dnnl.ocl_interop
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
-ALG = dnnl.algorithm
 NF = dnnl.normalization_flags
-INFERENCE = dnnl.prop_kind.forward_inference
 TRAINING = dnnl.prop_kind.forward_training
 
 DTYPES = {"f32": DT.f32, "f16": DT.f16, "bf16": DT.bf16, "s8": DT.s8, "u8": DT.u8, "s32": DT.s32}
@@ -61,10 +57,6 @@ UNSUPPORTED = {
 
 # --------------------------------------------------------------------------
 # helpers
-
-
-def plain_tag(ndims):
-    return [TAG.a, TAG.ab, TAG.abc, TAG.abcd, TAG.abcde][ndims - 1]
 
 
 def md(dims, dt, tag=None):
@@ -365,7 +357,7 @@ def test_matmul_usm_and_buffer_memory(engine, stream, cl_context, cl_device, src
     if src_kind == "allocate":
         src_mem = oi.make_memory(src_desc, engine, oi.memory_kind.usm)
     else:
-        alloc = dnnl.usm.allocation(cl_context, src_desc.get_size(), kind=src_kind, device=cl_device)
+        alloc = usm.allocation(cl_context, src_desc.get_size(), kind=src_kind, device=cl_device)
         allocations.append(alloc)
         src_mem = oi.make_memory(src_desc, engine, oi.memory_kind.usm, alloc.ptr)
         assert src_mem.get_data_handle() == alloc.ptr
@@ -374,7 +366,7 @@ def test_matmul_usm_and_buffer_memory(engine, stream, cl_context, cl_device, src
     dnnl.arrays.write(wei_mem, wei.astype(np.float32))
     bias_mem = oi.make_memory(bias_desc, engine, oi.memory_kind.usm)
     dnnl.arrays.write(bias_mem, bias.astype(np.float32))
-    dst_alloc = dnnl.usm.allocation(cl_context, dst_desc.get_size(), kind="shared", device=cl_device)
+    dst_alloc = usm.allocation(cl_context, dst_desc.get_size(), kind="shared", device=cl_device)
     allocations.append(dst_alloc)
     dst_mem = oi.make_memory(dst_desc, engine, oi.memory_kind.usm, dst_alloc.ptr)
     assert oi.get_memory_kind(src_mem) == oi.memory_kind.usm

@@ -19,7 +19,7 @@ and glibc's malloc_trim so that memory freed to the C allocator does not
 count) after a warm-up phase and at the end; its growth must stay below the
 stated bound (RSS_BOUND_*). The reference counts of the user's context and
 queues must be back at their start once everything is dropped (the context
-after oneDNN's kernel caches are emptied, see ``onednn_caches.empty_onednn_caches``), and
+after oneDNN's kernel caches are emptied, see ``helpers.empty_onednn_caches``), and
 the statistics allocators must have freed all they allocated.
 
 ``test_soak_short`` is in the default run; ``test_soak_long`` is marked
@@ -35,20 +35,9 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from graph_helpers import attention_partition, attention_reference
-from onednn_caches import compiled_partition_cache_capacity, empty_onednn_caches
-
-oi = dnnl.ocl_interop
-g = dnnl.graph
-goi = g.ocl_interop
-lt = g.logical_tensor
-usm = dnnl.usm
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
-ALG = dnnl.algorithm
-INFERENCE = dnnl.prop_kind.forward_inference
-MF = cl.mem_flags
-OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+from helpers import (ALG, INFERENCE, MF, OOO, allocated_inputs, attention_partition,
+                     attention_reference, compile_partition, compiled_partition_cache_capacity,
+                     download, empty_onednn_caches, g, goi, oi, plain_desc, upload, usm)
 
 SHORT_ITERATIONS = 1000
 LONG_ITERATIONS = 20000
@@ -95,14 +84,7 @@ SHAPE = (BATCH, SEQ, HEAD)
 _RNG = np.random.default_rng(5)
 QKV = [_RNG.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
 
-
-
-
 ATTENTION = attention_reference(*QKV)
-
-
-def _attention_partition():
-    return attention_partition(BATCH, SEQ, HEAD)
 
 
 # ---------------------------------------------------------------- helpers
@@ -126,21 +108,7 @@ def small_partition_cache():
         yield
 
 
-def _desc(dims):
-    return dnnl.memory.desc(list(dims), DT.f32, [TAG.a, TAG.ab, TAG.abc][len(dims) - 1])
-
-
-ELT = _desc(ELT_DIMS)
-
-
-def _upload(queue, ptr, array):
-    usm.memcpy(queue, ptr, np.ascontiguousarray(array), array.nbytes).wait()
-
-
-def _download(queue, ptr, shape, wait_for=()):
-    out = np.empty(shape, np.float32)
-    usm.memcpy(queue, out, ptr, out.nbytes, deps=list(wait_for)).wait()
-    return out
+ELT = plain_desc(ELT_DIMS)
 
 
 # ------------------------------------------------------------- the body
@@ -152,7 +120,7 @@ class _Soak:
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device)
         self.ooo_queue = cl.CommandQueue(self.context, device, properties=OOO)
-        self.partition = _attention_partition()
+        self.partition = attention_partition(BATCH, SEQ, HEAD)
         self.graph_engine = None
         self.graph_stats = None  # the statistics of the graph engine's allocator
         self.graph_engines = 0
@@ -187,9 +155,9 @@ class _Soak:
         # primitives, re-created every iteration, in order
         relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
             engine, INFERENCE, ALG.eltwise_relu, ELT, ELT, 0.0, 0.0))
-        matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, _desc((M, K)), _desc((K, N)),
-                                                        _desc((M, N))))
-        src, weights, dst = (dnnl.memory(_desc(s), engine) for s in ((M, K), (K, N), (M, N)))
+        matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, plain_desc((M, K)), plain_desc((K, N)),
+                                                        plain_desc((M, N))))
+        src, weights, dst = (dnnl.memory(plain_desc(s), engine) for s in ((M, K), (K, N), (M, N)))
         dnnl.arrays.write(src, A)
         dnnl.arrays.write(weights, B)
         relu.execute(stream, {dnnl.ARG_SRC: on_buffer, dnnl.ARG_DST: usm_allocated})
@@ -230,22 +198,19 @@ class _Soak:
                                                                statistics.allocator)
             self.graph_engines += 1
         engine, partition, queue = self.graph_engine, self.partition, self.queue
-        compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                     engine)
-        inputs = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
-        for tensor in inputs:
-            _upload(queue, tensor.get_data_handle(), QKV[tensor.get_logical_tensor().get_id()])
+        compiled = compile_partition(partition, engine)
+        inputs = allocated_inputs(partition, engine, queue, QKV)
         output = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
         stream = oi.make_stream(engine, queue)
         compiled.execute(stream, inputs, [output])
         stream.wait()
-        result = _download(queue, output.get_data_handle(), SHAPE)
+        result = download(queue, output.get_data_handle(), SHAPE)
         np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
         if not self.out_of_order_graph:
             return
-        _upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+        upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
         event = goi.execute(compiled, oi.make_stream(engine, self.ooo_queue), inputs, [output])
-        result = _download(queue, output.get_data_handle(), SHAPE, wait_for=[event])
+        result = download(queue, output.get_data_handle(), SHAPE, wait_for=[event])
         np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
 
     def retire_graph_engine(self):

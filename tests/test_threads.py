@@ -34,19 +34,8 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from graph_helpers import attention_partition
-
-oi = dnnl.ocl_interop
-usm = dnnl.usm
-g = dnnl.graph
-goi = g.ocl_interop
-lt = g.logical_tensor
-DT = dnnl.memory.data_type
-TAG = dnnl.memory.format_tag
-F32 = lt.data_type.f32
-STRIDED = lt.layout_type.strided
-INFERENCE = dnnl.prop_kind.forward_inference
-OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+from helpers import (ALG, DT, INFERENCE, MF, OOO, TAG, attention_partition, attention_reference,
+                     compile_partition, download, g, goi, oi, plain_desc, upload, usm)
 
 THREADS = 4
 JOIN_SECONDS = 100  # below the pytest-timeout backstop of each test
@@ -115,34 +104,17 @@ def _run_threads(targets, join_seconds=JOIN_SECONDS, background=()):
     return running["most"]
 
 
-def _desc(dims, dt=DT.f32):
-    return dnnl.memory.desc(list(dims), dt, [TAG.a, TAG.ab, TAG.abc][len(dims) - 1])
-
-
 def _small_ints(rng, shape, lo=-4, hi=4):
     """Small integers as float32: sums of their products are exact in any order."""
     return rng.integers(lo, hi + 1, size=shape).astype(np.float32)
 
 
-def _attention_partition():
-    return attention_partition(BATCH, SEQ, HEAD)
-
-
-def _attention_reference(q, k, v):
-    logits = q @ np.swapaxes(k, -1, -2)
-    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
-
-
-def _upload(queue, ptr, array):
-    array = np.ascontiguousarray(array, dtype=np.float32)
-    usm.memcpy(queue, ptr, array, array.nbytes).wait()
-
-
-def _download(queue, ptr, shape=SHAPE):
-    out = np.empty(shape, np.float32)
-    usm.memcpy(queue, out, ptr, out.nbytes).wait()
-    return out
+def _compiled_attention(device, context, allocator):
+    """A graph engine of `allocator`, the attention partition, and the
+    partition compiled for that engine."""
+    engine = goi.make_engine_with_allocator(device, context, allocator)
+    partition = attention_partition(BATCH, SEQ, HEAD)
+    return engine, partition, compile_partition(partition, engine)
 
 
 class _CountingAllocator:
@@ -184,6 +156,13 @@ class _CountingAllocator:
         with self.lock:
             return sum(self.mallocs.values())
 
+    def assert_all_freed(self):
+        """Every pointer malloc returned went to free once, and no other did."""
+        with self.lock:
+            assert self.bad_frees == [], "free got pointers the Python malloc never returned"
+            assert self.live == {}, "allocations never freed"
+            assert self.frees == sum(self.mallocs.values())
+
 
 class _AttentionWorker:
     """Per-thread queue, stream, data and USM tensors for the attention
@@ -207,16 +186,22 @@ class _AttentionWorker:
     def new_data(self, scale=1.0):
         data = [scale * self.rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
         for tensor, tid in zip(self.inputs, self.ids):
-            _upload(self.queue, tensor.get_data_handle(), data[tid])
-        _upload(self.queue, self.output.get_data_handle(), np.full(SHAPE, np.nan, np.float32))
+            upload(self.queue, tensor.get_data_handle(), data[tid], dtype=np.float32)
+        upload(self.queue, self.output.get_data_handle(), np.full(SHAPE, np.nan, np.float32))
         return data
 
     def run(self, compiled, scale=1.0):
         data = self.new_data(scale)
         compiled.execute(self.stream, self.inputs, [self.output])
         self.stream.wait()
-        result = _download(self.queue, self.output.get_data_handle())
-        np.testing.assert_allclose(result, _attention_reference(*data), rtol=1e-4, atol=1e-5)
+        result = download(self.queue, self.output.get_data_handle(), SHAPE)
+        np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-4, atol=1e-5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     def close(self):
         self.stream.wait()
@@ -232,10 +217,11 @@ class _AttentionWorker:
 def test_shared_primitive_on_per_thread_streams(engine, cl_context, cl_device):
     M, K, N = 8, 16, 12
     ops = dnnl.post_ops()
-    ops.append_eltwise(dnnl.algorithm.eltwise_relu)
+    ops.append_eltwise(ALG.eltwise_relu)
     attr = dnnl.primitive_attr()
     attr.set_post_ops(ops)
-    pd = dnnl.matmul.primitive_desc(engine, _desc([M, K]), _desc([K, N]), _desc([M, N]), attr)
+    pd = dnnl.matmul.primitive_desc(engine, plain_desc([M, K]), plain_desc([K, N]),
+                                    plain_desc([M, N]), attr)
     matmul = dnnl.matmul(pd)  # the one primitive every thread executes
     iterations = 40
     checked = collections.Counter()
@@ -273,23 +259,23 @@ def test_shared_primitive_on_per_thread_streams(engine, cl_context, cl_device):
 def test_shared_primitive_through_ocl_interop_execute_on_out_of_order_queues(
         engine, cl_context, cl_device):
     n = 256
-    desc = _desc([n])
+    desc = plain_desc([n])
     linear = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
-        engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, 2.0, 1.0))
-    add = dnnl.binary(dnnl.binary.primitive_desc(engine, dnnl.algorithm.binary_add,
+        engine, INFERENCE, ALG.eltwise_linear, desc, desc, 2.0, 1.0))
+    add = dnnl.binary(dnnl.binary.primitive_desc(engine, ALG.binary_add,
                                                  desc, desc, desc))
     iterations = 20
 
     def worker(index):
         queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
         stream = oi.make_stream(engine, queue)
-        bufs = [cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, n * 4) for _ in range(3)]
+        bufs = [cl.Buffer(cl_context, MF.READ_WRITE, n * 4) for _ in range(3)]
         a, b, c = (oi.make_memory(desc, engine, buf) for buf in bufs)
         rng = np.random.default_rng(50 + index)
         for iteration in range(iterations):
             x = _small_ints(rng, n, -100, 100) + 1000 * index
-            upload = cl.enqueue_copy(queue, bufs[0], x, is_blocking=False)
-            e1 = oi.execute(linear, stream, {dnnl.ARG_SRC: a, dnnl.ARG_DST: b}, deps=[upload])
+            copy_in = cl.enqueue_copy(queue, bufs[0], x, is_blocking=False)
+            e1 = oi.execute(linear, stream, {dnnl.ARG_SRC: a, dnnl.ARG_DST: b}, deps=[copy_in])
             e2 = oi.execute(add, stream, {dnnl.ARG_SRC_0: b, dnnl.ARG_SRC_1: a,
                                           dnnl.ARG_DST: c}, deps=[e1])
             assert isinstance(e1, cl.Event) and isinstance(e2, cl.Event)
@@ -307,26 +293,19 @@ def test_shared_primitive_through_ocl_interop_execute_on_out_of_order_queues(
 @pytest.mark.timeout(180, method="thread")
 def test_shared_compiled_partition_and_allocator(cl_context, cl_device):
     counting = _CountingAllocator()
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
-    partition = _attention_partition()
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                 engine)
+    engine, partition, compiled = _compiled_attention(cl_device, cl_context, counting.allocator)
     iterations = 20
     done = collections.Counter()
 
     def worker(index):
-        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
-                                out_allocate=index % 2 == 1)
-        try:
+        with _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                              out_allocate=index % 2 == 1) as work:
             # each thread also compiles the shared partition for itself
-            own = partition.compile(partition.get_input_ports(),
-                                    partition.get_output_ports(), engine)
+            own = compile_partition(partition, engine)
             work.run(own)
             for _ in range(iterations):
                 work.run(compiled)
                 done[index] += 1
-        finally:
-            work.close()
 
     assert _run_threads([worker] * THREADS) >= 2, "the threads never ran at the same time"
     assert done == {i: iterations for i in range(THREADS)}
@@ -339,29 +318,20 @@ def test_shared_compiled_partition_and_allocator(cl_context, cl_device):
 
     del compiled, engine
     gc.collect()
-    with counting.lock:
-        assert counting.bad_frees == []
-        assert counting.live == {}, "allocations never freed"
-        assert counting.frees == sum(counting.mallocs.values())
+    counting.assert_all_freed()
 
 
 @pytest.mark.timeout(180, method="thread")
 def test_shared_partition_with_statistics_allocator(cl_context, cl_device):
     statistics = g.allocators.statistics_allocator()
     stats = statistics.stats
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
-    partition = _attention_partition()
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                 engine)
+    engine, partition, compiled = _compiled_attention(cl_device, cl_context, statistics.allocator)
 
     def worker(index):
-        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
-                                out_allocate=True)
-        try:
+        with _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                              out_allocate=True) as work:
             for _ in range(12):
                 work.run(compiled)
-        finally:
-            work.close()
 
     _run_threads([worker] * THREADS)
     assert stats.allocations >= THREADS * 13  # outputs and the scratch of each execute
@@ -387,30 +357,25 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
         python_work[threading.current_thread().name] += 1
 
     counting = _CountingAllocator(hook=slow_python)
-    graph_engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
-    partition = _attention_partition()
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                 graph_engine)
+    graph_engine, partition, compiled = _compiled_attention(cl_device, cl_context,
+                                                            counting.allocator)
     spins = collections.Counter()
     waits = []
 
     def executor(index):
-        work = _AttentionWorker(index, cl_context, cl_device, graph_engine, partition,
-                                out_allocate=True)
-        try:
+        with _AttentionWorker(index, cl_context, cl_device, graph_engine, partition,
+                              out_allocate=True) as work:
             for _ in range(10):
                 work.run(compiled)
-        finally:
-            work.close()
 
     def waiter(index):
         # waits on its stream (GIL released) while the others fight for the GIL
         n = 1 << 16
-        desc = _desc([n])
+        desc = plain_desc([n])
         queue = cl.CommandQueue(cl_context, cl_device)
         stream = oi.make_stream(engine, queue)
         prim = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
-            engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, 1.0, 1.0))
+            engine, INFERENCE, ALG.eltwise_linear, desc, desc, 1.0, 1.0))
         mem = dnnl.memory(desc, engine)
         dnnl.arrays.write(mem, np.zeros(n, np.float32))
         rounds = 30
@@ -441,8 +406,7 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     assert len(waits) == 30
     del compiled, graph_engine
     gc.collect()
-    with counting.lock:
-        assert counting.bad_frees == [] and counting.live == {}
+    counting.assert_all_freed()
 
 
 # --------------------- mixed: out-of-order chains next to primitive creation
@@ -450,17 +414,17 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
 @pytest.mark.timeout(240, method="thread")
 def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_context, cl_device):
     n = 128
-    desc = _desc([n])
+    desc = plain_desc([n])
     shared_linear = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
-        engine, INFERENCE, dnnl.algorithm.eltwise_linear, desc, desc, -1.0, 3.0))
-    partition = _attention_partition()
+        engine, INFERENCE, ALG.eltwise_linear, desc, desc, -1.0, 3.0))
+    partition = attention_partition(BATCH, SEQ, HEAD)
     created = collections.Counter()
 
     def chain(index):
         queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
         stream = oi.make_stream(engine, queue)
         relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
-            engine, INFERENCE, dnnl.algorithm.eltwise_relu, desc, desc))
+            engine, INFERENCE, ALG.eltwise_relu, desc, desc))
         ptrs = [usm.allocation(cl_context, n * 4, "device", cl_device) for _ in range(3)]
         try:
             mems = [oi.make_memory(desc, engine, oi.memory_kind.usm, p.ptr) for p in ptrs]
@@ -485,8 +449,7 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
         # the attention partition on an out-of-order queue, ordered by events
         queue = cl.CommandQueue(cl_context, cl_device, properties=OOO)
         stream = oi.make_stream(engine, queue)
-        compiled = partition.compile(partition.get_input_ports(),
-                                     partition.get_output_ports(), engine)
+        compiled = compile_partition(partition, engine)
         blocks = [usm.allocation(cl_context, NBYTES, "device", cl_device) for _ in range(4)]
         try:
             ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
@@ -496,9 +459,8 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
                 data = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
                 ups = [usm.memcpy(queue, blocks[i].ptr, data[i], NBYTES) for i in range(3)]
                 event = goi.execute(compiled, stream, ins, [out], deps=ups)
-                result = np.empty(SHAPE, np.float32)
-                usm.memcpy(queue, result, blocks[3].ptr, NBYTES, deps=[event]).wait()
-                np.testing.assert_allclose(result, _attention_reference(*data),
+                result = download(queue, blocks[3].ptr, SHAPE, wait_for=[event])
+                np.testing.assert_allclose(result, attention_reference(*data),
                                            rtol=1e-4, atol=1e-5)
             queue.finish()
         finally:
@@ -513,8 +475,8 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
             # below 8: an ab -> ba reorder of multiples of 8 takes oneDNN's
             # ocl:custom transpose kernel, which test_hypothesis.py covers
             m, k, nn = (int(v) for v in rng.integers(1, 8, size=3))
-            pd = dnnl.matmul.primitive_desc(engine, _desc([m, k]), _desc([k, nn]),
-                                            _desc([m, nn]))
+            pd = dnnl.matmul.primitive_desc(engine, plain_desc([m, k]), plain_desc([k, nn]),
+                                            plain_desc([m, nn]))
             prim = dnnl.matmul(pd)
             a, b = _small_ints(rng, (m, k)), _small_ints(rng, (k, nn))
             mems = [dnnl.memory(d, engine) for d in (pd.src_desc(), pd.weights_desc(),
@@ -526,7 +488,7 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
             stream.wait()
             np.testing.assert_array_equal(dnnl.arrays.read(mems[2]), a @ b)
             # a reorder to the transposed layout, created while others run
-            plain, transposed = _desc([m, nn]), dnnl.memory.desc([m, nn], DT.f32, TAG.ba)
+            plain, transposed = plain_desc([m, nn]), dnnl.memory.desc([m, nn], DT.f32, TAG.ba)
             reorder = dnnl.reorder(dnnl.reorder.primitive_desc(engine, plain, engine,
                                                                transposed))
             t = dnnl.memory(transposed, engine)
@@ -561,18 +523,14 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
             raise exc
 
     counting = _CountingAllocator(hook=refuse_in_bad_thread)
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
-    partition = _attention_partition()
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                 engine)
+    engine, partition, compiled = _compiled_attention(cl_device, cl_context, counting.allocator)
     bad = 0
     failures = collections.defaultdict(list)
     successes = collections.Counter()
     iterations = 12
 
     def worker(index):
-        work = _AttentionWorker(index, cl_context, cl_device, engine, partition)
-        try:
+        with _AttentionWorker(index, cl_context, cl_device, engine, partition) as work:
             if index == bad:
                 local.refuse = True
                 for _ in range(iterations):
@@ -596,8 +554,6 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
                 for _ in range(iterations):
                     work.run(compiled)  # must not see the bad thread's failures
                     successes[index] += 1
-        finally:
-            work.close()
 
     _run_threads([worker] * THREADS)
     assert len(failures[bad]) == iterations
@@ -608,10 +564,7 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
 
     del compiled, engine
     gc.collect()
-    with counting.lock:
-        assert counting.bad_frees == [], "free got pointers the Python malloc never returned"
-        assert counting.live == {}
-        assert counting.frees == sum(counting.mallocs.values())
+    counting.assert_all_freed()
 
 
 # ------------------------- memory allocated on one thread, freed on another
@@ -619,28 +572,24 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
 @pytest.mark.timeout(180, method="thread")
 def test_tensors_allocated_on_one_thread_and_dropped_on_another(cl_context, cl_device):
     counting = _CountingAllocator()
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, counting.allocator)
-    partition = _attention_partition()
-    compiled = partition.compile(partition.get_input_ports(), partition.get_output_ports(),
-                                 engine)
+    engine, partition, compiled = _compiled_attention(cl_device, cl_context, counting.allocator)
     handoff = queue_module.Queue()
     producers = 3
     per_producer = 10
     dropped = collections.Counter()
 
     def producer(index):
-        work = _AttentionWorker(index, cl_context, cl_device, engine, partition,
-                                out_allocate=True)
         try:
-            for _ in range(per_producer):
-                work.run(compiled)
-                # the output (allocated on this thread) goes to the consumer,
-                # and a fresh one is allocated here
-                handoff.put(work.output)
-                work.output = g.tensor(partition.get_output_ports()[0], engine,
-                                       dnnl.MEMORY_ALLOCATE)
+            with _AttentionWorker(index, cl_context, cl_device, engine, partition,
+                                  out_allocate=True) as work:
+                for _ in range(per_producer):
+                    work.run(compiled)
+                    # the output (allocated on this thread) goes to the consumer,
+                    # and a fresh one is allocated here
+                    handoff.put(work.output)
+                    work.output = g.tensor(partition.get_output_ports()[0], engine,
+                                           dnnl.MEMORY_ALLOCATE)
         finally:
-            work.close()
             handoff.put(None)
 
     def consumer(index):
@@ -659,7 +608,4 @@ def test_tensors_allocated_on_one_thread_and_dropped_on_another(cl_context, cl_d
     assert sum(dropped.values()) == producers * per_producer
     del compiled, engine
     gc.collect()
-    with counting.lock:
-        assert counting.bad_frees == []
-        assert counting.live == {}, "allocations never freed"
-        assert counting.frees == sum(counting.mallocs.values())
+    counting.assert_all_freed()

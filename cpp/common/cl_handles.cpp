@@ -122,30 +122,31 @@ bool load_events(py::handle obj, event_list_arg &out) {
     }
     const Py_ssize_t n = PySequence_Fast_GET_SIZE(items.ptr());
     out.events.clear();
-    out.states.clear();
     out.events.reserve(static_cast<size_t>(n));
+    out.bad_state = arg_state::ok;
+    out.bad_item = py::object();
     for (Py_ssize_t i = 0; i < n; ++i) {
         py::handle item = PySequence_Fast_GET_ITEM(items.ptr(), i);
         if (item.is_none()) continue;
         void *handle = nullptr;
         arg_state state = arg_state::ok;
-        if (!load_handle(item, family::event, handle, state)) return false;
-        out.events.push_back(static_cast<cl_event>(handle));
-        if (state != arg_state::ok) {
-            out.states.resize(out.events.size(), arg_state::ok);
-            out.states.back() = state;
+        if (!load_handle(item, family::event, handle, state)) state = arg_state::wrong_type;
+        if (state != arg_state::ok && out.bad_state == arg_state::ok) {
+            out.bad_index = static_cast<size_t>(i);
+            out.bad_state = state;
+            out.bad_item = py::reinterpret_borrow<py::object>(item);
         }
+        out.events.push_back(static_cast<cl_event>(handle));
     }
     return true;
 }
 
 const std::vector<cl_event> &event_list_arg::get(const char *param) const {
-    // states is empty unless some item was NULL or out of range: the common
-    // case costs nothing, and only a failure builds the indexed name.
-    for (size_t i = 0; i < states.size(); ++i)
-        if (states[i] != arg_state::ok)
-            throw_bad_value(states[i], (std::string(param) + "[" + std::to_string(i) + "]").c_str());
-    return events;
+    if (bad_state == arg_state::ok) return events;
+    // Only a failure builds the indexed name: this runs on every execute().
+    std::string item = std::string(param) + "[" + std::to_string(bad_index) + "]";
+    if (bad_state == arg_state::wrong_type) throw_type_error(item, event_family.expected, bad_item);
+    throw_bad_value(bad_state, item.c_str());
 }
 
 bool is_mem_object(py::handle obj) {

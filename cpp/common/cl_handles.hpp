@@ -20,7 +20,7 @@ namespace cl_handles {
 // the parameter, where its value is used.
 
 enum class family { device, context, queue, mem, event };
-enum class arg_state : unsigned char { ok, null, out_of_range };
+enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type };
 
 template <typename Handle>
 struct handle_arg {
@@ -34,11 +34,18 @@ using queue_arg = handle_arg<cl_command_queue>;
 using mem_arg = handle_arg<cl_mem>;
 using event_arg = handle_arg<cl_event>;
 
-// A list or tuple of events (pyopencl.Event or int); None entries are
-// skipped (execute() returns None on in-order streams: chained code passes it on).
+// A sequence of events (pyopencl.Event or int); None entries are skipped
+// (execute() returns None on in-order streams: chained code passes it on).
+// Any sequence loads; get(param) raises naming param[i] for an item that is
+// not an event (TypeError) or a NULL/out-of-range int (ValueError), so a
+// call's other arguments are checked first, as before typed parameters.
 struct event_list_arg {
     std::vector<cl_event> events;
-    std::vector<arg_state> states;
+    // The first bad item: its position in the sequence, what is wrong, and
+    // the item (for the TypeError's "not <type>").
+    size_t bad_index = 0;
+    arg_state bad_state = arg_state::ok;
+    pybind11::object bad_item;
     const std::vector<cl_event> &get(const char *param) const; // names param[i]
 };
 

@@ -1,0 +1,412 @@
+"""What the test files share: short names for the binding's namespaces, plain
+memory descriptors, USM copies, the attention partition and its NumPy
+reference, control of oneDNN's caches, sub-devices, and the table of API entry
+points whose arguments the bad-input and property-based tests spoil one at a
+time.
+
+The test files import it as ``from helpers import ...``: tests/ has no
+__init__.py, so pytest's default (prepend) import mode puts tests/ on
+sys.path. It is imported only after conftest.py has chosen the OpenCL device.
+"""
+
+import contextlib
+import gc
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pyopencl as cl
+
+import dnnl_ocl_interop as dnnl
+
+# ------------------------------------------------------------------ aliases
+
+oi = dnnl.ocl_interop
+usm = dnnl.usm
+g = dnnl.graph
+goi = g.ocl_interop
+lt = g.logical_tensor
+DT = dnnl.memory.data_type
+TAG = dnnl.memory.format_tag
+ALG = dnnl.algorithm
+INFERENCE = dnnl.prop_kind.forward_inference
+F32 = lt.data_type.f32
+STRIDED = lt.layout_type.strided
+MF = cl.mem_flags
+OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+
+
+# ------------------------------------------------------- memory descriptors
+
+def plain_tag(ndims):
+    """The plain (row-major) format tag of `ndims` dims: a, ab, abc, ..."""
+    return [TAG.a, TAG.ab, TAG.abc, TAG.abcd, TAG.abcde][ndims - 1]
+
+
+def plain_desc(dims, data_type=DT.f32):
+    """A row-major memory descriptor of `dims`."""
+    return dnnl.memory.desc(list(dims), data_type, plain_tag(len(dims)))
+
+
+def map_round_trip(mem, values):
+    """Writes `values` into `mem` through one map_data view (of their shape
+    and dtype) and checks that the next view reads them back."""
+    view = mem.map_data()
+    assert view.shape == values.shape and view.dtype == values.dtype
+    view[...] = values
+    mem.unmap_data(view)
+
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, values)
+    mem.unmap_data(view)
+
+
+# ---------------------------------------------------------------- USM copies
+
+def upload(queue, ptr, array, dtype=None):
+    """Copies `array` (C-contiguous, converted to `dtype` if given) to the
+    USM pointer `ptr` on `queue`, and waits."""
+    array = np.ascontiguousarray(array, dtype=dtype)
+    usm.memcpy(queue, ptr, array, array.nbytes).wait()
+
+
+def download(queue, ptr, shape, dtype=np.float32, wait_for=()):
+    """A new array of `shape` and `dtype` copied from the USM pointer `ptr`
+    on `queue` once the events `wait_for` are complete."""
+    out = np.empty(shape, dtype)
+    usm.memcpy(queue, out, ptr, out.nbytes, deps=list(wait_for)).wait()
+    return out
+
+
+# ------------------------------------------------ graphs: attention partition
+
+def attention_partition(batch, seq, head):
+    """The single fused partition of MatMul(Q, K^T) -> SoftMax -> MatMul(., V),
+    f32, strided; logical tensor ids 0, 1, 2 (Q, K, V) in and 5 out."""
+    query, key, value = (lt(i, F32, [batch, seq, head], STRIDED) for i in range(3))
+    scores = lt(3, F32, [batch, seq, seq], STRIDED)
+    probabilities = lt(4, F32, [batch, seq, seq], STRIDED)
+    output = lt(5, F32, [batch, seq, head], STRIDED)
+    qk = g.op(0, g.op.kind.MatMul, [query, key], [scores], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [scores], [probabilities], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    pv = g.op(2, g.op.kind.MatMul, [probabilities, value], [output], "pv")
+    graph = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, softmax, pv):
+        graph.add_op(op)
+    graph.finalize()
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported(), \
+        f"expected one supported partition, got {[p.get_ops() for p in partitions]}"
+    return partitions[0]
+
+
+def attention_reference(q, k, v):
+    """NumPy attention: softmax(q @ k^T) @ v over the last axes."""
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def compile_partition(partition, engine):
+    """`partition` compiled for `engine` on its own input and output ports."""
+    return partition.compile(partition.get_input_ports(), partition.get_output_ports(), engine)
+
+
+def allocated_inputs(partition, engine, queue, data):
+    """MEMORY_ALLOCATE tensors for the partition's inputs on `engine`, each
+    holding data[its logical tensor id]."""
+    tensors = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+    for tensor in tensors:
+        upload(queue, tensor.get_data_handle(), data[tensor.get_logical_tensor().get_id()])
+    return tensors
+
+
+# ------------------------------------------------------------- oneDNN's caches
+#
+# oneDNN's primitive and compiled-partition caches hold kernels, and so the
+# OpenCL context, after every Python object is gone: tests that count
+# references empty or shrink them.
+
+def empty_onednn_caches():
+    """Evict every cached primitive and compiled partition (capacity 0, then back)."""
+    for get, set_ in ((dnnl.get_primitive_cache_capacity, dnnl.set_primitive_cache_capacity),
+                      (g.get_compiled_partition_cache_capacity,
+                       g.set_compiled_partition_cache_capacity)):
+        capacity = get()
+        set_(0)
+        set_(capacity)
+    gc.collect()
+
+
+@contextlib.contextmanager
+def compiled_partition_cache_capacity(capacity):
+    """Run with oneDNN's compiled-partition cache at `capacity` entries."""
+    previous = g.get_compiled_partition_cache_capacity()
+    g.set_compiled_partition_cache_capacity(capacity)
+    try:
+        yield
+    finally:
+        g.set_compiled_partition_cache_capacity(previous)
+
+
+# ---------------------------------------------------------------- sub-devices
+
+def first_sub_device(device):
+    """A sub-device of `device` (partitioned the way the device allows) and
+    all the sub-devices made with it, or (None, []) when the device cannot be
+    partitioned."""
+    if device.partition_max_sub_devices == 0:
+        return None, []
+    P = cl.device_partition_property
+    if P.EQUALLY in device.partition_properties:
+        subs = device.create_sub_devices([P.EQUALLY, 1])
+    else:
+        subs = device.create_sub_devices(
+            [P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])
+    return subs[0], subs
+
+
+# ------------------------------------------------------------ API entry points
+
+class EntryPoint(NamedTuple):
+    """An API call with one argument open: ``call(o, value)`` passes `value`
+    as the parameter `param` (as error messages name it) and takes every
+    other argument from `o`, a test's namespace of valid objects (engine,
+    device, context, queue, desc, mem, usm_mem, buffer, ptr, host, stream,
+    prim, args, allocator, lts, tensors, compiled, partition: whichever the
+    call uses). `name` is the function, as test ids show it."""
+    name: str
+    param: str
+    call: Callable
+
+
+def _make_memory_third_argument(o, v):  # a memory_kind, or a cl_mem (another overload)
+    return oi.make_memory(o.desc, o.engine, v)
+
+
+# Keyed by id (test_hypothesis.py's test ids; test_bad_input.py's show name
+# and param).
+ENTRY_POINTS = {
+    # dnnl.ocl_interop
+    "make_engine.device": EntryPoint(
+        "make_engine", "device", lambda o, v: oi.make_engine(v, o.context)),
+    "make_engine.context": EntryPoint(
+        "make_engine", "context", lambda o, v: oi.make_engine(o.device, v)),
+    "make_engine.cache_blob": EntryPoint(
+        "make_engine", "cache_blob", lambda o, v: oi.make_engine(o.device, o.context, v)),
+    "make_engine_with_blob.device": EntryPoint(
+        "make_engine_with_blob", "device", lambda o, v: oi.make_engine(v, o.context, b"blob")),
+    "get_context": EntryPoint("get_context", "engine", lambda o, v: oi.get_context(v)),
+    "get_device": EntryPoint("get_device", "engine", lambda o, v: oi.get_device(v)),
+    "get_engine_cache_blob": EntryPoint(
+        "get_engine_cache_blob", "engine", lambda o, v: oi.get_engine_cache_blob(v)),
+    "get_engine_cache_blob_id": EntryPoint(
+        "get_engine_cache_blob_id", "device", lambda o, v: oi.get_engine_cache_blob_id(v)),
+    "make_stream.engine": EntryPoint(
+        "make_stream", "engine", lambda o, v: oi.make_stream(v, o.queue)),
+    "make_stream.queue": EntryPoint(
+        "make_stream", "queue", lambda o, v: oi.make_stream(o.engine, v)),
+    "get_command_queue": EntryPoint(
+        "get_command_queue", "stream", lambda o, v: oi.get_command_queue(v)),
+    "make_memory.desc": EntryPoint(
+        "make_memory", "desc", lambda o, v: oi.make_memory(v, o.engine, oi.memory_kind.buffer)),
+    "make_memory.engine": EntryPoint(
+        "make_memory", "engine", lambda o, v: oi.make_memory(o.desc, v, oi.memory_kind.buffer)),
+    "make_memory.kind": EntryPoint("make_memory", "kind", _make_memory_third_argument),
+    "make_memory.mem_object": EntryPoint("make_memory", "mem_object", _make_memory_third_argument),
+    "make_memory.usm_handle": EntryPoint(
+        "make_memory_usm", "handle",
+        lambda o, v: oi.make_memory(o.desc, o.engine, oi.memory_kind.usm, v)),
+    "make_memory.buffer_handle": EntryPoint(
+        "make_memory_buffer", "handle",
+        lambda o, v: oi.make_memory(o.desc, o.engine, oi.memory_kind.buffer, v)),
+    "get_mem_object": EntryPoint("get_mem_object", "memory", lambda o, v: oi.get_mem_object(v)),
+    "get_memory_kind": EntryPoint(
+        "get_memory_kind", "memory", lambda o, v: oi.get_memory_kind(v)),
+    "set_mem_object.memory": EntryPoint(
+        "set_mem_object", "memory", lambda o, v: oi.set_mem_object(v, o.buffer)),
+    "set_mem_object.mem_object": EntryPoint(
+        "set_mem_object", "mem_object", lambda o, v: oi.set_mem_object(o.mem, v)),
+    "execute.primitive": EntryPoint(
+        "execute", "primitive", lambda o, v: oi.execute(v, o.stream, o.args)),
+    "execute.stream": EntryPoint("execute", "stream", lambda o, v: oi.execute(o.prim, v, o.args)),
+    "execute.args": EntryPoint("execute", "args", lambda o, v: oi.execute(o.prim, o.stream, v)),
+    "execute.deps": EntryPoint(
+        "execute", "deps", lambda o, v: oi.execute(o.prim, o.stream, o.args, deps=v)),
+    # dnnl.usm
+    "device_alloc.context": EntryPoint(
+        "device_alloc", "context", lambda o, v: usm.device_alloc(v, o.device, 64)),
+    "device_alloc.device": EntryPoint(
+        "device_alloc", "device", lambda o, v: usm.device_alloc(o.context, v, 64)),
+    "device_alloc.size": EntryPoint(
+        "device_alloc", "size", lambda o, v: usm.device_alloc(o.context, o.device, v)),
+    "device_alloc.alignment": EntryPoint(
+        "device_alloc", "alignment", lambda o, v: usm.device_alloc(o.context, o.device, 64, v)),
+    "shared_alloc.context": EntryPoint(
+        "shared_alloc", "context", lambda o, v: usm.shared_alloc(v, o.device, 64)),
+    "shared_alloc.device": EntryPoint(
+        "shared_alloc", "device", lambda o, v: usm.shared_alloc(o.context, v, 64)),
+    "shared_alloc.size": EntryPoint(
+        "shared_alloc", "size", lambda o, v: usm.shared_alloc(o.context, o.device, v)),
+    "host_alloc.context": EntryPoint(
+        "host_alloc", "context", lambda o, v: usm.host_alloc(v, 64)),
+    "host_alloc.size": EntryPoint("host_alloc", "size", lambda o, v: usm.host_alloc(o.context, v)),
+    "host_alloc.alignment": EntryPoint(
+        "host_alloc", "alignment", lambda o, v: usm.host_alloc(o.context, 64, v)),
+    "free.context": EntryPoint("free", "context", lambda o, v: usm.free(v, o.ptr)),
+    "free.ptr": EntryPoint("free", "ptr", lambda o, v: usm.free(o.context, v)),
+    "pointer_type.context": EntryPoint(
+        "pointer_type", "context", lambda o, v: usm.pointer_type(v, o.ptr)),
+    "pointer_type.ptr": EntryPoint(
+        "pointer_type", "ptr", lambda o, v: usm.pointer_type(o.context, v)),
+    "memcpy.queue": EntryPoint("memcpy", "queue", lambda o, v: usm.memcpy(v, o.ptr, o.host, 8)),
+    # host to device: v is the destination pointer, or the source array
+    "memcpy.dst": EntryPoint("memcpy", "dst", lambda o, v: usm.memcpy(o.queue, v, o.host, 8)),
+    "memcpy.src": EntryPoint("memcpy", "src", lambda o, v: usm.memcpy(o.queue, o.ptr, v, 8)),
+    # device to host: v is the source pointer
+    "memcpy.usm_src": EntryPoint(
+        "memcpy", "src", lambda o, v: usm.memcpy(o.queue, o.host, v, 8)),
+    "memcpy.size": EntryPoint(
+        "memcpy", "size", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, v)),
+    "memcpy.deps": EntryPoint(
+        "memcpy", "deps", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=v)),
+    "memcpy.deps[0]": EntryPoint(
+        "memcpy", "deps[0]", lambda o, v: usm.memcpy(o.queue, o.ptr, o.host, 8, deps=[v])),
+    "fill.queue": EntryPoint("fill", "queue", lambda o, v: usm.fill(v, o.ptr, b"\0", 8)),
+    "fill.ptr": EntryPoint("fill", "ptr", lambda o, v: usm.fill(o.queue, v, b"\0", 8)),
+    "fill.pattern": EntryPoint("fill", "pattern", lambda o, v: usm.fill(o.queue, o.ptr, v, 8)),
+    "fill.size": EntryPoint("fill", "size", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", v)),
+    "fill.deps[0]": EntryPoint(
+        "fill", "deps[0]", lambda o, v: usm.fill(o.queue, o.ptr, b"\0", 8, deps=[v])),
+    "allocation.size": EntryPoint(
+        "allocation", "size", lambda o, v: usm.allocation(o.context, v, "device", o.device)),
+    "allocation.kind": EntryPoint(
+        "allocation", "kind", lambda o, v: usm.allocation(o.context, 64, v, o.device)),
+    "allocation.context": EntryPoint(
+        "allocation", "context", lambda o, v: usm.allocation(v, 64, "host")),
+    # core
+    "memory.desc": EntryPoint("memory", "desc", lambda o, v: dnnl.memory(v, o.engine)),
+    "memory.engine": EntryPoint("memory", "engine", lambda o, v: dnnl.memory(o.desc, v)),
+    "memory.handle": EntryPoint(
+        "memory", "handle", lambda o, v: dnnl.memory(o.desc, o.engine, v)),
+    "memory.set_data_handle": EntryPoint(
+        "set_data_handle", "handle", lambda o, v: o.mem.set_data_handle(v)),
+    "usm_memory.set_data_handle": EntryPoint(
+        "set_data_handle", "handle", lambda o, v: o.usm_mem.set_data_handle(v)),
+    "memory.unmap_data": EntryPoint("unmap_data", "view", lambda o, v: o.mem.unmap_data(v)),
+    "stream.engine": EntryPoint("stream", "engine", lambda o, v: dnnl.stream(v)),
+    "stream.flags": EntryPoint("stream", "flags", lambda o, v: dnnl.stream(o.engine, v)),
+    "desc.dims": EntryPoint("desc", "dims", lambda o, v: dnnl.memory.desc(v, DT.f32, TAG.ab)),
+    "desc.data_type": EntryPoint(
+        "desc", "data_type", lambda o, v: dnnl.memory.desc([2, 3], v, TAG.ab)),
+    "desc.layout": EntryPoint(  # a format tag, or strides (another overload)
+        "desc", "layout", lambda o, v: dnnl.memory.desc([2, 3], DT.f32, v)),
+    "primitive.execute.stream": EntryPoint(
+        "execute", "stream", lambda o, v: o.prim.execute(v, o.args)),
+    "primitive.execute.args": EntryPoint(
+        "execute", "args", lambda o, v: o.prim.execute(o.stream, v)),
+    "matmul.primitive_desc.engine": EntryPoint(
+        "matmul.primitive_desc", "engine",
+        lambda o, v: dnnl.matmul.primitive_desc(v, o.desc, o.desc, o.desc)),
+    "matmul.primitive_desc.weights": EntryPoint(
+        "matmul.primitive_desc", "weights_desc",
+        lambda o, v: dnnl.matmul.primitive_desc(o.engine, o.desc, v, o.desc)),
+    "eltwise.primitive_desc.alpha": EntryPoint(
+        "eltwise_forward.primitive_desc", "alpha",
+        lambda o, v: dnnl.eltwise_forward.primitive_desc(
+            o.engine, INFERENCE, ALG.eltwise_relu, o.desc, o.desc, v)),
+    "reorder.primitive_desc.dst": EntryPoint(
+        "reorder.primitive_desc", "dst_desc",
+        lambda o, v: dnnl.reorder.primitive_desc(o.engine, o.desc, o.engine, v)),
+    # dnnl.graph
+    "make_allocator.malloc": EntryPoint(
+        "make_allocator", "malloc", lambda o, v: goi.make_allocator(v, lambda *a: None)),
+    "make_allocator.free": EntryPoint(
+        "make_allocator", "free", lambda o, v: goi.make_allocator(lambda *a: 0, v)),
+    "make_engine_with_allocator.device": EntryPoint(
+        "make_engine_with_allocator", "device",
+        lambda o, v: goi.make_engine_with_allocator(v, o.context, o.allocator)),
+    "make_engine_with_allocator.context": EntryPoint(
+        "make_engine_with_allocator", "context",
+        lambda o, v: goi.make_engine_with_allocator(o.device, v, o.allocator)),
+    "make_engine_with_allocator.allocator": EntryPoint(
+        "make_engine_with_allocator", "allocator",
+        lambda o, v: goi.make_engine_with_allocator(o.device, o.context, v)),
+    "make_engine_with_allocator.cache_blob": EntryPoint(
+        "make_engine_with_allocator", "cache_blob",
+        lambda o, v: goi.make_engine_with_allocator(o.device, o.context, o.allocator, v)),
+    "tensor.logical_tensor": EntryPoint(
+        "tensor", "logical_tensor", lambda o, v: g.tensor(v, o.engine, o.ptr)),
+    "tensor.engine": EntryPoint("tensor", "engine", lambda o, v: g.tensor(o.lts[0], v, o.ptr)),
+    "tensor.handle": EntryPoint(
+        "tensor", "handle", lambda o, v: g.tensor(o.lts[0], o.engine, v)),
+    "tensor.set_data_handle": EntryPoint(
+        "set_data_handle", "handle", lambda o, v: o.tensors[0].set_data_handle(v)),
+    "compiled.execute.stream": EntryPoint(
+        "execute", "stream", lambda o, v: o.compiled.execute(v, o.tensors[:2], o.tensors[2:])),
+    "compiled.execute.inputs": EntryPoint(
+        "execute", "inputs", lambda o, v: o.compiled.execute(o.stream, v, o.tensors[2:])),
+    "compiled.execute.outputs": EntryPoint(
+        "execute", "outputs", lambda o, v: o.compiled.execute(o.stream, o.tensors[:2], v)),
+    "graph.execute.deps": EntryPoint(
+        "execute", "deps",
+        lambda o, v: goi.execute(o.compiled, o.stream, o.tensors[:2], o.tensors[2:], deps=v)),
+    "graph.execute.scratchpad": EntryPoint(
+        "execute", "scratchpad",
+        lambda o, v: goi.execute(o.compiled, o.stream, o.tensors[:2], o.tensors[2:],
+                                 scratchpad=v)),
+    "logical_tensor.dims": EntryPoint(
+        "logical_tensor", "dims", lambda o, v: lt(7, F32, v, STRIDED)),
+    "logical_tensor.data_type": EntryPoint(
+        "logical_tensor", "data_type", lambda o, v: lt(7, v, [2], STRIDED)),
+    "op.kind": EntryPoint("op", "kind", lambda o, v: g.op(9, v)),
+    "op.set_attr.value": EntryPoint(
+        "set_attr", "value",
+        lambda o, v: g.op(9, g.op.kind.MatMul).set_attr(g.op.attr.transpose_a, v)),
+    "op.set_attr.attr": EntryPoint(
+        "set_attr", "name", lambda o, v: g.op(9, g.op.kind.MatMul).set_attr(v, True)),
+    "graph.add_op": EntryPoint(
+        "add_op", "op", lambda o, v: g.graph(dnnl.engine.kind.gpu).add_op(v)),
+    "graph.engine_kind": EntryPoint("graph", "engine_kind", lambda o, v: g.graph(v)),
+    "partition.compile.inputs": EntryPoint(
+        "compile", "inputs", lambda o, v: o.partition.compile(v, [o.lts[2]], o.engine)),
+    "partition.compile.engine": EntryPoint(
+        "compile", "engine",
+        lambda o, v: o.partition.compile(list(o.lts[:2]), [o.lts[2]], v)),
+}
+
+
+def entry_calls(ids):
+    """{test id: call} for the entry points ENTRY_POINTS names {test id: key}."""
+    return {test_id: ENTRY_POINTS[key].call for test_id, key in ids.items()}
+
+
+# The uses of a USM pointer (v), by test id.
+USM_POINTER_USES = entry_calls({
+    "make_memory": "make_memory.usm_handle",
+    "set_data_handle": "usm_memory.set_data_handle",
+    "graph.tensor": "tensor.handle",
+    "tensor.set_data_handle": "tensor.set_data_handle",
+    "memcpy.dst": "memcpy.dst",
+    "memcpy.src": "memcpy.usm_src",
+    "memcpy.device_to_device": "memcpy.src",
+    "fill": "fill.ptr",
+    "free": "free.ptr",
+})
+
+
+# ------------------------------------------------ scripts of the repository
+
+def load_script(name, path):
+    """Import a script of the repository that is not in a package (for
+    example third_party/onednn_bundle.py) as module `name`."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
