@@ -9,8 +9,11 @@ difference and the ratio, and the goal each row is judged by.
     python benchmarks/run.py [--json PATH] [--iterations N] [--matmul-size N] [--rounds N]
 
 C++ and Python take turns for --rounds rounds. Each round measures a row's
-median time per call; the table shows each side's best round, since noise
-from the rest of the machine only ever adds time (the JSON has every round).
+median time per call; a row is judged on the per-round differences (or
+ratios) of Python and C++: their median, with a 95 % bootstrap confidence
+interval over rounds. It *meets* its goal when the whole interval does,
+*misses* when none of it does, and is *inconclusive* otherwise (run more
+--rounds). The JSON has every round and the intervals.
 
 Exits non-zero when a measurement failed (not when a goal is missed).
 """
@@ -221,6 +224,27 @@ def graph_row(device, context, queue, repeats, warmup):
     return median, per_execute
 
 
+def bootstrap_interval(values, resamples=10000, confidence=0.95, seed=0):
+    """(median, low, high): the median of `values` and a percentile-bootstrap
+    confidence interval of it (resampling the rounds)."""
+    values = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    medians = np.median(rng.choice(values, size=(resamples, values.size), replace=True), axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(np.median(values)), float(low), float(high)
+
+
+def verdict(low, high, limit):
+    """'meets' when the whole interval is within the goal, 'misses' when it
+    is wholly outside, else 'inconclusive' (more --rounds may decide)."""
+    if high <= limit:
+        return "meets"
+    if low > limit:
+        return "misses"
+    return "inconclusive"
+
+
 def goal_of(name, notes):
     """(goal text, overhead limit in µs or ratio limit) for a row."""
     if name == "large matmul":
@@ -257,29 +281,46 @@ def main(argv=None) -> int:
     except Exception as e:  # a failed measurement: report and fail
         print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    cpp = {name: min(r[name] for r in cpp_rounds) for name in cpp_rounds[0]}
-    python = {name: min(r[name] for r in python_rounds) for name in python_rounds[0]}
     rows = []
-    for name in python:
-        py_us, cpp_us = python[name], cpp[name]
+    for name in python_rounds[0]:
+        py_rounds = [r[name] for r in python_rounds]
+        cpp_rounds_of = [r[name] for r in cpp_rounds]
         goal, limit = goal_of(name, notes)
-        overhead, ratio = py_us - cpp_us, py_us / cpp_us if cpp_us else float("inf")
-        meets = None if limit is None else (overhead <= limit[1] if limit[0] == "overhead" else ratio <= limit[1])
-        rows.append({"name": name, "python_us": round(py_us, 3), "cpp_us": round(cpp_us, 3),
-                     "overhead_us": round(overhead, 3), "ratio": round(ratio, 3),
-                     "goal": goal, "meets_goal": meets,
-                     "python_rounds_us": [round(r[name], 3) for r in python_rounds],
-                     "cpp_rounds_us": [round(r[name], 3) for r in cpp_rounds]})
+        # Rounds alternate C++ and Python, so round i of each side shared the
+        # machine's state: judge the per-round differences (or ratios).
+        overheads = [p - c for p, c in zip(py_rounds, cpp_rounds_of)]
+        ratios = [p / c if c else float("inf") for p, c in zip(py_rounds, cpp_rounds_of)]
+        overhead = bootstrap_interval(overheads)
+        ratio = bootstrap_interval(ratios)
+        judged = None
+        if limit is not None:
+            low, high = (ratio if limit[0] == "ratio" else overhead)[1:]
+            judged = verdict(low, high, limit[1])
+        rows.append({"name": name, "python_us": round(float(np.median(py_rounds)), 3),
+                     "cpp_us": round(float(np.median(cpp_rounds_of)), 3),
+                     "overhead_us": round(overhead[0], 3),
+                     "overhead_ci95_us": [round(overhead[1], 3), round(overhead[2], 3)],
+                     "ratio": round(ratio[0], 4), "ratio_ci95": [round(ratio[1], 4), round(ratio[2], 4)],
+                     "goal": goal, "verdict": judged,
+                     "python_rounds_us": [round(v, 3) for v in py_rounds],
+                     "cpp_rounds_us": [round(v, 3) for v in cpp_rounds_of]})
     version = ".".join(str(x) for x in dnnl.version()[:3])
     report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
               "rounds": args.rounds, "rows": rows}
-    print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}\n")
-    print("| row | Python µs | C++ µs | overhead µs | ratio | goal | meets |")
+    print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}, "
+          f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n")
+    print("| row | Python µs | C++ µs | overhead µs (95 % CI) | ratio (95 % CI) | goal | verdict |")
     print("|---|---:|---:|---:|---:|---|:---:|")
     for r in rows:
-        mark = {True: "yes", False: "**no**", None: "—"}[r["meets_goal"]]
-        print(f"| {r['name']} | {r['python_us']:.3f} | {r['cpp_us']:.3f} | {r['overhead_us']:+.3f} "
-              f"| {r['ratio']:.2f} | {r['goal']} | {mark} |")
+        mark = {"meets": "meets", "misses": "**misses**", "inconclusive": "inconclusive",
+                None: "—"}[r["verdict"]]
+        lo, hi = r["overhead_ci95_us"]
+        rlo, rhi = r["ratio_ci95"]
+        print(f"| {r['name']} | {r['python_us']:.3f} | {r['cpp_us']:.3f} "
+              f"| {r['overhead_us']:+.3f} ({lo:+.3f} … {hi:+.3f}) "
+              f"| {r['ratio']:.3f} ({rlo:.3f} … {rhi:.3f}) | {r['goal']} | {mark} |")
+    if any(r["verdict"] == "inconclusive" for r in rows):
+        print("\ninconclusive: the interval straddles the goal; run more --rounds to decide.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
