@@ -410,3 +410,27 @@ def load_script(name, path):
     sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+# ------------------------------------------------ the OpenCL runtime's own choices
+
+_SUB_GROUP_PROBE = """
+__kernel void probe(__global int *size) {
+    if (get_global_id(0) == 0) size[0] = get_sub_group_size();
+}
+"""
+
+
+def default_sub_group_size(context, queue, work_group=16):
+    """The sub-group size the OpenCL compiler picks for a kernel that asks
+    for none, launched with `work_group` work-items (what oneDNN 3.13.1's
+    reusable softmax leaves to it: docs/known-problems.md)."""
+    import pyopencl as cl
+
+    program = cl.Program(context, _SUB_GROUP_PROBE).build()
+    out = np.zeros(1, np.int32)
+    buffer = cl.Buffer(context, cl.mem_flags.WRITE_ONLY, out.nbytes)
+    cl.Kernel(program, "probe")(queue, (work_group,), (work_group,), buffer)
+    cl.enqueue_copy(queue, out, buffer)
+    queue.finish()
+    return int(out[0])

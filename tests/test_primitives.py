@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, DT, INFERENCE, TAG, oi, plain_tag, usm
+from helpers import ALG, DT, INFERENCE, TAG, default_sub_group_size, oi, plain_tag, usm
 
 NF = dnnl.normalization_flags
 TRAINING = dnnl.prop_kind.forward_training
@@ -841,6 +841,28 @@ def test_softmax(engine, stream, dt, log, axis):
     args.update({dnnl.ARG_SRC: put(engine, x, dt), dnnl.ARG_DST: dst})
     run(dnnl.softmax_forward(pd), stream, args)
     assert_close(get(dst), ref_softmax(x, axis, log) * out_scale, dst_dt)
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["accurate", "log"])
+@pytest.mark.parametrize("n", [8, 16, 17, 32, 64, 128, 129, 256])
+def test_softmax_axis_sizes(request, engine, stream, cl_context, cl_queue, n, log):
+    """Softmax over an innermost axis of `n` against NumPy. oneDNN 3.13.1's
+    ocl:reusable kernel for axes of 17..128 relies on a sub-group spanning its
+    work-group of 16 without asking for it; where the OpenCL compiler picks
+    a smaller one (Intel's CPU runtime without AVX-512 picks 8), each row is
+    normalized as two halves: a known problem, expected here strictly."""
+    if 17 <= n <= 128 and default_sub_group_size(cl_context, cl_queue) < 16:
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="oneDNN 3.13.1 reusable softmax with sub-groups of fewer "
+                                "than 16 (docs/known-problems.md)"))
+    rng = np.random.default_rng(n)
+    x = rand(rng, [4, n], "f32", -3, 3)
+    algorithm = ALG.softmax_log if log else ALG.softmax_accurate
+    pd = dnnl.softmax_forward.primitive_desc(engine, INFERENCE, algorithm, md([4, n], "f32"),
+                                             md([4, n], "f32"), 1)
+    dst = dnnl.memory(pd.dst_desc(), engine)
+    run(dnnl.softmax_forward(pd), stream, {dnnl.ARG_SRC: put(engine, x, "f32"), dnnl.ARG_DST: dst})
+    assert_close(get(dst), ref_softmax(x, 1, log), "f32")
 
 
 def test_softmax_f32_to_u8_with_dst_scale(engine, stream):
