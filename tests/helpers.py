@@ -421,10 +421,21 @@ __kernel void probe(__global int *size) {
 """
 
 
+_sub_group_sizes: dict = {}
+
+
 def default_sub_group_size(context, queue, work_group=16):
     """The sub-group size the OpenCL compiler picks for a kernel that asks
     for none, launched with `work_group` work-items (what oneDNN 3.13.1's
-    reusable softmax leaves to it: docs/known-problems.md)."""
+    reusable softmax leaves to it: docs/known-problems.md). Probed once per
+    context and work-group size."""
+    key = (context.int_ptr, work_group)
+    if key not in _sub_group_sizes:
+        _sub_group_sizes[key] = _probe_sub_group_size(context, queue, work_group)
+    return _sub_group_sizes[key]
+
+
+def _probe_sub_group_size(context, queue, work_group):
     import pyopencl as cl
 
     program = cl.Program(context, _SUB_GROUP_PROBE).build()

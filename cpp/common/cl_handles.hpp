@@ -32,7 +32,6 @@ using device_arg = handle_arg<cl_device_id>;
 using context_arg = handle_arg<cl_context>;
 using queue_arg = handle_arg<cl_command_queue>;
 using mem_arg = handle_arg<cl_mem>;
-using event_arg = handle_arg<cl_event>;
 
 // A sequence of events (pyopencl.Event or int); None entries are skipped
 // (execute() returns None on in-order streams: chained code passes it on).

@@ -89,9 +89,10 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
 
     m.def("execute", [](const compiled_partition_object &cp, stream_object &s,
                              py::handle inputs, py::handle outputs,
-                             const cl_handles::event_list_arg &deps, py::handle scratchpad) {
+                             cl_handles::event_list_arg &deps, py::handle scratchpad) {
         graph_execution ex = graph_execution_args(cp, s, inputs, outputs);
-        std::vector<cl_event> events = deps.get("deps");
+        deps.get("deps"); // raises on a bad item
+        std::vector<cl_event> events = std::move(deps.events); // the caster's, not a copy
         const dnnl::graph::tensor *pad = nullptr;
         if (!scratchpad.is_none()) {
             if (!py::isinstance<tensor_object>(scratchpad))
