@@ -5,6 +5,7 @@
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
 #include "ocl_interop/ocl_interop.hpp"
+#include "primitives/family.hpp"
 #include "usm/usm_api.hpp"
 
 namespace py = pybind11;
@@ -20,7 +21,12 @@ PYBIND11_MODULE(_core, m) {
     bind_memory(m);
     bind_attributes(m);
     bind_primitive_base(m);
-    bind_primitives(m);
+    bind_convolution_like(m);
+    bind_normalizations(m);
+    bind_elementwise(m);
+    bind_spatial(m);
+    bind_rnn(m);
+    bind_data_movement(m);
     auto ocl_interop = m.def_submodule("ocl_interop", "Mirrors dnnl::ocl_interop.");
     bind_ocl_interop_engine(ocl_interop);
     bind_ocl_interop_stream(ocl_interop);

@@ -69,6 +69,19 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     return args;
 }
 
+struct named_desc {
+    const char *name;
+    int arg;
+    const char *doc;
+};
+const named_desc named_descs[] = {
+        {"bias_desc", DNNL_ARG_BIAS, "Bias memory descriptor (zero if none)."},
+        {"diff_bias_desc", DNNL_ARG_DIFF_BIAS, "Diff bias memory descriptor (zero if none)."},
+        {"mean_desc", DNNL_ARG_MEAN, "Mean memory descriptor of a normalization (zero if none)."},
+        {"variance_desc", DNNL_ARG_VARIANCE,
+                "Variance memory descriptor of a normalization (zero if none)."},
+};
+
 dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int index) {
     return p.pd.query_md(what, index);
 }
@@ -160,16 +173,33 @@ void bind_primitive_base(py::module_ &m) {
         return query(p, dnnl::query::weights_md, i);
     }, py::arg("index") = 0, "Weights memory descriptor (index 1: bias, "
                              "where the primitive has one).");
-    pd.def("bias_desc", [](const primitive_desc_object &p) {
-        return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_BIAS);
-    }, "Bias memory descriptor (zero if none).");
+    pd.def("diff_src_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::diff_src_md, i);
+    }, py::arg("index") = 0, "Diff source memory descriptor (zero if none).");
+    pd.def("diff_dst_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::diff_dst_md, i);
+    }, py::arg("index") = 0, "Diff destination memory descriptor (zero if none).");
+    pd.def("diff_weights_desc", [](const primitive_desc_object &p, int i) {
+        return query(p, dnnl::query::diff_weights_md, i);
+    }, py::arg("index") = 0, "Diff weights memory descriptor (zero if none).");
+    // Named arguments' descriptors, as the C++ families' bias_desc(),
+    // mean_desc() ... give them.
+    for (const auto &named : named_descs) {
+        int arg = named.arg;
+        pd.def(named.name, [arg](const primitive_desc_object &p) {
+            return p.pd.query_md(dnnl::query::exec_arg_md, arg);
+        }, named.doc);
+    }
     pd.def("workspace_desc", [](const primitive_desc_object &p) {
         return query(p, dnnl::query::workspace_md, 0);
-    }, "Workspace memory descriptor (zero if none).");
+    }, "Workspace memory descriptor (zero if none): forward training passes "
+       "it to backward as ARG_WORKSPACE.");
     pd.def("scratchpad_desc", [](const primitive_desc_object &p) {
         return query(p, dnnl::query::scratchpad_md, 0);
     }, "Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in "
        "scratchpad_mode.user (zero otherwise).");
+    pd.def("scratchpad_engine", [](const primitive_desc_object &p) { return p.engine; },
+            "The engine the scratchpad lives on (the primitive's).");
     pd.def("query_md", &query, py::arg("what"), py::arg("index") = 0,
             "Memory descriptor for a query; query.exec_arg_md with an ARG_* "
             "index gives any execution argument's descriptor.");
@@ -184,6 +214,64 @@ void bind_primitive_base(py::module_ &m) {
     pd.def("get_scratchpad_mode", [](const primitive_desc_object &p) {
         return p.pd.get_primitive_attr().get_scratchpad_mode();
     }, "The scratchpad mode of the descriptor's attributes.");
+    pd.def("get_primitive_attr", [](const primitive_desc_object &p) {
+        return attr_object {p.pd.get_primitive_attr(), p.quantization_args};
+    }, "A copy of the attributes the descriptor was created with.");
+    pd.def("get_prop_kind", [](const primitive_desc_object &p) { return p.pd.get_prop_kind(); },
+            "Propagation kind (prop_kind.undef where the family has none).");
+    pd.def("get_algorithm", [](const primitive_desc_object &p) { return p.pd.get_algorithm(); },
+            "Algorithm (algorithm.undef where the family has none).");
+    pd.def("get_cell_kind", [](const primitive_desc_object &p) { return p.pd.get_cell_kind(); },
+            "RNN cell kind (algorithm.vanilla_lstm ...; undef for other families).");
+    pd.def("get_activation_kind", [](const primitive_desc_object &p) {
+        return p.pd.get_activation_kind();
+    }, "Vanilla RNN activation (algorithm.undef for other families).");
+    pd.def("get_direction", [](const primitive_desc_object &p) { return p.pd.get_direction(); },
+            "RNN direction (rnn_direction.undef for other families).");
+    // Numeric parameters: oneDNN answers 0 or [] where a family has none.
+    pd.def("get_alpha", [](const primitive_desc_object &p) { return p.pd.get_alpha(); },
+            "The alpha parameter (eltwise, LRN, vanilla RNN).");
+    pd.def("get_beta", [](const primitive_desc_object &p) { return p.pd.get_beta(); },
+            "The beta parameter (eltwise, LRN).");
+    pd.def("get_epsilon", [](const primitive_desc_object &p) { return p.pd.get_epsilon(); },
+            "Epsilon of a normalization.");
+    pd.def("get_k", [](const primitive_desc_object &p) { return p.pd.get_k(); }, "LRN k.");
+    pd.def("get_p", [](const primitive_desc_object &p) { return p.pd.get_p(); },
+            "Reduction p (Lp norms).");
+    pd.def("get_axis", [](const primitive_desc_object &p) { return p.pd.get_axis(); },
+            "Axis of softmax or shuffle.");
+    pd.def("get_local_size", [](const primitive_desc_object &p) {
+        return p.pd.get_local_size();
+    }, "LRN local size.");
+    pd.def("get_group_size", [](const primitive_desc_object &p) {
+        return p.pd.get_group_size();
+    }, "Shuffle group size, or group normalization's number of groups.");
+    pd.def("get_factors", [](const primitive_desc_object &p) { return p.pd.get_factors(); },
+            "Resampling factors per spatial dimension.");
+    pd.def("get_strides", [](const primitive_desc_object &p) { return p.pd.get_strides(); },
+            "Strides per spatial dimension (convolution-like and pooling).");
+    pd.def("get_dilations", [](const primitive_desc_object &p) {
+        return p.pd.get_dilations();
+    }, "Dilations per spatial dimension.");
+    pd.def("get_padding_l", [](const primitive_desc_object &p) {
+        return p.pd.get_padding_l();
+    }, "Left (front, top) padding per spatial dimension.");
+    pd.def("get_padding_r", [](const primitive_desc_object &p) {
+        return p.pd.get_padding_r();
+    }, "Right (back, bottom) padding per spatial dimension.");
+    pd.def("get_kernel", [](const primitive_desc_object &p) { return p.pd.get_kernel(); },
+            "Pooling kernel per spatial dimension.");
+    pd.def("next_impl", [](primitive_desc_object &p) {
+        dnnl_status_t status;
+        {
+            py::gil_scoped_release release;
+            status = dnnl_primitive_desc_next_impl(p.pd.get());
+        }
+        if (status == dnnl_last_impl_reached) return false;
+        dnnl::error::wrap_c_api(status, "could not advance to the next implementation");
+        return true;
+    }, "Step to oneDNN's next implementation for the same descriptor: True if "
+       "there was one (the descriptor now describes it), False at the last.");
 
     py::class_<primitive_object> prim(m, "primitive",
             "Base of every primitive: execute it on a stream with its arguments.");

@@ -63,6 +63,5 @@ std::string arg_name(int arg);
 
 void bind_attributes(pybind11::module_ &m); // core/attributes.cpp
 void bind_primitive_base(pybind11::module_ &m); // core/primitive.cpp
-void bind_primitives(pybind11::module_ &m); // core/primitives.cpp
 
 } // namespace dnnl_ocl_interop

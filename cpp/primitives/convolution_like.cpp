@@ -1,0 +1,140 @@
+// Matrix-product families: matmul, convolution, deconvolution and inner product, forward and backward.
+#include "primitives/family.hpp"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace dnnl_ocl_interop {
+using namespace family_args;
+
+void bind_convolution_like(py::module_ &m) {
+    {
+        using P = dnnl::matmul;
+        auto pd = bind_family<P>(m, "matmul",
+                "dst = src x weights (+ bias), batched over leading dimensions.");
+        constructor<P, md, md, md>(pd,
+                "src_desc"_a, "weights_desc"_a, "dst_desc"_a);
+        constructor<P, md, md, md, md>(pd,
+                "src_desc"_a, "weights_desc"_a, "bias_desc"_a, "dst_desc"_a);
+    }
+    {
+        using P = dnnl::convolution_forward;
+        auto pd = bind_family<P>(m, "convolution_forward",
+                "Forward convolution (direct, Winograd or auto).");
+        constructor<P, prop_kind, algorithm, md, md, md, md, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "bias_desc"_a,
+                "dst_desc"_a, "strides"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "dst_desc"_a,
+                "strides"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, md, dims, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "bias_desc"_a,
+                "dst_desc"_a, "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, dims, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "dst_desc"_a,
+                "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a);
+    }
+    {
+        using P = dnnl::convolution_backward_data;
+        auto pd = bind_family<P>(m, "convolution_backward_data",
+                "Convolution gradient with respect to the source (diff_src from diff_dst and weights).");
+        constructor<P, algorithm, md, md, md, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "diff_src_desc"_a, "weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "diff_src_desc"_a, "weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "dilates"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::convolution_backward_weights;
+        auto pd = bind_family<P>(m, "convolution_backward_weights",
+                "Convolution gradient with respect to weights and bias.");
+        constructor<P, algorithm, md, md, md, md, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_desc"_a, "strides"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, md, dims, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_desc"_a, "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a,
+                "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, dims, hint<dnnl::convolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "dilates"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::deconvolution_forward;
+        auto pd = bind_family<P>(m, "deconvolution_forward",
+                "Forward deconvolution (transposed convolution).");
+        constructor<P, prop_kind, algorithm, md, md, md, md, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "bias_desc"_a,
+                "dst_desc"_a, "strides"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "dst_desc"_a,
+                "strides"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, md, dims, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "bias_desc"_a,
+                "dst_desc"_a, "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a);
+        constructor<P, prop_kind, algorithm, md, md, md, dims, dims, dims, dims>(pd,
+                "prop_kind"_a, "algorithm"_a, "src_desc"_a, "weights_desc"_a, "dst_desc"_a,
+                "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a);
+    }
+    {
+        using P = dnnl::deconvolution_backward_data;
+        auto pd = bind_family<P>(m, "deconvolution_backward_data",
+                "Deconvolution gradient with respect to the source.");
+        constructor<P, algorithm, md, md, md, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "diff_src_desc"_a, "weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "diff_src_desc"_a, "weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "dilates"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::deconvolution_backward_weights;
+        auto pd = bind_family<P>(m, "deconvolution_backward_weights",
+                "Deconvolution gradient with respect to weights and bias.");
+        constructor<P, algorithm, md, md, md, md, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_desc"_a, "strides"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, md, dims, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_desc"_a, "strides"_a, "dilates"_a, "padding_l"_a, "padding_r"_a,
+                "hint_fwd_pd"_a);
+        constructor<P, algorithm, md, md, md, dims, dims, dims, dims, hint<dnnl::deconvolution_forward>>(pd,
+                "algorithm"_a, "src_desc"_a, "diff_weights_desc"_a, "diff_dst_desc"_a, "strides"_a,
+                "dilates"_a, "padding_l"_a, "padding_r"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::inner_product_forward;
+        auto pd = bind_family<P>(m, "inner_product_forward",
+                "Forward inner product (fully connected layer).");
+        constructor<P, prop_kind, md, md, md, md>(pd,
+                "prop_kind"_a, "src_desc"_a, "weights_desc"_a, "bias_desc"_a, "dst_desc"_a);
+        constructor<P, prop_kind, md, md, md>(pd,
+                "prop_kind"_a, "src_desc"_a, "weights_desc"_a, "dst_desc"_a);
+    }
+    {
+        using P = dnnl::inner_product_backward_data;
+        auto pd = bind_family<P>(m, "inner_product_backward_data",
+                "Inner product gradient with respect to the source.");
+        constructor<P, md, md, md, hint<dnnl::inner_product_forward>>(pd,
+                "diff_src_desc"_a, "weights_desc"_a, "diff_dst_desc"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::inner_product_backward_weights;
+        auto pd = bind_family<P>(m, "inner_product_backward_weights",
+                "Inner product gradient with respect to weights and bias.");
+        constructor<P, md, md, md, md, hint<dnnl::inner_product_forward>>(pd,
+                "src_desc"_a, "diff_weights_desc"_a, "diff_bias_desc"_a, "diff_dst_desc"_a,
+                "hint_fwd_pd"_a);
+        constructor<P, md, md, md, hint<dnnl::inner_product_forward>>(pd,
+                "src_desc"_a, "diff_weights_desc"_a, "diff_dst_desc"_a, "hint_fwd_pd"_a);
+    }
+}
+
+} // namespace dnnl_ocl_interop

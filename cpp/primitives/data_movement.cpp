@@ -1,0 +1,81 @@
+// Data-movement families: reorder (between layouts, data types and engines),
+// concat and sum.
+#include <algorithm>
+#include <cstring>
+
+#include "primitives/family.hpp"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace dnnl_ocl_interop {
+using namespace family_args;
+
+namespace {
+
+// oneDNN 3.13's "ocl:many_inputs" sum (chosen when the first scale is 1)
+// scales source i by scales[i-1]: its kernel indexes scales from input 1, its
+// scale buffer starts at input 0. Unless all scales are equal that gives wrong
+// sums, so the binding refuses it (sum has no other implementation to step to).
+typed_pd<dnnl::sum> avoid_shifted_scales(typed_pd<dnnl::sum> pd, const floats &scales) {
+    bool all_equal = std::all_of(scales.begin(), scales.end(),
+            [&](float s) { return s == scales.front(); });
+    if (!all_equal && std::strcmp(pd.pd.impl_info_str(), "ocl:many_inputs") == 0)
+        throw status_error(dnnl_unimplemented,
+                "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong "
+                "sources when they differ (oneDNN 3.13); use a first scale other than 1, "
+                "equal scales, or binary primitives");
+    return pd;
+}
+
+void bind_reorder(py::module_ &m) {
+    using P = dnnl::reorder;
+    auto pd = bind_family<P>(m, "reorder",
+            "Copy between layouts, data types (with scales/zero points) or engines.");
+    auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
+                        const md &dst, const attr_object &attr) {
+        dnnl::primitive_desc_base desc;
+        {
+            py::gil_scoped_release release;
+            desc = P::primitive_desc(src_engine, src, dst_engine, dst, attr.attr);
+        }
+        // The reorder runs on the GPU engine of the two.
+        const engine_object &runs_on
+                = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
+        return adopt<P>(runs_on, desc, attr.quantization_args);
+    };
+    pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg());
+    pd.def(py::init([make](const memory_object &src, const memory_object &dst,
+                            const attr_object &attr) {
+        return make(src.engine, src.desc, dst.engine, dst.desc, attr);
+    }), "src"_a, "dst"_a, attr_arg());
+}
+
+} // namespace
+
+void bind_data_movement(py::module_ &m) {
+    bind_reorder(m);
+    {
+        using P = dnnl::concat;
+        auto pd = bind_family<P>(m, "concat",
+                "Concatenate sources (ARG_MULTIPLE_SRC + i) along a dimension.");
+        constructor<P, md, int, mds>(pd, "dst"_a, "concat_dimension"_a, "srcs"_a);
+        constructor<P, int, mds>(pd, "concat_dimension"_a, "srcs"_a);
+    }
+    {
+        using P = dnnl::sum;
+        auto pd = bind_family<P>(m, "sum",
+                "dst = sum of scales[i] * src_i (sources as ARG_MULTIPLE_SRC + i).");
+        pd.def(py::init([](const engine_object &e, const md &dst, const floats &scales,
+                                const mds &srcs, const attr_object &attr) {
+            return avoid_shifted_scales(create<P, md, floats, mds>(e, dst, scales, srcs, attr),
+                    scales);
+        }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg());
+        pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
+                                const attr_object &attr) {
+            return avoid_shifted_scales(create<P, floats, mds>(e, scales, srcs, attr), scales);
+        }), "engine"_a, "scales"_a, "srcs"_a, attr_arg());
+    }
+}
+
+} // namespace dnnl_ocl_interop

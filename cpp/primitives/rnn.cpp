@@ -1,0 +1,234 @@
+// Recurrent families: vanilla RNN, LSTM, GRU, linear-before-reset GRU, AUGRU and linear-before-reset AUGRU, forward and backward.
+#include <pybind11/native_enum.h>
+
+#include "primitives/family.hpp"
+
+namespace py = pybind11;
+using namespace pybind11::literals;
+
+namespace dnnl_ocl_interop {
+using namespace family_args;
+
+namespace {
+
+struct named_arg {
+    const char *query;
+    int arg;
+    const char *doc;
+};
+
+// The C++ rnn_primitive_desc_base's descriptor queries: each is the
+// descriptor of one execution argument (zero where the cell has none).
+#define RNN_ARG(name, arg, what) {#name "_desc", DNNL_ARG_##arg, what " memory descriptor (zero if none)."}
+const named_arg rnn_args[] = {
+        RNN_ARG(src_layer, SRC_LAYER, "Source layer"),
+        RNN_ARG(augru_attention, AUGRU_ATTENTION, "AUGRU attention"),
+        RNN_ARG(src_iter, SRC_ITER, "Source iteration"),
+        RNN_ARG(src_iter_c, SRC_ITER_C, "Source cell state"),
+        RNN_ARG(weights_layer, WEIGHTS_LAYER, "Weights layer"),
+        RNN_ARG(weights_iter, WEIGHTS_ITER, "Weights iteration"),
+        RNN_ARG(weights_peephole, WEIGHTS_PEEPHOLE, "Peephole weights"),
+        RNN_ARG(weights_projection, WEIGHTS_PROJECTION, "Projection weights"),
+        RNN_ARG(dst_layer, DST_LAYER, "Destination layer"),
+        RNN_ARG(dst_iter, DST_ITER, "Destination iteration"),
+        RNN_ARG(dst_iter_c, DST_ITER_C, "Destination cell state"),
+        RNN_ARG(diff_src_layer, DIFF_SRC_LAYER, "Diff source layer"),
+        RNN_ARG(diff_augru_attention, DIFF_AUGRU_ATTENTION, "Diff AUGRU attention"),
+        RNN_ARG(diff_src_iter, DIFF_SRC_ITER, "Diff source iteration"),
+        RNN_ARG(diff_src_iter_c, DIFF_SRC_ITER_C, "Diff source cell state"),
+        RNN_ARG(diff_weights_layer, DIFF_WEIGHTS_LAYER, "Diff weights layer"),
+        RNN_ARG(diff_weights_iter, DIFF_WEIGHTS_ITER, "Diff weights iteration"),
+        RNN_ARG(diff_weights_peephole, DIFF_WEIGHTS_PEEPHOLE, "Diff peephole weights"),
+        RNN_ARG(diff_weights_projection, DIFF_WEIGHTS_PROJECTION, "Diff projection weights"),
+        RNN_ARG(diff_dst_layer, DIFF_DST_LAYER, "Diff destination layer"),
+        RNN_ARG(diff_dst_iter, DIFF_DST_ITER, "Diff destination iteration"),
+        RNN_ARG(diff_dst_iter_c, DIFF_DST_ITER_C, "Diff destination cell state"),
+};
+#undef RNN_ARG
+
+void bind_rnn_base(py::module_ &m) {
+    py::native_enum<dnnl::rnn_direction>(m, "rnn_direction", "enum.Enum",
+            "Order in which an RNN walks the sequence, and how two directions combine.")
+            .value("undef", dnnl::rnn_direction::undef)
+            .value("unidirectional_left2right", dnnl::rnn_direction::unidirectional_left2right)
+            .value("unidirectional_right2left", dnnl::rnn_direction::unidirectional_right2left)
+            .value("bidirectional_concat", dnnl::rnn_direction::bidirectional_concat)
+            .value("bidirectional_sum", dnnl::rnn_direction::bidirectional_sum)
+            .finalize();
+    py::class_<rnn_primitive_desc_object, primitive_desc_object> base(m,
+            "rnn_primitive_desc_base",
+            "Base of the RNN primitive descriptors: the per-argument descriptor "
+            "queries of the C++ rnn_primitive_desc_base.");
+    for (const named_arg &a : rnn_args) {
+        int arg = a.arg;
+        base.def(a.query, [arg](const rnn_primitive_desc_object &p) {
+            return p.pd.query_md(dnnl::query::exec_arg_md, arg);
+        }, a.doc);
+    }
+}
+
+} // namespace
+
+void bind_rnn(py::module_ &m) {
+    bind_rnn_base(m);
+    {
+        using P = dnnl::vanilla_rnn_forward;
+        auto pd = bind_family<P>(m, "vanilla_rnn_forward",
+                "Forward vanilla RNN (activation: eltwise_relu, eltwise_tanh or eltwise_logistic).");
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a);
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, float>(pd,
+                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "alpha"_a);
+    }
+    {
+        using P = dnnl::vanilla_rnn_backward;
+        auto pd = bind_family<P>(m, "vanilla_rnn_backward",
+                "Vanilla RNN gradients.");
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::vanilla_rnn_forward>>(pd,
+                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, float, hint<dnnl::vanilla_rnn_forward>>(pd,
+                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "alpha"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::lstm_forward;
+        auto pd = bind_family<P>(m, "lstm_forward",
+                "Forward LSTM, optionally with peephole and projection weights.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
+                "weights_peephole_desc"_a, "weights_projection_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
+                "weights_peephole_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
+                "dst_iter_c_desc"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a);
+    }
+    {
+        using P = dnnl::lstm_backward;
+        auto pd = bind_family<P>(m, "lstm_backward",
+                "LSTM gradients, optionally with peephole and projection weights.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
+                "weights_peephole_desc"_a, "weights_projection_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a, "diff_src_layer_desc"_a,
+                "diff_src_iter_desc"_a, "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a,
+                "diff_weights_iter_desc"_a, "diff_weights_peephole_desc"_a,
+                "diff_weights_projection_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
+                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
+                "weights_peephole_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
+                "dst_iter_c_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
+                "diff_weights_peephole_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
+                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a, "diff_src_layer_desc"_a,
+                "diff_src_iter_desc"_a, "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a,
+                "diff_weights_iter_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
+                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::gru_forward;
+        auto pd = bind_family<P>(m, "gru_forward",
+                "Forward GRU.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a);
+    }
+    {
+        using P = dnnl::gru_backward;
+        auto pd = bind_family<P>(m, "gru_backward",
+                "GRU gradients.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::gru_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::lbr_gru_forward;
+        auto pd = bind_family<P>(m, "lbr_gru_forward",
+                "Forward linear-before-reset GRU.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a);
+    }
+    {
+        using P = dnnl::lbr_gru_backward;
+        auto pd = bind_family<P>(m, "lbr_gru_backward",
+                "Linear-before-reset GRU gradients.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lbr_gru_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::augru_forward;
+        auto pd = bind_family<P>(m, "augru_forward",
+                "Forward AUGRU (GRU with an attention input).");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a);
+    }
+    {
+        using P = dnnl::augru_backward;
+        auto pd = bind_family<P>(m, "augru_backward",
+                "AUGRU gradients.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::augru_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
+                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+    }
+    {
+        using P = dnnl::lbr_augru_forward;
+        auto pd = bind_family<P>(m, "lbr_augru_forward",
+                "Forward linear-before-reset AUGRU.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a);
+    }
+    {
+        using P = dnnl::lbr_augru_backward;
+        auto pd = bind_family<P>(m, "lbr_augru_backward",
+                "Linear-before-reset AUGRU gradients.");
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lbr_augru_forward>>(pd,
+                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+                "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
+                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+    }
+}
+
+} // namespace dnnl_ocl_interop
