@@ -39,3 +39,10 @@ def test_graph_allocator():
     out = run_example("graph_allocator.py")
     assert "allocations" in out
     assert out.rstrip().endswith("graph_allocator: OK")
+
+
+@pytest.mark.timeout(600)
+def test_lstm_inference():
+    out = run_example("lstm_inference.py")
+    assert "largest difference from NumPy" in out
+    assert out.rstrip().endswith("lstm_inference: OK")

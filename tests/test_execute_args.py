@@ -120,14 +120,16 @@ def test_empty_args(stream, matmul, execute):
     assert_refused(lambda: execute(matmul, stream, {}), stream, None, "missing argument")
 
 
-@pytest.mark.parametrize("extra,name", [(dnnl.ARG_BIAS, "ARG_BIAS"), (dnnl.ARG_SRC_1, "ARG_SRC_1"),
-                                        (dnnl.ARG_SCRATCHPAD, "ARG_SCRATCHPAD"),
-                                        (dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC, "ARG_ATTR_SCALES | ARG_SRC"),
-                                        (999, "999")])
-def test_argument_not_used_by_the_primitive(engine, stream, matmul, mm_args, execute, extra, name):
+@pytest.mark.parametrize("extra", [dnnl.ARG_BIAS, dnnl.ARG_SRC_1, dnnl.ARG_SCRATCHPAD,
+                                   dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC, 999],
+                         ids=["ARG_BIAS", "ARG_SRC_1", "ARG_SCRATCHPAD", "scales", "999"])
+def test_argument_not_used_by_the_primitive_is_ignored(engine, stream, matmul, mm_args, execute, extra):
+    """As oneDNN does: an argument the primitive does not use is neither
+    refused nor checked (here memory of another shape)."""
     args = dict(mm_args)
     args[extra] = filled(engine, md([1, N]), 1.0)
-    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "not an argument")
+    execute(matmul, stream, args)
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
 
 
 @pytest.mark.parametrize("arg,name,desc", [
@@ -257,9 +259,10 @@ def test_missing_binary_post_op_input(engine, stream, mm_args, execute):
     prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
     assert_refused(lambda: execute(prim, stream, mm_args), stream, mm_args[dnnl.ARG_DST], "missing",
                    "ARG_ATTR_MULTIPLE_POST_OP(1) | ARG_SRC_1")
-    # The wrong post-op index is not an argument.
+    # The input under the wrong post-op index is not used: the right one is still missing.
     wrong = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
-    assert_refused(lambda: execute(prim, stream, wrong), stream, mm_args[dnnl.ARG_DST], "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1")
+    assert_refused(lambda: execute(prim, stream, wrong), stream, mm_args[dnnl.ARG_DST], "missing",
+                   "ARG_ATTR_MULTIPLE_POST_OP(1) | ARG_SRC_1")
     right = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(1) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
     execute(prim, stream, right)
     np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K + 1))

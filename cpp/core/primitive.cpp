@@ -13,31 +13,55 @@ namespace py = pybind11;
 namespace dnnl_ocl_interop {
 namespace {
 
-// Arguments a forward primitive may read or write; the descriptor says which
+// Arguments a primitive may read or write; the descriptor says which
 // it does (a zero exec_arg_md means "not used").
 const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2,
         DNNL_ARG_SRC_3, DNNL_ARG_DST_0, DNNL_ARG_DST_1, DNNL_ARG_DST_2,
         DNNL_ARG_WEIGHTS_0, DNNL_ARG_WEIGHTS_1, DNNL_ARG_WEIGHTS_2,
         DNNL_ARG_WEIGHTS_3, DNNL_ARG_BIAS, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
         DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_WORKSPACE, DNNL_ARG_SCRATCHPAD,
-        DNNL_ARG_DIFF_SRC_0, DNNL_ARG_DIFF_SRC_1, DNNL_ARG_DIFF_DST_0,
-        DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1, DNNL_ARG_DIFF_BIAS,
+        DNNL_ARG_DIFF_SRC_0, DNNL_ARG_DIFF_SRC_1, DNNL_ARG_DIFF_SRC_2,
+        DNNL_ARG_DIFF_SRC_3, DNNL_ARG_DIFF_DST_0, DNNL_ARG_DIFF_DST_1,
+        DNNL_ARG_DIFF_DST_2, DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1,
+        DNNL_ARG_DIFF_WEIGHTS_2, DNNL_ARG_DIFF_WEIGHTS_3, DNNL_ARG_DIFF_BIAS,
         DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
 
-// exec_arg_md also describes normalization arguments the primitive does not
-// use (scale and shift come as a pair, mean under rms_norm): these are
-// decided by the flags, as oneDNN's own argument usage does.
-bool normalization_uses(const dnnl::primitive_desc_base &pd, int arg) {
-    auto kind = pd.get_kind();
-    if (kind != dnnl::primitive::kind::batch_normalization
-            && kind != dnnl::primitive::kind::layer_normalization)
+// exec_arg_md also describes arguments some configurations do not use;
+// for those, oneDNN's own arg_usage() decides by the flags, the propagation
+// kind or the algorithm. This mirrors it where the two differ.
+bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
+    using kind = dnnl::primitive::kind;
+    kind k = pd.get_kind();
+    bool backward = pd.get_prop_kind() == dnnl::prop_kind::backward
+            || pd.get_prop_kind() == dnnl::prop_kind::backward_data;
+    if (k == kind::eltwise && backward) {
+        using a = dnnl::algorithm;
+        a alg = pd.get_algorithm();
+        bool use_dst = alg == a::eltwise_relu_use_dst_for_bwd
+                || alg == a::eltwise_tanh_use_dst_for_bwd || alg == a::eltwise_elu_use_dst_for_bwd
+                || alg == a::eltwise_sqrt_use_dst_for_bwd
+                || alg == a::eltwise_logistic_use_dst_for_bwd
+                || alg == a::eltwise_exp_use_dst_for_bwd
+                || alg == a::eltwise_clip_v2_use_dst_for_bwd;
+        if (arg == DNNL_ARG_SRC) return !use_dst;
+        if (arg == DNNL_ARG_DST) return use_dst;
+        return true;
+    }
+    if (k != kind::batch_normalization && k != kind::layer_normalization
+            && k != kind::group_normalization)
         return true;
     unsigned flags = 0;
     dnnl_primitive_desc_query(pd.get(), dnnl_query_flags, 0, &flags);
-    if (arg == DNNL_ARG_SCALE) return flags & dnnl_use_scale;
-    if (arg == DNNL_ARG_SHIFT) return flags & dnnl_use_shift;
-    if (arg == DNNL_ARG_MEAN && kind == dnnl::primitive::kind::layer_normalization)
-        return !(flags & dnnl_rms_norm);
+    if (arg == DNNL_ARG_SCALE || arg == DNNL_ARG_DIFF_SCALE) return flags & dnnl_use_scale;
+    if (arg == DNNL_ARG_SHIFT || arg == DNNL_ARG_DIFF_SHIFT)
+        return (flags & dnnl_use_shift) && !(arg == DNNL_ARG_SHIFT && backward);
+    if (arg == DNNL_ARG_SRC_1 || arg == DNNL_ARG_DIFF_SRC_1)
+        return k == kind::batch_normalization && (flags & dnnl_fuse_norm_add_relu);
+    if (arg == DNNL_ARG_MEAN && k == kind::layer_normalization && (flags & dnnl_rms_norm))
+        return false;
+    if ((arg == DNNL_ARG_MEAN || arg == DNNL_ARG_VARIANCE) && !backward)
+        return (flags & dnnl_use_global_stats)
+                || pd.get_prop_kind() == dnnl::prop_kind::forward_training;
     return true;
 }
 
@@ -46,7 +70,7 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     std::vector<expected_arg> args;
     auto add_if_used = [&](int arg) {
         dnnl::memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
-        if (!md.is_zero() && normalization_uses(pd, arg)) args.push_back({arg, md});
+        if (!md.is_zero() && is_used(pd, arg)) args.push_back({arg, md});
     };
     for (int arg : candidate_args) add_if_used(arg);
     int n_inputs = dnnl_primitive_desc_query_s32(
@@ -122,8 +146,10 @@ std::vector<dnnl_exec_arg_t> execution_args(
         const expected_arg *expected = nullptr;
         for (const auto &e : p.args)
             if (e.arg == arg) expected = &e;
-        if (!expected)
-            throw_invalid_argument(arg_name(arg) + " is not an argument of this primitive");
+        // oneDNN ignores arguments a primitive does not use (a scratchpad
+        // passed to every primitive of a chain, the RNN examples' empty
+        // iteration memories): so does the binding, checking nothing of them.
+        if (!expected) continue;
         if (mem.engine.get() != p.engine.get())
             throw_invalid_argument(arg_name(arg) + " is memory on another engine "
                                                    "than the primitive's");

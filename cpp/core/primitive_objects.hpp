@@ -48,7 +48,9 @@ struct primitive_object {
 primitive_object make_primitive(const primitive_desc_object &pd);
 
 // Converts and checks execute()'s `args` for `p` on `stream`: every expected
-// argument present, none unknown, descriptors equal, same engine, storage set.
+// argument present with the descriptor it expects, on its engine, with
+// storage; arguments the primitive does not use are left out, as oneDNN
+// ignores them.
 // The result feeds oneDNN's C execute functions directly: the C++ API would
 // build an unordered_map per call, on execute()'s hot path.
 std::vector<dnnl_exec_arg_t> execution_args(
