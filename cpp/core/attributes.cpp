@@ -98,6 +98,16 @@ void bind_enums(py::module_ &m) {
             .value("tf32", fm::tf32)
             .value("any", fm::any)
             .finalize();
+    // Library-wide, but defined after the enum so that signatures name it.
+    m.def("get_default_fpmath_mode", &dnnl::get_default_fpmath_mode,
+            "The fpmath mode of primitive descriptors made from now on whose attributes "
+            "do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).");
+    m.def("set_default_fpmath_mode", [](fm mode) {
+        dnnl::error::wrap_c_api(dnnl_set_default_fpmath_mode(dnnl::convert_to_c(mode)),
+                "could not set the default fpmath mode");
+    }, py::arg("mode"),
+            "Sets the fpmath mode of primitive descriptors made from now on whose "
+            "attributes do not set one; those made before keep theirs.");
 
     py::native_enum<dnnl::scratchpad_mode>(m, "scratchpad_mode", "enum.Enum",
             "Who provides a primitive's scratchpad: oneDNN or the user "

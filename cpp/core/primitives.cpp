@@ -48,6 +48,11 @@ py::class_<typed_pd<F>, primitive_desc_object> bind_family(
         return typed_primitive<F> {make_primitive(pd)};
     }), py::arg("pd"), py::keep_alive<1, 2>(),
             "The primitive for a descriptor (kernels are compiled here).");
+    // From a cache blob: the logic is make_primitive's (core/primitive.cpp).
+    prim.def(py::init([](const typed_pd<F> &pd, const optional_bytes &cache_blob) {
+        return typed_primitive<F> {make_primitive(pd, cache_blob)};
+    }), py::arg("pd"), py::arg("cache_blob"), py::keep_alive<1, 2>(),
+            primitive_from_cache_blob_doc);
     return pd;
 }
 

@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_forward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_primitive_cache_capacity', 'inner_product_forward', 'layer_normalization_forward', 'library_path', 'matmul', 'memory', 'normalization_flags', 'pooling_forward', 'post_ops', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'prop_kind', 'query', 'reorder', 'scratchpad_mode', 'set_primitive_cache_capacity', 'softmax_forward', 'status', 'stream', 'sum', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_forward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'inner_product_forward', 'layer_normalization_forward', 'library_path', 'matmul', 'memory', 'normalization_flags', 'pooling_forward', 'post_ops', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reorder', 'reset_profiling', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'softmax_forward', 'status', 'stream', 'sum', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -142,6 +142,12 @@ class stream:
         """
         Block until all work submitted to the stream has completed. The GIL is released while waiting.
         """
+class profiling_data_kind(enum.Enum):
+    """
+    What get_profiling_data reports: time (nanoseconds per primitive execution).
+    """
+    time = ...
+    undef = ...
 class _special_handle:
     """
     Type of dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.
@@ -669,6 +675,10 @@ class primitive_desc:
         """
         Destination memory descriptor.
         """
+    def get_cache_blob_id(self) -> bytes:
+        """
+        Identifies the descriptor (operation, attributes, implementation), device and oneDNN version a primitive cache blob is valid for (bytes): a key to store blobs under.
+        """
     def get_engine(self) -> engine:
         """
         The engine the primitive runs on.
@@ -713,6 +723,10 @@ class primitive:
         """
         Submit the primitive to `stream` with `args` ({ARG_*: memory}). Arguments are checked first: every one the primitive uses must be given, with the descriptor it expects, on its engine. Returns once submitted; call stream.wait() before reading results. On an out-of-order stream use dnnl.ocl_interop.execute to get the event.
         """
+    def get_cache_blob(self) -> bytes:
+        """
+        The primitive's compiled kernels as bytes, for dnnl.<family>(pd, cache_blob) with a descriptor whose get_cache_blob_id() is this primitive's: oneDNN's blob behind a header naming that id and a checksum, which the constructor checks.
+        """
     def get_kind(self) -> primitive_kind:
         """
         Primitive kind.
@@ -731,9 +745,15 @@ class matmul(primitive):
         @typing.overload
         def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: matmul.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: matmul.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class convolution_forward(primitive):
     """
@@ -755,9 +775,15 @@ class convolution_forward(primitive):
         @typing.overload
         def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: convolution_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: convolution_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class inner_product_forward(primitive):
     """
@@ -773,9 +799,15 @@ class inner_product_forward(primitive):
         @typing.overload
         def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: inner_product_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: inner_product_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class eltwise_forward(primitive):
     """
@@ -787,9 +819,15 @@ class eltwise_forward(primitive):
         """
         def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex = 0.0, beta: typing.SupportsFloat | typing.SupportsIndex = 0.0, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: eltwise_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: eltwise_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class binary(primitive):
     """
@@ -805,9 +843,15 @@ class binary(primitive):
         @typing.overload
         def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, src2: memory.desc, dst: memory.desc, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: binary.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: binary.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class reorder(primitive):
     """
@@ -823,9 +867,15 @@ class reorder(primitive):
         @typing.overload
         def __init__(self, src: memory, dst: memory, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: reorder.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: reorder.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class softmax_forward(primitive):
     """
@@ -837,9 +887,15 @@ class softmax_forward(primitive):
         """
         def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: softmax_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: softmax_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class pooling_forward(primitive):
     """
@@ -851,9 +907,15 @@ class pooling_forward(primitive):
         """
         def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: pooling_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: pooling_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class layer_normalization_forward(primitive):
     """
@@ -872,9 +934,15 @@ class layer_normalization_forward(primitive):
         @typing.overload
         def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: layer_normalization_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: layer_normalization_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class batch_normalization_forward(primitive):
     """
@@ -886,9 +954,15 @@ class batch_normalization_forward(primitive):
         """
         def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: batch_normalization_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: batch_normalization_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class concat(primitive):
     """
@@ -904,9 +978,15 @@ class concat(primitive):
         @typing.overload
         def __init__(self, engine: engine, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: concat.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: concat.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class sum(primitive):
     """
@@ -922,25 +1002,55 @@ class sum(primitive):
         @typing.overload
         def __init__(self, engine: engine, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: sum.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: sum.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 def ARG_ATTR_MULTIPLE_POST_OP(index: typing.SupportsInt | typing.SupportsIndex) -> int:
     """
     Base of the arguments of the index-th post-op; add ARG_SRC_1 for a binary post-op's input.
     """
+def get_default_fpmath_mode() -> fpmath_mode:
+    """
+    The fpmath mode of primitive descriptors made from now on whose attributes do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).
+    """
 def get_primitive_cache_capacity() -> int:
     """
     How many primitives oneDNN keeps cached.
+    """
+def get_profiling_data(stream: stream, data_kind: profiling_data_kind) -> list[int]:
+    """
+    Profiling data of the primitive executions on `stream` since it was made or reset_profiling: with profiling_data_kind.time, a list of nanoseconds, one per execution that ran kernels, in submission order (first kernel start to last kernel end). Waits for the stream first (GIL released). The stream must have been made with stream.flags.profiling, on an in-order queue (dnnl.error, invalid_arguments, otherwise).
     """
 def library_path() -> str:
     """
     Path of the libdnnl shared library this module uses ('' if unknown).
     """
+def reset_profiling(stream: stream) -> None:
+    """
+    Forgets the profiling data collected on `stream` so far. The stream must have been made with stream.flags.profiling (dnnl.error, invalid_arguments, otherwise).
+    """
+def set_default_fpmath_mode(mode: fpmath_mode) -> None:
+    """
+    Sets the fpmath mode of primitive descriptors made from now on whose attributes do not set one; those made before keep theirs.
+    """
+def set_jit_dump(enable: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Whether oneDNN writes the binaries of the GPU kernels it generates to files in the current directory (as ONEDNN_JIT_DUMP; nonzero: on).
+    """
 def set_primitive_cache_capacity(capacity: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     How many primitives oneDNN keeps cached (0 empties and disables the cache).
+    """
+def set_verbose(level: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments).
     """
 def version() -> version_t:
     """
