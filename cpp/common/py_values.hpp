@@ -25,4 +25,9 @@ using optional_bytes = pybind11::typing::Optional<pybind11::typing::Union<pybind
 // bytes or bytearray contents; TypeError naming `param` otherwise.
 std::vector<uint8_t> bytes_arg(pybind11::handle obj, const char *param);
 
+// std::vector<uint8_t> (oneDNN's blobs and ids) as bytes.
+inline pybind11::bytes to_bytes(const std::vector<uint8_t> &data) {
+    return pybind11::bytes(reinterpret_cast<const char *>(data.data()), data.size());
+}
+
 } // namespace dnnl_ocl_interop

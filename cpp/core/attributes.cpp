@@ -89,6 +89,15 @@ void bind_enums(py::module_ &m) {
             .value("backward_bias", pk::backward_bias)
             .finalize();
 
+    py::native_enum<dnnl::rnn_direction>(m, "rnn_direction", "enum.Enum",
+            "Order in which an RNN walks the sequence, and how two directions combine.")
+            .value("undef", dnnl::rnn_direction::undef)
+            .value("unidirectional_left2right", dnnl::rnn_direction::unidirectional_left2right)
+            .value("unidirectional_right2left", dnnl::rnn_direction::unidirectional_right2left)
+            .value("bidirectional_concat", dnnl::rnn_direction::bidirectional_concat)
+            .value("bidirectional_sum", dnnl::rnn_direction::bidirectional_sum)
+            .finalize();
+
     using fm = dnnl::fpmath_mode;
     py::native_enum<fm>(m, "fpmath_mode", "enum.Enum",
             "Floating-point math modes (implicit down-conversions allowed).")
@@ -98,6 +107,16 @@ void bind_enums(py::module_ &m) {
             .value("tf32", fm::tf32)
             .value("any", fm::any)
             .finalize();
+    // Library-wide, but defined after the enum so that signatures name it.
+    m.def("get_default_fpmath_mode", &dnnl::get_default_fpmath_mode,
+            "The fpmath mode of primitive descriptors made from now on whose attributes "
+            "do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).");
+    m.def("set_default_fpmath_mode", [](fm mode) {
+        dnnl::error::wrap_c_api(dnnl_set_default_fpmath_mode(dnnl::convert_to_c(mode)),
+                "could not set the default fpmath mode");
+    }, py::arg("mode"),
+            "Sets the fpmath mode of primitive descriptors made from now on whose "
+            "attributes do not set one; those made before keep theirs.");
 
     py::native_enum<dnnl::scratchpad_mode>(m, "scratchpad_mode", "enum.Enum",
             "Who provides a primitive's scratchpad: oneDNN or the user "

@@ -1,6 +1,8 @@
-// primitive_desc and primitive base classes; argument checks for execute().
+// primitive_desc and primitive base classes; argument checks for execute();
+// primitive cache blobs.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 
 #include <pybind11/stl.h>
@@ -110,7 +112,103 @@ dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int i
     return p.pd.query_md(what, index);
 }
 
+primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive primitive) {
+    bool direct_copy = std::strcmp(pd.pd.impl_info_str(), "gpu:direct_copy") == 0;
+    return primitive_object {pd.engine, std::move(primitive), expected_args(pd), direct_copy};
+}
+
+// ---------------------------------------------------------------- cache blobs
+//
+// oneDNN reads a cache blob's kernel sizes and binaries without bounds checks,
+// and cannot tell whether a blob is the descriptor's: another matmul's kernels
+// have the same names, and would run out of bounds of this one's memory. So
+// the blob Python sees is oneDNN's behind a header that names the descriptor
+// (its cache blob id) and checksums oneDNN's bytes, all checked before oneDNN
+// reads them:
+//   magic (8 bytes) | id size (u64) | id | FNV-1a of oneDNN's blob (u64) | oneDNN's blob
+// The checksum catches damage, not forgery.
+
+constexpr char blob_magic[8] = {'d', 'n', 'n', 'l', 'p', 'c', 'b', '1'};
+
+uint64_t fnv1a(const uint8_t *data, size_t size) {
+    uint64_t hash = 14695981039346656037ULL;
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ULL;
+    return hash;
+}
+
+// dnnl::primitive_desc_base::get_cache_blob_id(), for a primitive's own
+// descriptor as well (which is not a primitive_desc_base).
+std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
+    dnnl_dim_t size = 0;
+    const uint8_t *id = nullptr;
+    dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id_size_s64,
+                                    0, &size),
+            "could not get size of cache blob ID from a primitive descriptor");
+    dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id, 0, &id),
+            "could not get cache blob ID from a primitive descriptor");
+    // Empty for descriptors oneDNN cannot identify: a blob would match any of them.
+    if (size == 0)
+        throw status_error(dnnl_unimplemented,
+                "oneDNN gives this primitive descriptor no cache blob id, so it has no cache blob");
+    return std::vector<uint8_t>(id, id + size);
+}
+
+void append_u64(std::vector<uint8_t> &out, uint64_t value) {
+    const auto *bytes = reinterpret_cast<const uint8_t *>(&value);
+    out.insert(out.end(), bytes, bytes + sizeof(value));
+}
+
+std::vector<uint8_t> wrap_blob(const std::vector<uint8_t> &id, const std::vector<uint8_t> &onednn) {
+    std::vector<uint8_t> out(blob_magic, blob_magic + sizeof(blob_magic));
+    out.reserve(sizeof(blob_magic) + 16 + id.size() + onednn.size());
+    append_u64(out, id.size());
+    out.insert(out.end(), id.begin(), id.end());
+    append_u64(out, fnv1a(onednn.data(), onednn.size()));
+    out.insert(out.end(), onednn.begin(), onednn.end());
+    return out;
+}
+
+// Where oneDNN's blob starts in `blob`, once the header has been checked
+// against `id`; dnnl.error (invalid_arguments) naming what is wrong otherwise.
+size_t checked_payload(const std::vector<uint8_t> &blob, const std::vector<uint8_t> &id) {
+    size_t pos = 0;
+    auto read_u64 = [&](uint64_t &value) {
+        if (blob.size() - pos < sizeof(value))
+            throw_invalid_argument("cache_blob is truncated (" + std::to_string(blob.size())
+                    + " bytes)");
+        std::memcpy(&value, blob.data() + pos, sizeof(value));
+        pos += sizeof(value);
+    };
+    if (blob.size() < sizeof(blob_magic)
+            || std::memcmp(blob.data(), blob_magic, sizeof(blob_magic)) != 0)
+        throw_invalid_argument("cache_blob is not a primitive cache blob (one comes from "
+                               "primitive.get_cache_blob())");
+    pos = sizeof(blob_magic);
+    uint64_t id_size = 0, checksum = 0;
+    read_u64(id_size);
+    if (id_size > blob.size() - pos)
+        throw_invalid_argument("cache_blob is truncated (" + std::to_string(blob.size()) + " bytes)");
+    bool same_id = id_size == id.size() && std::memcmp(blob.data() + pos, id.data(), id.size()) == 0;
+    pos += id_size;
+    read_u64(checksum);
+    if (!same_id)
+        throw_invalid_argument("cache_blob belongs to another primitive descriptor, device or "
+                               "oneDNN version (its id is not this descriptor's "
+                               "get_cache_blob_id())");
+    if (fnv1a(blob.data() + pos, blob.size() - pos) != checksum)
+        throw_invalid_argument("cache_blob is damaged (its checksum does not match)");
+    return pos;
+}
+
 } // namespace
+
+const char *const primitive_from_cache_blob_doc
+        = "The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes "
+          "from get_cache_blob() of a primitive made from an equal descriptor, in this "
+          "or another process) instead of compiled; None compiles them. A blob that is "
+          "not one, is damaged, or belongs to another descriptor, device or oneDNN "
+          "version raises dnnl.error (invalid_arguments) before oneDNN reads it. The "
+          "GIL is released while oneDNN loads the kernels.";
 
 primitive_object make_primitive(const primitive_desc_object &pd) {
     dnnl::primitive primitive;
@@ -118,8 +216,26 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
         py::gil_scoped_release release; // compiles kernels
         primitive = dnnl::primitive(pd.pd.get());
     }
-    bool direct_copy = std::strcmp(pd.pd.impl_info_str(), "gpu:direct_copy") == 0;
-    return primitive_object {pd.engine, primitive, expected_args(pd), direct_copy};
+    return with_args(pd, std::move(primitive));
+}
+
+primitive_object make_primitive(const primitive_desc_object &pd, const optional_bytes &cache_blob) {
+    if (cache_blob.is_none()) return make_primitive(pd);
+    std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
+    size_t payload = checked_payload(blob, cache_blob_id(pd.pd.get()));
+    dnnl_primitive_t created = nullptr;
+    dnnl_status_t status;
+    {
+        py::gil_scoped_release release; // builds the kernels' programs from their binaries
+        // A primitive without kernels has an empty blob, which oneDNN
+        // refuses: there is nothing to load, so it is made as without one.
+        status = payload == blob.size()
+                ? dnnl_primitive_create(&created, pd.pd.get())
+                : dnnl_primitive_create_from_cache_blob(&created, pd.pd.get(),
+                        blob.size() - payload, blob.data() + payload);
+    }
+    dnnl::error::wrap_c_api(status, "could not create a primitive from a cache blob");
+    return with_args(pd, dnnl::primitive(created));
 }
 
 std::vector<dnnl_exec_arg_t> execution_args(
@@ -298,6 +414,11 @@ void bind_primitive_base(py::module_ &m) {
         return true;
     }, "Step to oneDNN's next implementation for the same descriptor: True if "
        "there was one (the descriptor now describes it), False at the last.");
+    pd.def("get_cache_blob_id", [](const primitive_desc_object &p) {
+        return to_bytes(cache_blob_id(p.pd.get()));
+    }, "Identifies the descriptor (operation, attributes, implementation), device "
+       "and oneDNN version a primitive cache blob is valid for (bytes): a key to "
+       "store blobs under.");
 
     py::class_<primitive_object> prim(m, "primitive",
             "Base of every primitive: execute it on a stream with its arguments.");
@@ -319,6 +440,18 @@ void bind_primitive_base(py::module_ &m) {
             "the event.");
     prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); },
             "Primitive kind.");
+    prim.def("get_cache_blob", [](const primitive_object &p) {
+        std::vector<uint8_t> blob;
+        {
+            py::gil_scoped_release release; // oneDNN reads the kernels' binaries back
+            blob = wrap_blob(cache_blob_id(p.primitive.get_primitive_desc()),
+                    p.primitive.get_cache_blob());
+        }
+        return to_bytes(blob);
+    }, "The primitive's compiled kernels as bytes, for dnnl.<family>(pd, cache_blob) "
+       "with a descriptor whose get_cache_blob_id() is this primitive's: oneDNN's "
+       "blob behind a header naming that id and a checksum, which the constructor "
+       "checks.");
 }
 
 } // namespace dnnl_ocl_interop

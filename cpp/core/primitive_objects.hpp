@@ -14,6 +14,7 @@
 #include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
+#include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -46,6 +47,15 @@ struct primitive_object {
 
 // Builds a primitive and the list of arguments it expects.
 primitive_object make_primitive(const primitive_desc_object &pd);
+
+// The same from `cache_blob` (primitive.get_cache_blob() of a primitive of an
+// equal descriptor; None: compile as above): the kernels are loaded from the
+// blob. A blob that is not one, is damaged or is another descriptor's is
+// refused (dnnl.error) before oneDNN reads it, since oneDNN trusts its bytes.
+primitive_object make_primitive(const primitive_desc_object &pd, const optional_bytes &cache_blob);
+
+// Docstring of dnnl.<family>(pd, cache_blob), which bind_family defines.
+extern const char *const primitive_from_cache_blob_doc;
 
 // Converts and checks execute()'s `args` for `p` on `stream`: every expected
 // argument present with the descriptor it expects, on its engine, with

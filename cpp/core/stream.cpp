@@ -1,10 +1,55 @@
-#include <pybind11/native_enum.h>
+#include <cstdint>
+#include <string>
+#include <vector>
 
+#include <pybind11/native_enum.h>
+#include <pybind11/stl.h>
+
+#include "common/errors.hpp"
 #include "core/objects.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;
 
+// oneDNN declares its profiling API only when built with
+// ONEDNN_EXPERIMENTAL_PROFILING, but exports it in every build (benchdnn
+// declares it the same way).
+#ifndef DNNL_EXPERIMENTAL_PROFILING
+extern "C" dnnl_status_t dnnl_reset_profiling(dnnl_stream_t stream);
+extern "C" dnnl_status_t dnnl_query_profiling_data(
+        dnnl_stream_t stream, int data_kind, int *num_entries, uint64_t *data);
+#endif
+
 namespace dnnl_ocl_interop {
+namespace {
+
+// dnnl::profiling_data_kind, which dnnl.hpp has only in experimental builds.
+enum class profiling_data_kind : int { undef = 0, time = 1 };
+
+// oneDNN answers invalid_arguments for a stream without profiling, whatever
+// the reason; this says which, including the one a user cannot guess: this
+// oneDNN was built without ONEDNN_EXPERIMENTAL_PROFILING, so a stream on a
+// user's queue never profiles, even with CL_QUEUE_PROFILING_ENABLE.
+void check_profiling(dnnl_status_t status, const stream_object &s, const char *what) {
+    if (status == dnnl_success) return;
+    if (status != dnnl_invalid_arguments) dnnl::error::wrap_c_api(status, what);
+    std::string why = "the stream was not made with stream.flags.profiling";
+#ifndef DNNL_EXPERIMENTAL_PROFILING
+    cl_command_queue_properties props = 0;
+    clGetCommandQueueInfo(dnnl::ocl_interop::get_command_queue(s.stream), CL_QUEUE_PROPERTIES,
+            sizeof(props), &props, nullptr);
+    if (props & CL_QUEUE_PROFILING_ENABLE)
+        why += " (this oneDNN was built without ONEDNN_EXPERIMENTAL_PROFILING, so a queue's "
+               "CL_QUEUE_PROFILING_ENABLE does not make a stream on it profile; profile on "
+               "dnnl.stream(engine, stream.flags.profiling), whose queue "
+               "ocl_interop.get_command_queue gives)";
+#else
+    (void)s;
+#endif
+    throw_invalid_argument(std::string(what) + ": " + why);
+}
+
+} // namespace
 
 void bind_stream(py::module_ &m) {
     py::class_<stream_object> stream(m, "stream",
@@ -21,9 +66,15 @@ void bind_stream(py::module_ &m) {
             .finalize();
     stream.def(py::init([](const engine_object &engine, dnnl::stream::flags flags) {
         py::gil_scoped_release release;
-        bool out_of_order = static_cast<unsigned>(flags)
-                & static_cast<unsigned>(dnnl::stream::flags::out_of_order);
-        return stream_object {engine, dnnl::stream(engine, flags), out_of_order};
+        unsigned bits = static_cast<unsigned>(flags);
+        bool out_of_order = bits & dnnl_stream_out_of_order;
+        // Without an order flag (stream.flags.profiling alone) oneDNN makes
+        // an in-order queue but does not mark the stream in-order, and its
+        // ocl_interop execute then crashes fetching an out-of-order event
+        // (oneDNN 3.13): say in-order, which is what the stream is.
+        if (!out_of_order) bits |= dnnl_stream_in_order;
+        return stream_object {engine,
+                dnnl::stream(engine, static_cast<dnnl::stream::flags>(bits)), out_of_order};
     }),
             py::arg("engine"), py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
             "A stream on `engine` with its own queue (oneDNN creates it).");
@@ -34,6 +85,48 @@ void bind_stream(py::module_ &m) {
        "The GIL is released while waiting.");
     stream.def("get_engine", [](const stream_object &s) { return s.engine; },
             "The engine the stream runs on.");
+
+    py::native_enum<profiling_data_kind>(m, "profiling_data_kind", "enum.Enum",
+            "What get_profiling_data reports: time (nanoseconds per primitive execution).")
+            .value("undef", profiling_data_kind::undef)
+            .value("time", profiling_data_kind::time)
+            .finalize();
+    m.def("reset_profiling", [](const stream_object &s) {
+        check_profiling(dnnl_reset_profiling(s.stream.get()), s, "could not reset profiling");
+    }, py::arg("stream"),
+            "Forgets the profiling data collected on `stream` so far. The stream must "
+            "have been made with stream.flags.profiling (dnnl.error, invalid_arguments, "
+            "otherwise).");
+    m.def("get_profiling_data", [](const stream_object &s, profiling_data_kind kind) {
+        // oneDNN leaves the data unset for kinds other than time.
+        if (kind != profiling_data_kind::time)
+            throw_invalid_argument("could not get profiling data: data_kind must be "
+                                   "profiling_data_kind.time");
+        std::vector<uint64_t> data;
+        dnnl_status_t status;
+        {
+            // The times are read from the kernels' events, which need them complete.
+            py::gil_scoped_release release;
+            status = dnnl_stream_wait(s.stream.get());
+            int n = 0;
+            if (status == dnnl_success)
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n, nullptr);
+            if (status == dnnl_success && n > 0) {
+                data.assign(n, 0);
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n,
+                        data.data());
+            }
+        }
+        check_profiling(status, s, "could not get profiling data");
+        return data;
+    }, py::arg("stream"), py::arg("data_kind"),
+            "Profiling data of the primitive executions on `stream` since it was made "
+            "or reset_profiling: with profiling_data_kind.time, a list of "
+            "nanoseconds, one per execution that ran kernels, in submission order "
+            "(first kernel start to last kernel end). Waits for the stream first "
+            "(GIL released). The stream must have been made with "
+            "stream.flags.profiling, on an in-order queue (dnnl.error, "
+            "invalid_arguments, otherwise).");
 }
 
 } // namespace dnnl_ocl_interop

@@ -10,13 +10,6 @@ namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
-namespace {
-
-py::bytes to_bytes(const std::vector<uint8_t> &data) {
-    return py::bytes(reinterpret_cast<const char *>(data.data()), data.size());
-}
-
-} // namespace
 
 void bind_ocl_interop_engine(py::module_ &m) {
     m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,

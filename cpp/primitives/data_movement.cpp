@@ -33,20 +33,22 @@ void bind_reorder(py::module_ &m) {
     auto pd = bind_family<P>(m, "reorder",
             "Copy between layouts, data types (with scales/zero points) or engines.");
     auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
-                        const md &dst, const attr_object &attr) {
+                        const md &dst, const std::optional<attr_object> &attr) {
+        attr_object fresh; // C++'s default_attr(), per call (see create())
+        const attr_object &a = attr ? *attr : fresh;
         dnnl::primitive_desc_base desc;
         {
             py::gil_scoped_release release;
-            desc = P::primitive_desc(src_engine, src, dst_engine, dst, attr.attr);
+            desc = P::primitive_desc(src_engine, src, dst_engine, dst, a.attr);
         }
         // The reorder runs on the GPU engine of the two.
         const engine_object &runs_on
                 = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
-        return adopt<P>(runs_on, desc, attr.quantization_args);
+        return adopt<P>(runs_on, desc, a.quantization_args);
     };
     pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg());
     pd.def(py::init([make](const memory_object &src, const memory_object &dst,
-                            const attr_object &attr) {
+                            const std::optional<attr_object> &attr) {
         return make(src.engine, src.desc, dst.engine, dst.desc, attr);
     }), "src"_a, "dst"_a, attr_arg());
 }
@@ -67,12 +69,12 @@ void bind_data_movement(py::module_ &m) {
         auto pd = bind_family<P>(m, "sum",
                 "dst = sum of scales[i] * src_i (sources as ARG_MULTIPLE_SRC + i).");
         pd.def(py::init([](const engine_object &e, const md &dst, const floats &scales,
-                                const mds &srcs, const attr_object &attr) {
+                                const mds &srcs, const std::optional<attr_object> &attr) {
             return avoid_shifted_scales(create<P, md, floats, mds>(e, dst, scales, srcs, attr),
                     scales);
         }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg());
         pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
-                                const attr_object &attr) {
+                                const std::optional<attr_object> &attr) {
             return avoid_shifted_scales(create<P, floats, mds>(e, scales, srcs, attr), scales);
         }), "engine"_a, "scales"_a, "srcs"_a, attr_arg());
     }

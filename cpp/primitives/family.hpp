@@ -9,6 +9,7 @@
 // core/primitive.cpp.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -79,12 +80,16 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
 
 // P::primitive_desc(engine, args..., attr), built with the GIL released
 // (oneDNN may create kernels while choosing an implementation). Args are
-// given explicitly, so the pack may precede `attr`.
+// given explicitly, so the pack may precede `attr`. A missing attr (None) is
+// a fresh primitive_attr per call, as C++'s default_attr(): it takes the
+// default fpmath mode current at the call.
 template <typename P, typename... Args>
-typed_pd<P> create(const engine_object &engine, const Args &...args, const attr_object &attr) {
+typed_pd<P> create(const engine_object &engine, const Args &...args, const std::optional<attr_object> &attr) {
+    attr_object fresh;
+    const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;
-    typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., attr.attr);
-    return family_detail::wrap<P>(engine, std::move(pd), attr.quantization_args);
+    typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., a.attr);
+    return family_detail::wrap<P>(engine, std::move(pd), a.quantization_args);
 }
 
 // Same, for descriptors whose engine is not the first argument (reorder).
@@ -94,8 +99,9 @@ typed_pd<P> adopt(const engine_object &engine, dnnl::primitive_desc_base pd,
     return family_detail::wrap<P>(engine, std::move(pd), quantization_args);
 }
 
+// The trailing `attr=None` of every constructor (see create()).
 inline pybind11::arg_v attr_arg() {
-    return pybind11::arg_v("attr", attr_object(), "primitive_attr()");
+    return pybind11::arg_v("attr", pybind11::none(), "None");
 }
 
 // One C++ primitive_desc overload: Args are its parameter types between the
@@ -123,6 +129,10 @@ pybind11::class_<typed_pd<P>, pd_base_t<P>> bind_family(
         return typed_primitive<P> {make_primitive(pd)};
     }), py::arg("pd"), py::keep_alive<1, 2>(),
             "The primitive for a descriptor (kernels are compiled here).");
+    prim.def(py::init([](const typed_pd<P> &pd, const optional_bytes &cache_blob) {
+        return typed_primitive<P> {make_primitive(pd, cache_blob)};
+    }), py::arg("pd"), py::arg("cache_blob"), py::keep_alive<1, 2>(),
+            primitive_from_cache_blob_doc);
     return pd;
 }
 

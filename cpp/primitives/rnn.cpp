@@ -1,6 +1,4 @@
 // Recurrent families: vanilla RNN, LSTM, GRU, linear-before-reset GRU, AUGRU and linear-before-reset AUGRU, forward and backward.
-#include <pybind11/native_enum.h>
-
 #include "primitives/family.hpp"
 
 namespace py = pybind11;
@@ -47,14 +45,6 @@ const named_arg rnn_args[] = {
 #undef RNN_ARG
 
 void bind_rnn_base(py::module_ &m) {
-    py::native_enum<dnnl::rnn_direction>(m, "rnn_direction", "enum.Enum",
-            "Order in which an RNN walks the sequence, and how two directions combine.")
-            .value("undef", dnnl::rnn_direction::undef)
-            .value("unidirectional_left2right", dnnl::rnn_direction::unidirectional_left2right)
-            .value("unidirectional_right2left", dnnl::rnn_direction::unidirectional_right2left)
-            .value("bidirectional_concat", dnnl::rnn_direction::bidirectional_concat)
-            .value("bidirectional_sum", dnnl::rnn_direction::bidirectional_sum)
-            .finalize();
     py::class_<rnn_primitive_desc_object, primitive_desc_object> base(m,
             "rnn_primitive_desc_base",
             "Base of the RNN primitive descriptors: the per-argument descriptor "

@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_forward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_primitive_cache_capacity', 'inner_product_forward', 'layer_normalization_forward', 'library_path', 'matmul', 'memory', 'normalization_flags', 'pooling_forward', 'post_ops', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'prop_kind', 'query', 'reorder', 'scratchpad_mode', 'set_primitive_cache_capacity', 'softmax_forward', 'status', 'stream', 'sum', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -142,6 +142,12 @@ class stream:
         """
         Block until all work submitted to the stream has completed. The GIL is released while waiting.
         """
+class profiling_data_kind(enum.Enum):
+    """
+    What get_profiling_data reports: time (nanoseconds per primitive execution).
+    """
+    time = ...
+    undef = ...
 class _special_handle:
     """
     Type of dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.
@@ -495,6 +501,15 @@ class prop_kind(enum.Enum):
     forward_inference = ...
     forward_training = ...
     undef = ...
+class rnn_direction(enum.Enum):
+    """
+    Order in which an RNN walks the sequence, and how two directions combine.
+    """
+    bidirectional_concat = ...
+    bidirectional_sum = ...
+    undef = ...
+    unidirectional_left2right = ...
+    unidirectional_right2left = ...
 class fpmath_mode(enum.Enum):
     """
     Floating-point math modes (implicit down-conversions allowed).
@@ -665,25 +680,133 @@ class primitive_desc:
         """
         Bias memory descriptor (zero if none).
         """
+    def diff_bias_desc(self) -> memory.desc:
+        """
+        Diff bias memory descriptor (zero if none).
+        """
+    def diff_dst_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
+        """
+        Diff destination memory descriptor (zero if none).
+        """
+    def diff_src_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
+        """
+        Diff source memory descriptor (zero if none).
+        """
+    def diff_weights_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
+        """
+        Diff weights memory descriptor (zero if none).
+        """
     def dst_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
         """
         Destination memory descriptor.
+        """
+    def get_activation_kind(self) -> algorithm:
+        """
+        Vanilla RNN activation (algorithm.undef for other families).
+        """
+    def get_algorithm(self) -> algorithm:
+        """
+        Algorithm (algorithm.undef where the family has none).
+        """
+    def get_alpha(self) -> float:
+        """
+        The alpha parameter (eltwise, LRN, vanilla RNN).
+        """
+    def get_axis(self) -> int:
+        """
+        Axis of softmax or shuffle.
+        """
+    def get_beta(self) -> float:
+        """
+        The beta parameter (eltwise, LRN).
+        """
+    def get_cache_blob_id(self) -> bytes:
+        """
+        Identifies the descriptor (operation, attributes, implementation), device and oneDNN version a primitive cache blob is valid for (bytes): a key to store blobs under.
+        """
+    def get_cell_kind(self) -> algorithm:
+        """
+        RNN cell kind (algorithm.vanilla_lstm ...; undef for other families).
+        """
+    def get_dilations(self) -> list[int]:
+        """
+        Dilations per spatial dimension.
+        """
+    def get_direction(self) -> rnn_direction:
+        """
+        RNN direction (rnn_direction.undef for other families).
         """
     def get_engine(self) -> engine:
         """
         The engine the primitive runs on.
         """
+    def get_epsilon(self) -> float:
+        """
+        Epsilon of a normalization.
+        """
+    def get_factors(self) -> list[float]:
+        """
+        Resampling factors per spatial dimension.
+        """
+    def get_group_size(self) -> int:
+        """
+        Shuffle group size, or group normalization's number of groups.
+        """
+    def get_k(self) -> float:
+        """
+        LRN k.
+        """
+    def get_kernel(self) -> list[int]:
+        """
+        Pooling kernel per spatial dimension.
+        """
     def get_kind(self) -> primitive_kind:
         """
         Primitive kind.
+        """
+    def get_local_size(self) -> int:
+        """
+        LRN local size.
+        """
+    def get_p(self) -> float:
+        """
+        Reduction p (Lp norms).
+        """
+    def get_padding_l(self) -> list[int]:
+        """
+        Left (front, top) padding per spatial dimension.
+        """
+    def get_padding_r(self) -> list[int]:
+        """
+        Right (back, bottom) padding per spatial dimension.
+        """
+    def get_primitive_attr(self) -> primitive_attr:
+        """
+        A copy of the attributes the descriptor was created with.
+        """
+    def get_prop_kind(self) -> prop_kind:
+        """
+        Propagation kind (prop_kind.undef where the family has none).
         """
     def get_scratchpad_mode(self) -> scratchpad_mode:
         """
         The scratchpad mode of the descriptor's attributes.
         """
+    def get_strides(self) -> list[int]:
+        """
+        Strides per spatial dimension (convolution-like and pooling).
+        """
     def impl_info_str(self) -> str:
         """
         Name of the implementation oneDNN chose.
+        """
+    def mean_desc(self) -> memory.desc:
+        """
+        Mean memory descriptor of a normalization (zero if none).
+        """
+    def next_impl(self) -> bool:
+        """
+        Step to oneDNN's next implementation for the same descriptor: True if there was one (the descriptor now describes it), False at the last.
         """
     def query_md(self, what: query, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
         """
@@ -693,9 +816,17 @@ class primitive_desc:
         """
         Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in scratchpad_mode.user (zero otherwise).
         """
+    def scratchpad_engine(self) -> engine:
+        """
+        The engine the scratchpad lives on (the primitive's).
+        """
     def src_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
         """
         Source memory descriptor (zero if none).
+        """
+    def variance_desc(self) -> memory.desc:
+        """
+        Variance memory descriptor of a normalization (zero if none).
         """
     def weights_desc(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.desc:
         """
@@ -703,7 +834,7 @@ class primitive_desc:
         """
     def workspace_desc(self) -> memory.desc:
         """
-        Workspace memory descriptor (zero if none).
+        Workspace memory descriptor (zero if none): forward training passes it to backward as ARG_WORKSPACE.
         """
 class primitive:
     """
@@ -713,147 +844,321 @@ class primitive:
         """
         Submit the primitive to `stream` with `args` ({ARG_*: memory}). Arguments are checked first: every one the primitive uses must be given, with the descriptor it expects, on its engine. Returns once submitted; call stream.wait() before reading results. On an out-of-order stream use dnnl.ocl_interop.execute to get the event.
         """
+    def get_cache_blob(self) -> bytes:
+        """
+        The primitive's compiled kernels as bytes, for dnnl.<family>(pd, cache_blob) with a descriptor whose get_cache_blob_id() is this primitive's: oneDNN's blob behind a header naming that id and a checksum, which the constructor checks.
+        """
     def get_kind(self) -> primitive_kind:
         """
         Primitive kind.
         """
 class matmul(primitive):
     """
-    dst = src x weights (+ bias).
+    dst = src x weights (+ bias), batched over leading dimensions.
     """
     class primitive_desc(primitive_desc):
         """
         Descriptor of a matmul primitive: its constructors take the engine, then the arguments of the C++ dnnl::matmul::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: matmul.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
+    @typing.overload
+    def __init__(self, pd: matmul.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
 class convolution_forward(primitive):
     """
-    Forward convolution.
+    Forward convolution (direct, Winograd or auto).
     """
     class primitive_desc(primitive_desc):
         """
         Descriptor of a convolution_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: convolution_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
+    @typing.overload
+    def __init__(self, pd: convolution_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class convolution_backward_data(primitive):
+    """
+    Convolution gradient with respect to the source (diff_src from diff_dst and weights).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a convolution_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: convolution_backward_data.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: convolution_backward_data.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class convolution_backward_weights(primitive):
+    """
+    Convolution gradient with respect to weights and bias.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a convolution_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: convolution_backward_weights.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: convolution_backward_weights.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class deconvolution_forward(primitive):
+    """
+    Forward deconvolution (transposed convolution).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a deconvolution_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: deconvolution_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: deconvolution_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class deconvolution_backward_data(primitive):
+    """
+    Deconvolution gradient with respect to the source.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a deconvolution_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: deconvolution_backward_data.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: deconvolution_backward_data.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class deconvolution_backward_weights(primitive):
+    """
+    Deconvolution gradient with respect to weights and bias.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a deconvolution_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: deconvolution_backward_weights.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: deconvolution_backward_weights.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
 class inner_product_forward(primitive):
     """
-    Forward inner product.
+    Forward inner product (fully connected layer).
     """
     class primitive_desc(primitive_desc):
         """
         Descriptor of a inner_product_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: inner_product_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class eltwise_forward(primitive):
+    @typing.overload
+    def __init__(self, pd: inner_product_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class inner_product_backward_data(primitive):
     """
-    Forward elementwise operation.
+    Inner product gradient with respect to the source.
     """
     class primitive_desc(primitive_desc):
         """
-        Descriptor of a eltwise_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::eltwise_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        Descriptor of a inner_product_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex = 0.0, beta: typing.SupportsFloat | typing.SupportsIndex = 0.0, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
             ...
-    def __init__(self, pd: eltwise_forward.primitive_desc) -> None:
+    @typing.overload
+    def __init__(self, pd: inner_product_backward_data.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class binary(primitive):
+    @typing.overload
+    def __init__(self, pd: inner_product_backward_data.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class inner_product_backward_weights(primitive):
     """
-    dst = src0 op src1 (op: algorithm.binary_*).
+    Inner product gradient with respect to weights and bias.
     """
     class primitive_desc(primitive_desc):
         """
-        Descriptor of a binary primitive: its constructors take the engine, then the arguments of the C++ dnnl::binary::primitive_desc overloads in their order, then an optional primitive_attr.
+        Descriptor of a inner_product_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, dst: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, src2: memory.desc, dst: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
             ...
-    def __init__(self, pd: binary.primitive_desc) -> None:
+    @typing.overload
+    def __init__(self, pd: inner_product_backward_weights.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class reorder(primitive):
+    @typing.overload
+    def __init__(self, pd: inner_product_backward_weights.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class batch_normalization_forward(primitive):
     """
-    Copy between layouts, data types (with scales/zero points) or engines.
+    Forward batch normalization over the channel dimension.
     """
     class primitive_desc(primitive_desc):
         """
-        Descriptor of a reorder primitive: its constructors take the engine, then the arguments of the C++ dnnl::reorder::primitive_desc overloads in their order, then an optional primitive_attr.
+        Descriptor of a batch_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::batch_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        @typing.overload
-        def __init__(self, src_engine: engine, src_desc: memory.desc, dst_engine: engine, dst_desc: memory.desc, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
             ...
-        @typing.overload
-        def __init__(self, src: memory, dst: memory, attr: primitive_attr = ...) -> None:
-            ...
-    def __init__(self, pd: reorder.primitive_desc) -> None:
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
+    def __init__(self, pd: batch_normalization_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class softmax_forward(primitive):
+    @typing.overload
+    def __init__(self, pd: batch_normalization_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class batch_normalization_backward(primitive):
     """
-    Forward softmax (or logsoftmax) along an axis.
+    Batch normalization gradients (diff_src; with prop_kind.backward also diff scale and shift).
     """
     class primitive_desc(primitive_desc):
         """
-        Descriptor of a softmax_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::softmax_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        Descriptor of a batch_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::batch_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: batch_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
             ...
-    def __init__(self, pd: softmax_forward.primitive_desc) -> None:
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
+    def __init__(self, pd: batch_normalization_backward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class pooling_forward(primitive):
-    """
-    Forward pooling.
-    """
-    class primitive_desc(primitive_desc):
+    @typing.overload
+    def __init__(self, pd: batch_normalization_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
         """
-        Descriptor of a pooling_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::pooling_forward::primitive_desc overloads in their order, then an optional primitive_attr.
-        """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr = ...) -> None:
-            ...
-    def __init__(self, pd: pooling_forward.primitive_desc) -> None:
-        """
-        The primitive for a descriptor (kernels are compiled here).
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class layer_normalization_forward(primitive):
     """
@@ -864,31 +1169,839 @@ class layer_normalization_forward(primitive):
         Descriptor of a layer_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::layer_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
             ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+            ...
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
     def __init__(self, pd: layer_normalization_forward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
         """
-class batch_normalization_forward(primitive):
+    @typing.overload
+    def __init__(self, pd: layer_normalization_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class layer_normalization_backward(primitive):
     """
-    Forward batch normalization over the channel dimension.
+    Layer normalization gradients (diff_src; with prop_kind.backward also diff scale and shift).
     """
     class primitive_desc(primitive_desc):
         """
-        Descriptor of a batch_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::batch_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        Descriptor of a layer_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::layer_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr = ...) -> None:
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
             ...
-    def __init__(self, pd: batch_normalization_forward.primitive_desc) -> None:
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
+    def __init__(self, pd: layer_normalization_backward.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: layer_normalization_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class group_normalization_forward(primitive):
+    """
+    Forward group normalization: channels split into groups, each normalized over its channels and spatial dimensions.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a group_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::group_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+            ...
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
+    def __init__(self, pd: group_normalization_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: group_normalization_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class group_normalization_backward(primitive):
+    """
+    Group normalization gradients.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a group_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::group_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: group_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        def get_flags(self) -> normalization_flags:
+            """
+            The normalization flags the descriptor was created with.
+            """
+    @typing.overload
+    def __init__(self, pd: group_normalization_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: group_normalization_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lrn_forward(primitive):
+    """
+    Forward local response normalization (across or within channels).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a lrn_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lrn_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lrn_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lrn_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lrn_backward(primitive):
+    """
+    Local response normalization gradient with respect to the source.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a lrn_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lrn_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: lrn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lrn_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lrn_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class eltwise_forward(primitive):
+    """
+    Forward elementwise operation (algorithm.eltwise_*).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a eltwise_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::eltwise_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: eltwise_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: eltwise_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class eltwise_backward(primitive):
+    """
+    Elementwise operation gradient; data_desc is the source, or the destination for the *_use_dst_for_bwd algorithms.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a eltwise_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::eltwise_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: eltwise_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: eltwise_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class binary(primitive):
+    """
+    dst = src0 op src1 (op: algorithm.binary_*; binary_select takes src2 as condition).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a binary primitive: its constructors take the engine, then the arguments of the C++ dnnl::binary::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, dst: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, src2: memory.desc, dst: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: binary.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: binary.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class prelu_forward(primitive):
+    """
+    Forward PReLU: dst = src if src > 0 else weights * src (weights broadcast).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a prelu_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::prelu_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weight_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: prelu_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: prelu_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class prelu_backward(primitive):
+    """
+    PReLU gradients with respect to source and weights.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a prelu_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::prelu_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, src_desc: memory.desc, weight_desc: memory.desc, diff_src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: prelu_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: prelu_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: prelu_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class softmax_forward(primitive):
+    """
+    Forward softmax (or logsoftmax) along an axis.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a softmax_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::softmax_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: softmax_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: softmax_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class softmax_backward(primitive):
+    """
+    Softmax (or logsoftmax) gradient with respect to the source, from the forward destination.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a softmax_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::softmax_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: softmax_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: softmax_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: softmax_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class shuffle_forward(primitive):
+    """
+    Forward channel shuffle along an axis in groups.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a shuffle_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::shuffle_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: shuffle_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: shuffle_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class shuffle_backward(primitive):
+    """
+    Channel shuffle gradient (the inverse shuffle).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a shuffle_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::shuffle_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: shuffle_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: shuffle_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: shuffle_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class pooling_forward(primitive):
+    """
+    Forward pooling (max or average); max pooling for training keeps a workspace.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a pooling_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::pooling_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: pooling_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: pooling_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class pooling_backward(primitive):
+    """
+    Pooling gradient with respect to the source (max pooling needs the forward workspace).
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a pooling_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::pooling_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: pooling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: pooling_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: pooling_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class resampling_forward(primitive):
+    """
+    Forward resampling (nearest or linear) by factors or to a destination shape.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a resampling_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::resampling_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: resampling_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: resampling_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class resampling_backward(primitive):
+    """
+    Resampling gradient with respect to the source.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a resampling_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::resampling_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: resampling_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: resampling_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class reduction(primitive):
+    """
+    Reduction (sum, mean, max, min, mul, Lp norms) over the dimensions where dst has size 1.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a reduction primitive: its constructors take the engine, then the arguments of the C++ dnnl::reduction::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, p: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: reduction.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: reduction.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class rnn_primitive_desc_base(primitive_desc):
+    """
+    Base of the RNN primitive descriptors: the per-argument descriptor queries of the C++ rnn_primitive_desc_base.
+    """
+    def augru_attention_desc(self) -> memory.desc:
+        """
+        AUGRU attention memory descriptor (zero if none).
+        """
+    def diff_augru_attention_desc(self) -> memory.desc:
+        """
+        Diff AUGRU attention memory descriptor (zero if none).
+        """
+    def diff_dst_iter_c_desc(self) -> memory.desc:
+        """
+        Diff destination cell state memory descriptor (zero if none).
+        """
+    def diff_dst_iter_desc(self) -> memory.desc:
+        """
+        Diff destination iteration memory descriptor (zero if none).
+        """
+    def diff_dst_layer_desc(self) -> memory.desc:
+        """
+        Diff destination layer memory descriptor (zero if none).
+        """
+    def diff_src_iter_c_desc(self) -> memory.desc:
+        """
+        Diff source cell state memory descriptor (zero if none).
+        """
+    def diff_src_iter_desc(self) -> memory.desc:
+        """
+        Diff source iteration memory descriptor (zero if none).
+        """
+    def diff_src_layer_desc(self) -> memory.desc:
+        """
+        Diff source layer memory descriptor (zero if none).
+        """
+    def diff_weights_iter_desc(self) -> memory.desc:
+        """
+        Diff weights iteration memory descriptor (zero if none).
+        """
+    def diff_weights_layer_desc(self) -> memory.desc:
+        """
+        Diff weights layer memory descriptor (zero if none).
+        """
+    def diff_weights_peephole_desc(self) -> memory.desc:
+        """
+        Diff peephole weights memory descriptor (zero if none).
+        """
+    def diff_weights_projection_desc(self) -> memory.desc:
+        """
+        Diff projection weights memory descriptor (zero if none).
+        """
+    def dst_iter_c_desc(self) -> memory.desc:
+        """
+        Destination cell state memory descriptor (zero if none).
+        """
+    def dst_iter_desc(self) -> memory.desc:
+        """
+        Destination iteration memory descriptor (zero if none).
+        """
+    def dst_layer_desc(self) -> memory.desc:
+        """
+        Destination layer memory descriptor (zero if none).
+        """
+    def src_iter_c_desc(self) -> memory.desc:
+        """
+        Source cell state memory descriptor (zero if none).
+        """
+    def src_iter_desc(self) -> memory.desc:
+        """
+        Source iteration memory descriptor (zero if none).
+        """
+    def src_layer_desc(self) -> memory.desc:
+        """
+        Source layer memory descriptor (zero if none).
+        """
+    def weights_iter_desc(self) -> memory.desc:
+        """
+        Weights iteration memory descriptor (zero if none).
+        """
+    def weights_layer_desc(self) -> memory.desc:
+        """
+        Weights layer memory descriptor (zero if none).
+        """
+    def weights_peephole_desc(self) -> memory.desc:
+        """
+        Peephole weights memory descriptor (zero if none).
+        """
+    def weights_projection_desc(self) -> memory.desc:
+        """
+        Projection weights memory descriptor (zero if none).
+        """
+class vanilla_rnn_forward(primitive):
+    """
+    Forward vanilla RNN (activation: eltwise_relu, eltwise_tanh or eltwise_logistic).
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a vanilla_rnn_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::vanilla_rnn_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: vanilla_rnn_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: vanilla_rnn_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class vanilla_rnn_backward(primitive):
+    """
+    Vanilla RNN gradients.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a vanilla_rnn_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::vanilla_rnn_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: vanilla_rnn_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: vanilla_rnn_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lstm_forward(primitive):
+    """
+    Forward LSTM, optionally with peephole and projection weights.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lstm_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lstm_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lstm_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lstm_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lstm_backward(primitive):
+    """
+    LSTM gradients, optionally with peephole and projection weights.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lstm_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lstm_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_weights_projection_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lstm_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lstm_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class gru_forward(primitive):
+    """
+    Forward GRU.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a gru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::gru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: gru_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: gru_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class gru_backward(primitive):
+    """
+    GRU gradients.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a gru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::gru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: gru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: gru_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: gru_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lbr_gru_forward(primitive):
+    """
+    Forward linear-before-reset GRU.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lbr_gru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_gru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lbr_gru_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lbr_gru_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lbr_gru_backward(primitive):
+    """
+    Linear-before-reset GRU gradients.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lbr_gru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_gru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_gru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lbr_gru_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lbr_gru_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class augru_forward(primitive):
+    """
+    Forward AUGRU (GRU with an attention input).
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a augru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::augru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: augru_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: augru_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class augru_backward(primitive):
+    """
+    AUGRU gradients.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a augru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::augru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: augru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: augru_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: augru_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lbr_augru_forward(primitive):
+    """
+    Forward linear-before-reset AUGRU.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lbr_augru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_augru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lbr_augru_forward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lbr_augru_forward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class lbr_augru_backward(primitive):
+    """
+    Linear-before-reset AUGRU gradients.
+    """
+    class primitive_desc(rnn_primitive_desc_base):
+        """
+        Descriptor of a lbr_augru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_augru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_augru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: lbr_augru_backward.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: lbr_augru_backward.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
+class reorder(primitive):
+    """
+    Copy between layouts, data types (with scales/zero points) or engines.
+    """
+    class primitive_desc(primitive_desc):
+        """
+        Descriptor of a reorder primitive: its constructors take the engine, then the arguments of the C++ dnnl::reorder::primitive_desc overloads in their order, then an optional primitive_attr.
+        """
+        @typing.overload
+        def __init__(self, src_engine: engine, src_desc: memory.desc, dst_engine: engine, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+            ...
+        @typing.overload
+        def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None) -> None:
+            ...
+    @typing.overload
+    def __init__(self, pd: reorder.primitive_desc) -> None:
+        """
+        The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: reorder.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class concat(primitive):
     """
@@ -899,14 +2012,20 @@ class concat(primitive):
         Descriptor of a concat primitive: its constructors take the engine, then the arguments of the C++ dnnl::concat::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, dst: memory.desc, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, dst: memory.desc, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: concat.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: concat.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 class sum(primitive):
     """
@@ -917,30 +2036,60 @@ class sum(primitive):
         Descriptor of a sum primitive: its constructors take the engine, then the arguments of the C++ dnnl::sum::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, dst: memory.desc, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, dst: memory.desc, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr = ...) -> None:
+        def __init__(self, engine: engine, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
             ...
+    @typing.overload
     def __init__(self, pd: sum.primitive_desc) -> None:
         """
         The primitive for a descriptor (kernels are compiled here).
+        """
+    @typing.overload
+    def __init__(self, pd: sum.primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
 def ARG_ATTR_MULTIPLE_POST_OP(index: typing.SupportsInt | typing.SupportsIndex) -> int:
     """
     Base of the arguments of the index-th post-op; add ARG_SRC_1 for a binary post-op's input.
     """
+def get_default_fpmath_mode() -> fpmath_mode:
+    """
+    The fpmath mode of primitive descriptors made from now on whose attributes do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).
+    """
 def get_primitive_cache_capacity() -> int:
     """
     How many primitives oneDNN keeps cached.
+    """
+def get_profiling_data(stream: stream, data_kind: profiling_data_kind) -> list[int]:
+    """
+    Profiling data of the primitive executions on `stream` since it was made or reset_profiling: with profiling_data_kind.time, a list of nanoseconds, one per execution that ran kernels, in submission order (first kernel start to last kernel end). Waits for the stream first (GIL released). The stream must have been made with stream.flags.profiling, on an in-order queue (dnnl.error, invalid_arguments, otherwise).
     """
 def library_path() -> str:
     """
     Path of the libdnnl shared library this module uses ('' if unknown).
     """
+def reset_profiling(stream: stream) -> None:
+    """
+    Forgets the profiling data collected on `stream` so far. The stream must have been made with stream.flags.profiling (dnnl.error, invalid_arguments, otherwise).
+    """
+def set_default_fpmath_mode(mode: fpmath_mode) -> None:
+    """
+    Sets the fpmath mode of primitive descriptors made from now on whose attributes do not set one; those made before keep theirs.
+    """
+def set_jit_dump(enable: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Whether oneDNN writes the binaries of the GPU kernels it generates to files in the current directory (as ONEDNN_JIT_DUMP; nonzero: on).
+    """
 def set_primitive_cache_capacity(capacity: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     How many primitives oneDNN keeps cached (0 empties and disables the cache).
+    """
+def set_verbose(level: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments).
     """
 def version() -> version_t:
     """
