@@ -9,7 +9,7 @@ which oneDNN fuses into one partition that needs scratch memory, and check:
 the calls and their arguments, that every allocation is freed exactly once
 once everything is dropped, the ready-made allocators of
 dnnl.graph.allocators, that each allocator gets only its own calls, failing
-allocators (exceptions and bad returns chained as __cause__ of dnnl.error,
+allocators (exceptions and bad returns chained as __cause__ of dnnl.runtime_error,
 and recovery), execution ordered by OpenCL events on out-of-order queues,
 engines made from a cache blob, and the limit on live allocators.
 Results are compared with NumPy.
@@ -483,6 +483,7 @@ def test_failing_malloc_raises_chained_error(mode, cause_types, partition, data,
         stream.wait()
         error = info.value
         assert error.status == dnnl.status.runtime_error
+        assert type(error) is dnnl.runtime_error and isinstance(error, RuntimeError)
         assert isinstance(error.__cause__, cause_types), \
             f"cause is {type(error.__cause__).__name__}: {error.__cause__}"
         if mode == "raise":
@@ -582,7 +583,10 @@ def test_allocator_failing_on_kth_call_recovers(partition, data, cl_device, cl_c
         # the failure is gone: the same engine works again
         _check(_run_flow(partition, engine, stream, cl_queue, data), data)
         assert len(recorder.log["malloc"]) > calls
+        # the cause's traceback reaches _run_flow's frame (its tensors) through
+        # the frames' f_back, as for any exception kept after it was raised
         del engine, stream, info
+        injected.clear()
         gc.collect()
         bad_frees, still_live = _unbalanced(recorder.log)
         assert bad_frees == [] and not still_live, f"k={k}: leaked or double-freed memory"
@@ -693,6 +697,7 @@ def test_live_allocator_limit(cl_device, cl_context):
     made, error = fill()
     assert len(made) == 64, f"the limit hit after {len(made)} allocators, not 64"
     assert "64" in str(error)
+    assert type(error) is dnnl.out_of_memory and isinstance(error, MemoryError)
 
     # an engine keeps its allocator alive, so it holds a slot
     engine = goi.make_engine_with_allocator(cl_device, cl_context, made.pop())

@@ -101,10 +101,11 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state) {
 }
 
 void throw_bad_value(arg_state state, const char *param) {
-    if (state == arg_state::out_of_range)
+    if (state == arg_state::out_of_range) // no C++ caller can pass one: Python's own
         throw py::value_error(std::string(param) + " must be an OpenCL handle between 0 "
                                                    "and 2**64-1");
-    throw py::value_error(std::string(param) + " is a NULL handle");
+    // What oneDNN's C API answers to a NULL handle (a ValueError too).
+    throw_invalid_argument(std::string(param) + " is a NULL handle");
 }
 
 bool load_events(py::handle obj, event_list_arg &out) {

@@ -16,8 +16,9 @@ namespace cl_handles {
 // Bound functions take these types; the casters below load a pyopencl object
 // of the family or an int (pyopencl's int_ptr) and refuse anything else, so
 // overloads and None defaults work and signatures show the Python types.
-// A NULL or out-of-range int loads too: get(param) raises ValueError naming
-// the parameter, where its value is used.
+// A NULL or out-of-range int loads too: get(param) raises naming the
+// parameter, where its value is used: dnnl.invalid_arguments (a ValueError)
+// for NULL, as oneDNN does, ValueError for an int beyond 64 bits.
 
 enum class family { device, context, queue, mem, event };
 enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type };
@@ -36,7 +37,7 @@ using mem_arg = handle_arg<cl_mem>;
 // A sequence of events (pyopencl.Event or int); None entries are skipped
 // (execute() returns None on in-order streams: chained code passes it on).
 // Any sequence loads; get(param) raises naming param[i] for an item that is
-// not an event (TypeError) or a NULL/out-of-range int (ValueError), so a
+// not an event (TypeError) or a NULL/out-of-range int (as above), so a
 // call's other arguments are checked first, as before typed parameters.
 struct event_list_arg {
     std::vector<cl_event> events;

@@ -1,5 +1,7 @@
 #include "common/errors.hpp"
 
+#include <array>
+
 #include <pybind11/native_enum.h>
 
 namespace py = pybind11;
@@ -8,6 +10,10 @@ namespace dnnl_ocl_interop {
 namespace {
 
 PyObject *error_type = nullptr; // dnnl_ocl_interop.error, alive with the module
+
+// The subclass of error for each status that has one, indexed by the status
+// (nullptr: plain error). Alive with the module.
+std::array<PyObject *, dnnl_invalid_data_type + 1> status_types {};
 
 const char *status_name(dnnl_status_t status) {
     switch (status) {
@@ -26,43 +32,187 @@ const char *status_name(dnnl_status_t status) {
     }
 }
 
+PyObject *type_of(dnnl_status_t status) {
+    auto i = static_cast<size_t>(status);
+    return i < status_types.size() && status_types[i] ? status_types[i] : error_type;
+}
+
 py::object make_error(dnnl_status_t status, const std::string &what) {
     std::string message = what + " (status: " + status_name(status) + ")";
-    py::object exc = py::reinterpret_borrow<py::object>(error_type)(message);
+    py::object exc = py::reinterpret_borrow<py::object>(type_of(status))(message);
     exc.attr("status") = py::cast(status);
     return exc;
 }
 
 void raise_error(dnnl_status_t status, const std::string &what) {
-    PyErr_SetObject(error_type, make_error(status, what).ptr());
+    py::object exc = make_error(status, what);
+    PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
+}
+
+// The subclasses: each status a Python handler would want to tell apart, also
+// deriving from the Python exception such a handler expects.
+void add_status_types(py::module_ &m) {
+    const struct {
+        dnnl_status_t status;
+        PyObject *python_base;
+        const char *doc;
+    } subclasses[] = {
+            {dnnl_out_of_memory, PyExc_MemoryError,
+                    "dnnl.error with status out_of_memory: oneDNN, the OpenCL driver "
+                    "or the binding ran out of memory or resources. Also a MemoryError."},
+            {dnnl_invalid_arguments, PyExc_ValueError,
+                    "dnnl.error with status invalid_arguments: oneDNN, an OpenCL call "
+                    "or the binding on oneDNN's behalf refused an argument's value. "
+                    "Also a ValueError."},
+            {dnnl_unimplemented, PyExc_NotImplementedError,
+                    "dnnl.error with status unimplemented: oneDNN has no implementation "
+                    "for the request. Also a NotImplementedError."},
+            {dnnl_runtime_error, PyExc_RuntimeError,
+                    "dnnl.error with status runtime_error: oneDNN, the OpenCL runtime or "
+                    "a graph allocator failed while running. Also a RuntimeError."},
+            {dnnl_invalid_graph, PyExc_ValueError,
+                    "dnnl.error with status invalid_graph: the graph is not valid. "
+                    "Also a ValueError."},
+            {dnnl_invalid_graph_op, PyExc_ValueError,
+                    "dnnl.error with status invalid_graph_op: an op of the graph is not "
+                    "valid. Also a ValueError."},
+            {dnnl_invalid_shape, PyExc_ValueError,
+                    "dnnl.error with status invalid_shape: a logical tensor's shape is "
+                    "not valid. Also a ValueError."},
+            {dnnl_invalid_data_type, PyExc_ValueError,
+                    "dnnl.error with status invalid_data_type: a logical tensor's data "
+                    "type is not valid. Also a ValueError."},
+    };
+    for (const auto &sub : subclasses) {
+        const char *name = status_name(sub.status);
+        py::tuple bases = py::make_tuple(py::handle(error_type), py::handle(sub.python_base));
+        PyObject *type = PyErr_NewExceptionWithDoc(
+                ("dnnl_ocl_interop._core." + std::string(name)).c_str(), sub.doc, bases.ptr(),
+                nullptr);
+        if (!type) throw py::error_already_set();
+        status_types[static_cast<size_t>(sub.status)] = type;
+        m.add_object(name, py::handle(type));
+    }
 }
 
 } // namespace
 
+#define DNNL_OCL_INTEROP_CL_NAME(code) \
+    case code: return #code;
 const char *cl_error_name(cl_int result) {
     switch (result) {
-        case CL_SUCCESS: return "CL_SUCCESS";
-        case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-        case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-        case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-        case CL_MEM_OBJECT_ALLOCATION_FAILURE:
-            return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
-        case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-        case CL_INVALID_DEVICE: return "CL_INVALID_DEVICE";
-        case CL_INVALID_CONTEXT: return "CL_INVALID_CONTEXT";
-        case CL_INVALID_COMMAND_QUEUE: return "CL_INVALID_COMMAND_QUEUE";
-        case CL_INVALID_MEM_OBJECT: return "CL_INVALID_MEM_OBJECT";
-        case CL_INVALID_EVENT: return "CL_INVALID_EVENT";
-        case CL_INVALID_EVENT_WAIT_LIST: return "CL_INVALID_EVENT_WAIT_LIST";
-        case CL_INVALID_OPERATION: return "CL_INVALID_OPERATION";
-        case CL_INVALID_BUFFER_SIZE: return "CL_INVALID_BUFFER_SIZE";
+        DNNL_OCL_INTEROP_CL_NAME(CL_SUCCESS)
+        DNNL_OCL_INTEROP_CL_NAME(CL_DEVICE_NOT_FOUND)
+        DNNL_OCL_INTEROP_CL_NAME(CL_DEVICE_NOT_AVAILABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_COMPILER_NOT_AVAILABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_OUT_OF_RESOURCES)
+        DNNL_OCL_INTEROP_CL_NAME(CL_OUT_OF_HOST_MEMORY)
+        DNNL_OCL_INTEROP_CL_NAME(CL_PROFILING_INFO_NOT_AVAILABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_MEM_COPY_OVERLAP)
+        DNNL_OCL_INTEROP_CL_NAME(CL_IMAGE_FORMAT_MISMATCH)
+        DNNL_OCL_INTEROP_CL_NAME(CL_IMAGE_FORMAT_NOT_SUPPORTED)
+        DNNL_OCL_INTEROP_CL_NAME(CL_BUILD_PROGRAM_FAILURE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_MAP_FAILURE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+        DNNL_OCL_INTEROP_CL_NAME(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        DNNL_OCL_INTEROP_CL_NAME(CL_COMPILE_PROGRAM_FAILURE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_LINKER_NOT_AVAILABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_LINK_PROGRAM_FAILURE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_DEVICE_PARTITION_FAILED)
+        DNNL_OCL_INTEROP_CL_NAME(CL_KERNEL_ARG_INFO_NOT_AVAILABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_VALUE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_DEVICE_TYPE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_PLATFORM)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_DEVICE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_CONTEXT)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_QUEUE_PROPERTIES)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_COMMAND_QUEUE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_HOST_PTR)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_MEM_OBJECT)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_IMAGE_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_SAMPLER)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_BINARY)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_BUILD_OPTIONS)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_PROGRAM)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_PROGRAM_EXECUTABLE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_KERNEL_NAME)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_KERNEL_DEFINITION)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_KERNEL)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_ARG_INDEX)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_ARG_VALUE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_ARG_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_KERNEL_ARGS)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_WORK_DIMENSION)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_WORK_GROUP_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_WORK_ITEM_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_GLOBAL_OFFSET)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_EVENT_WAIT_LIST)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_EVENT)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_OPERATION)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_GL_OBJECT)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_BUFFER_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_MIP_LEVEL)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_GLOBAL_WORK_SIZE)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_PROPERTY)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_IMAGE_DESCRIPTOR)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_COMPILER_OPTIONS)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_LINKER_OPTIONS)
+        DNNL_OCL_INTEROP_CL_NAME(CL_INVALID_DEVICE_PARTITION_COUNT)
         default: return "OpenCL error";
+    }
+}
+#undef DNNL_OCL_INTEROP_CL_NAME
+
+// oneDNN 3.13's table (src/xpu/ocl/utils_shared.cpp), so that a failure the
+// binding meets in an OpenCL call carries the status oneDNN would give it.
+dnnl_status_t cl_status(cl_int result) {
+    switch (result) {
+        case CL_SUCCESS: return dnnl_success;
+        case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+        case CL_OUT_OF_RESOURCES:
+        case CL_OUT_OF_HOST_MEMORY: return dnnl_out_of_memory;
+        case CL_INVALID_VALUE:
+        case CL_INVALID_DEVICE_TYPE:
+        case CL_INVALID_CONTEXT:
+        case CL_INVALID_QUEUE_PROPERTIES:
+        case CL_INVALID_COMMAND_QUEUE:
+        case CL_INVALID_HOST_PTR:
+        case CL_INVALID_MEM_OBJECT:
+        case CL_INVALID_IMAGE_FORMAT_DESCRIPTOR:
+        case CL_INVALID_IMAGE_SIZE:
+        case CL_INVALID_SAMPLER:
+        case CL_INVALID_BINARY:
+        case CL_INVALID_BUILD_OPTIONS:
+        case CL_INVALID_PROGRAM:
+        case CL_INVALID_PROGRAM_EXECUTABLE:
+        case CL_INVALID_KERNEL_NAME:
+        case CL_INVALID_KERNEL_DEFINITION:
+        case CL_INVALID_KERNEL:
+        case CL_INVALID_ARG_INDEX:
+        case CL_INVALID_ARG_VALUE:
+        case CL_INVALID_ARG_SIZE:
+        case CL_INVALID_KERNEL_ARGS:
+        case CL_INVALID_WORK_DIMENSION:
+        case CL_INVALID_WORK_GROUP_SIZE:
+        case CL_INVALID_WORK_ITEM_SIZE:
+        case CL_INVALID_GLOBAL_OFFSET:
+        case CL_INVALID_EVENT_WAIT_LIST:
+        case CL_INVALID_EVENT:
+        case CL_INVALID_OPERATION:
+        case CL_INVALID_GL_OBJECT:
+        case CL_INVALID_BUFFER_SIZE:
+        case CL_INVALID_MIP_LEVEL:
+        case CL_INVALID_GLOBAL_WORK_SIZE: return dnnl_invalid_arguments;
+        // Everything else, CL_INVALID_PLATFORM and CL_INVALID_DEVICE included.
+        default: return dnnl_runtime_error;
     }
 }
 
 void check_cl(cl_int result, const char *what) {
     if (result == CL_SUCCESS) return;
-    throw status_error(dnnl_invalid_arguments,
+    throw status_error(cl_status(result),
             std::string(what) + " failed: " + cl_error_name(result) + " ("
                     + std::to_string(result) + ")");
 }
@@ -79,7 +229,7 @@ void throw_type_error(const std::string &what, const char *expected, py::handle 
 void throw_chained(dnnl_status_t status, const std::string &message, py::object cause) {
     py::object exc = make_error(status, message);
     PyException_SetCause(exc.ptr(), cause.release().ptr()); // steals the reference
-    PyErr_SetObject(error_type, exc.ptr());
+    PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
     throw py::error_already_set();
 }
 
@@ -101,10 +251,15 @@ void bind_errors(py::module_ &m) {
 
     error_type = PyErr_NewExceptionWithDoc("dnnl_ocl_interop._core.error",
             "A oneDNN call failed, or the binding refused an argument on "
-            "oneDNN's behalf. `status` holds the dnnl.status.",
+            "oneDNN's behalf. `status` holds the dnnl.status. Raised as the "
+            "status's subclass where there is one (invalid_arguments, "
+            "out_of_memory, unimplemented, runtime_error, invalid_graph, "
+            "invalid_graph_op, invalid_shape, invalid_data_type), which also "
+            "derives from the matching Python exception.",
             PyExc_Exception, nullptr);
     if (!error_type) throw py::error_already_set();
     m.add_object("error", py::handle(error_type));
+    add_status_types(m);
 
     py::register_exception_translator([](std::exception_ptr p) {
         try {

@@ -2,7 +2,9 @@
 //
 // Every oneDNN call goes through oneDNN's C++ API, which throws dnnl::error;
 // checks made by the binding on oneDNN's behalf throw status_error. Both reach
-// Python as dnnl_ocl_interop.error with a .status (dnnl.status) attribute.
+// Python as dnnl_ocl_interop.error with a .status (dnnl.status) attribute, as
+// the subclass of error for that status where there is one (invalid_arguments
+// is also a ValueError, out_of_memory a MemoryError, ...).
 #pragma once
 
 #include <stdexcept>
@@ -26,14 +28,20 @@ struct status_error : std::runtime_error {
     throw status_error(dnnl_invalid_arguments, message);
 }
 
-// Throws status_error (dnnl.status.invalid_arguments) naming the OpenCL call
-// and its error code when `result` is not CL_SUCCESS.
+// The status oneDNN gives an OpenCL error (its xpu::ocl::convert_to_dnnl):
+// allocation failures out_of_memory, invalid values invalid_arguments, the
+// rest runtime_error.
+dnnl_status_t cl_status(cl_int result);
+
+// Throws status_error with cl_status(result), naming the OpenCL call and the
+// error, when `result` is not CL_SUCCESS.
 void check_cl(cl_int result, const char *what);
 
 const char *cl_error_name(cl_int result);
 
-// Sets dnnl.error(status, message) with `cause` (a Python exception) as its
-// __cause__, and throws error_already_set to propagate it.
+// Sets dnnl.error(status, message) (the status's subclass) with `cause` (a
+// Python exception) as its __cause__, and throws error_already_set to
+// propagate it.
 [[noreturn]] void throw_chained(
         dnnl_status_t status, const std::string &message, pybind11::object cause);
 
@@ -43,7 +51,8 @@ std::string type_mismatch(const std::string &what, const char *expected, pybind1
 [[noreturn]] void throw_type_error(
         const std::string &what, const char *expected, pybind11::handle given);
 
-// Registers dnnl.status, dnnl.error and the exception translator.
+// Registers dnnl.status, dnnl.error, its subclasses and the exception
+// translator.
 void bind_errors(pybind11::module_ &m);
 
 } // namespace dnnl_ocl_interop

@@ -190,8 +190,8 @@ void bind_desc(py::class_<memory_object> &mem) {
             "Descriptor of `dims` elements of `data_type` in layout `format_tag`.");
     desc.def(py::init([](const memory::dims &dims, dt data_type,
                                const memory::dims &strides) {
-        if (strides.size() != dims.size())
-            throw py::value_error("desc(): " + std::to_string(strides.size())
+        if (strides.size() != dims.size()) // as oneDNN's C++ API checks it
+            throw_invalid_argument("desc(): " + std::to_string(strides.size())
                     + " strides for " + std::to_string(dims.size()) + " dims");
         // oneDNN takes them, but data would then lie before the handle.
         for (auto s : strides)

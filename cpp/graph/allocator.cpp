@@ -50,16 +50,33 @@ bool interpreter_finalizing() {
 #endif
 }
 
+// KeyboardInterrupt, SystemExit, GeneratorExit: not failures to wrap, but the
+// program stopping; they leave the API call as they are.
+bool is_interrupt(py::handle exc) {
+    return PyObject_IsInstance(exc.ptr(), PyExc_Exception) != 1;
+}
+
 // A callback failure: kept for the API call running on this thread, or
 // reported as unraisable when oneDNN calls outside any (e.g. while an engine
 // is destroyed).
 void record(const std::string &what, py::object exc) {
     if (current_scope) {
-        current_scope->failures.emplace_back(what, std::move(exc));
+        if (!is_interrupt(exc))
+            current_scope->failures.emplace_back(what, std::move(exc));
+        else if (!current_scope->interrupt)
+            current_scope->interrupt = std::move(exc);
         return;
     }
     PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
     PyErr_WriteUnraisable(py::str("dnnl_ocl_interop graph allocator").ptr());
+}
+
+// The exception a callable raised, with its traceback on it (before Python
+// 3.12 the error indicator keeps the traceback apart from the exception).
+py::object raised(const py::error_already_set &e) {
+    auto tb = py::reinterpret_steal<py::object>(PyException_GetTraceback(e.value().ptr()));
+    if (!tb && e.trace()) PyException_SetTraceback(e.value().ptr(), e.trace().ptr());
+    return e.value();
 }
 
 py::object make_exception(PyObject *type, const std::string &message) {
@@ -100,6 +117,9 @@ void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
     state *s = slots[slot].load();
     if (!s || interpreter_finalizing()) return nullptr;
     py::gil_scoped_acquire gil;
+    // The program is stopping: no more Python until oneDNN returns.
+    if (current_scope && current_scope->interrupt)
+        return fallback(*s, size, alignment, device, context);
     auto failed = [&](const char *what, py::object exc) {
         record(what, std::move(exc));
         return fallback(*s, size, alignment, device, context);
@@ -135,9 +155,18 @@ void *allocate(size_t slot, size_t size, size_t alignment, cl_device_id device,
                                     + " bytes left for a " + std::to_string(size)
                                     + "-byte request (it was passed back to free)"));
         }
+        // oneDNN's kernels may rely on the alignment it asked for.
+        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
+            s->free_fn(reinterpret_cast<uintptr_t>(ptr), s->py_device, s->py_context, py::none());
+            return failed("the allocator's malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "malloc returned a pointer that is not aligned to the requested "
+                                    + std::to_string(alignment)
+                                    + " bytes (it was passed back to free)"));
+        }
         return ptr;
     } catch (py::error_already_set &e) {
-        return failed("the allocator's malloc raised", e.value());
+        return failed("the allocator's malloc raised", raised(e));
     } catch (const std::exception &e) {
         return failed("the allocator's malloc failed", make_exception(PyExc_RuntimeError, e.what()));
     }
@@ -161,7 +190,7 @@ void deallocate(size_t slot, void *buf, cl_device_id device, cl_context context,
         s->free_fn(reinterpret_cast<uintptr_t>(buf), s->py_device, s->py_context,
                 cl_handles::retained_event(event));
     } catch (py::error_already_set &e) {
-        record("the allocator's free raised", e.value());
+        record("the allocator's free raised", raised(e));
     } catch (const std::exception &e) {
         record("the allocator's free failed", make_exception(PyExc_RuntimeError, e.what()));
     }
@@ -205,6 +234,11 @@ call_scope::call_scope() : outer(current_scope) { current_scope = this; }
 call_scope::~call_scope() { current_scope = outer; }
 
 void call_scope::raise_recorded(const char *onednn_failure) {
+    if (interrupt) { // unchanged: the same object, its traceback, nothing chained
+        current_scope = outer;
+        PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(interrupt.ptr())), interrupt.ptr());
+        throw py::error_already_set();
+    }
     if (failures.empty()) return;
     current_scope = outer;
     auto &first = failures.front();
@@ -234,6 +268,17 @@ allocator_object make(py::object malloc_fn, py::object free_fn) {
     }
     auto fns = slot_functions[s->slot];
     return {dnnl::graph::ocl_interop::make_allocator(fns.first, fns.second), s};
+}
+
+void malloc_and_free(const allocator_object &allocator, size_t size, size_t alignment,
+        cl_device_id device, cl_context context, size_t count) {
+    auto fns = slot_functions[allocator.callbacks->slot];
+    with_callbacks([&] {
+        std::vector<void *> ptrs;
+        for (size_t i = 0; i < count; ++i) ptrs.push_back(fns.first(size, alignment, device, context));
+        for (void *ptr : ptrs) fns.second(ptr, device, context, nullptr);
+        return 0;
+    });
 }
 
 } // namespace graph_allocator

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
 #include "oneapi/dnnl/dnnl_graph.hpp"
@@ -26,10 +27,19 @@ struct allocator_object {
 
 allocator_object make(pybind11::object malloc_fn, pybind11::object free_fn);
 
+// For tests: `count` mallocs, then their frees, made as oneDNN makes them
+// (through the allocator's slot) inside one with_callbacks. oneDNN 3.13 asks
+// for no alignment on OpenCL, and for one allocation per call here; this asks
+// for `alignment`, `count` times.
+void malloc_and_free(const allocator_object &allocator, size_t size, size_t alignment,
+        cl_device_id device, cl_context context, size_t count);
+
 // Runs `call` (a oneDNN call that may call allocators), with the GIL released.
 // A Python exception, or a bad pointer, from any allocator callback during the
 // call is raised from here as dnnl.error chained to it, whether or not oneDNN
-// itself failed.
+// itself failed. A BaseException that is not an Exception (KeyboardInterrupt,
+// SystemExit, GeneratorExit) is raised as it is, and no malloc is called
+// again during the call (oneDNN gets the binding's memory instead).
 template <typename F>
 auto with_callbacks(F &&call) -> decltype(call());
 
@@ -37,10 +47,12 @@ auto with_callbacks(F &&call) -> decltype(call());
 struct call_scope {
     call_scope();
     ~call_scope();
-    // Raises the first recorded callback failure, chained; `onednn_failure`
-    // is the message of oneDNN's own error, if any.
+    // Raises the first interrupt as it is, else the first recorded callback
+    // failure, chained; `onednn_failure` is the message of oneDNN's own error,
+    // if any.
     void raise_recorded(const char *onednn_failure);
     std::vector<std::pair<std::string, pybind11::object>> failures;
+    pybind11::object interrupt; // the first non-Exception BaseException
     call_scope *outer;
 };
 

@@ -50,7 +50,18 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
 void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
     py::class_<allocator_object>(graph, "allocator",
             "A graph allocator (dnnl::graph::allocator). OpenCL ones come from "
-            "dnnl.graph.ocl_interop.make_allocator.");
+            "dnnl.graph.ocl_interop.make_allocator.")
+            .def("_malloc_and_free", [](const allocator_object &self, size_t size,
+                                             size_t alignment, cl_handles::device_arg device,
+                                             cl_handles::context_arg context, size_t count) {
+                graph_allocator::malloc_and_free(self, size, alignment, device.get("device"),
+                        context.get("context"), count);
+            }, py::arg("size"), py::arg("alignment"), py::arg("device"), py::arg("context"),
+                    py::arg("count") = 1,
+                    "For tests: `count` mallocs, then their frees, made as oneDNN "
+                    "makes them, failures raised as from compile (oneDNN 3.13 asks "
+                    "for no alignment on OpenCL, and makes one allocation per call; "
+                    "this asks for `alignment`, `count` times).");
 
     m.def("make_allocator", &graph_allocator::make, py::arg("malloc"), py::arg("free"),
             "An allocator that oneDNN calls for graph memory on OpenCL devices:\n"
@@ -62,9 +73,11 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "    with a blocking USM free).\n"
             "Called with the GIL held, from the compile, execute or tensor call "
             "that needs memory; an exception (or a return that is not a USM "
-            "pointer of the context with `size` bytes) is raised from that call "
-            "as dnnl.error chained to it. Each allocator gets only its own calls. "
-            "At most 64 allocators are alive at once.");
+            "pointer of the context with `size` bytes and a multiple of a "
+            "non-zero `alignment`) is raised from that call as "
+            "dnnl.runtime_error chained to it; KeyboardInterrupt, SystemExit "
+            "and GeneratorExit are raised from it unchanged. Each allocator "
+            "gets only its own calls. At most 64 allocators are alive at once.");
 
     m.def("make_engine_with_allocator", [](cl_handles::device_arg device,
                                                  cl_handles::context_arg context,

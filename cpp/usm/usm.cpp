@@ -36,11 +36,12 @@ uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
                 break;
         }
     }
+    // oneDNN reports any USM allocation of its own that fails as out_of_memory;
+    // a size beyond the device's limit (CL_INVALID_BUFFER_SIZE) is one too.
     if (err != CL_SUCCESS || !ptr)
-        throw status_error(err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY
-                                || err == CL_INVALID_BUFFER_SIZE
+        throw status_error(err == CL_SUCCESS || err == CL_INVALID_BUFFER_SIZE
                         ? dnnl_out_of_memory
-                        : dnnl_invalid_arguments,
+                        : cl_status(err),
                 "USM allocation of " + std::to_string(size) + " bytes failed: "
                         + cl_error_name(err) + " (" + std::to_string(err) + ")");
     return reinterpret_cast<uintptr_t>(ptr);
@@ -60,7 +61,8 @@ usm_operand operand(py::handle obj, const char *param, bool writable) {
     if (is_int(obj)) {
         if (!int_to_pointer(obj, op.ptr))
             throw py::value_error(std::string(param) + " must be a pointer (0 to 2**64-1)");
-        if (!op.ptr) throw py::value_error(std::string(param) + " is a NULL pointer");
+        // What the OpenCL call would answer (CL_INVALID_VALUE), as oneDNN maps it.
+        if (!op.ptr) throw_invalid_argument(std::string(param) + " is a NULL pointer");
         return op;
     }
     if (!PyObject_CheckBuffer(obj.ptr()))
@@ -166,7 +168,7 @@ void bind_usm(py::module_ &m) {
                           const cl_handles::event_list_arg &deps) {
         cl_command_queue q = queue.get("queue");
         const std::vector<cl_event> &wait_list = deps.get("deps");
-        if (!ptr) throw py::value_error("ptr is a NULL pointer");
+        if (!ptr) throw_invalid_argument("ptr is a NULL pointer"); // as for memcpy
         std::string pat = pattern;
         if (pat.empty() || size % pat.size() != 0)
             throw py::value_error("size must be a multiple of the non-empty "

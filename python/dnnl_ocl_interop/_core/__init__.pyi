@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -28,7 +28,39 @@ class status(enum.Enum):
     unimplemented = ...
 class error(Exception):
     """
-    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status.
+    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status. Raised as the status's subclass where there is one (invalid_arguments, out_of_memory, unimplemented, runtime_error, invalid_graph, invalid_graph_op, invalid_shape, invalid_data_type), which also derives from the matching Python exception.
+    """
+class out_of_memory(error, MemoryError):
+    """
+    dnnl.error with status out_of_memory: oneDNN, the OpenCL driver or the binding ran out of memory or resources. Also a MemoryError.
+    """
+class invalid_arguments(error, ValueError):
+    """
+    dnnl.error with status invalid_arguments: oneDNN, an OpenCL call or the binding on oneDNN's behalf refused an argument's value. Also a ValueError.
+    """
+class unimplemented(error, NotImplementedError):
+    """
+    dnnl.error with status unimplemented: oneDNN has no implementation for the request. Also a NotImplementedError.
+    """
+class runtime_error(error, RuntimeError):
+    """
+    dnnl.error with status runtime_error: oneDNN, the OpenCL runtime or a graph allocator failed while running. Also a RuntimeError.
+    """
+class invalid_graph(error, ValueError):
+    """
+    dnnl.error with status invalid_graph: the graph is not valid. Also a ValueError.
+    """
+class invalid_graph_op(error, ValueError):
+    """
+    dnnl.error with status invalid_graph_op: an op of the graph is not valid. Also a ValueError.
+    """
+class invalid_shape(error, ValueError):
+    """
+    dnnl.error with status invalid_shape: a logical tensor's shape is not valid. Also a ValueError.
+    """
+class invalid_data_type(error, ValueError):
+    """
+    dnnl.error with status invalid_data_type: a logical tensor's data type is not valid. Also a ValueError.
     """
 class version_t:
     """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections.abc
 import dnnl_ocl_interop._core
 import enum
+import pyopencl
 import typing
 from . import ocl_interop
 __all__: list = ['allocator', 'compiled_partition', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'logical_tensor', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'tensor']
@@ -401,6 +402,10 @@ class allocator:
     """
     A graph allocator (dnnl::graph::allocator). OpenCL ones come from dnnl.graph.ocl_interop.make_allocator.
     """
+    def _malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, device: pyopencl.Device | int, context: pyopencl.Context | int, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        """
+        For tests: `count` mallocs, then their frees, made as oneDNN makes them, failures raised as from compile (oneDNN 3.13 asks for no alignment on OpenCL, and makes one allocation per call; this asks for `alignment`, `count` times).
+        """
 def get_compiled_partition_cache_capacity() -> int:
     """
     How many compiled partitions oneDNN keeps cached.
