@@ -46,3 +46,10 @@ def test_lstm_inference():
     out = run_example("lstm_inference.py")
     assert "largest difference from NumPy" in out
     assert out.rstrip().endswith("lstm_inference: OK")
+
+
+@pytest.mark.timeout(600)
+def test_cnn_training():
+    out = run_example("cnn_training.py")
+    assert "gradients:    largest relative difference from NumPy" in out
+    assert out.rstrip().endswith("cnn_training: OK")

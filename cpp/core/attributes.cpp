@@ -35,7 +35,8 @@ const arg_constant arg_constants[] = {
         ARG(DIFF_WEIGHTS_ITER), ARG(DIFF_WEIGHTS_PEEPHOLE),
         ARG(DIFF_WEIGHTS_PROJECTION), ARG(DIFF_BIAS), ARG(DIFF_SCALE),
         ARG(DIFF_SHIFT), ARG(ATTR_DROPOUT_MASK), ARG(ATTR_DROPOUT_PROBABILITY),
-        ARG(ATTR_DROPOUT_SEED), ARG(ATTR_ROUNDING_SEED), ARG(MULTIPLE_SRC),
+        ARG(ATTR_DROPOUT_SEED), ARG(ATTR_DROPOUT_OFFSET), ARG(ATTR_ROUNDING_SEED),
+        ARG(ATTR_PRECOMPUTED_REDUCTIONS), ARG(MULTIPLE_SRC),
         ARG(MULTIPLE_DST), ARG(ATTR_SCALES), ARG(ATTR_ZERO_POINTS),
         ARG(ATTR_POST_OP_DW), ARG(ATTR_MULTIPLE_POST_OP_BASE), ARG(UNDEF)};
 #undef ARG
@@ -96,6 +97,24 @@ void bind_enums(py::module_ &m) {
             .value("unidirectional_right2left", dnnl::rnn_direction::unidirectional_right2left)
             .value("bidirectional_concat", dnnl::rnn_direction::bidirectional_concat)
             .value("bidirectional_sum", dnnl::rnn_direction::bidirectional_sum)
+            .finalize();
+
+    py::native_enum<dnnl::rounding_mode>(m, "rounding_mode", "enum.Enum",
+            "How a primitive rounds an argument it writes: as the environment "
+            "does, or stochastically (seeded by ARG_ATTR_ROUNDING_SEED).")
+            .value("environment", dnnl::rounding_mode::environment)
+            .value("stochastic", dnnl::rounding_mode::stochastic)
+            .finalize();
+
+    using am = dnnl::accumulation_mode;
+    py::native_enum<am>(m, "accumulation_mode", "enum.Enum",
+            "Data type a primitive may accumulate in.")
+            .value("strict", am::strict)
+            .value("relaxed", am::relaxed)
+            .value("any", am::any)
+            .value("s32", am::s32)
+            .value("f32", am::f32)
+            .value("f16", am::f16)
             .finalize();
 
     using fm = dnnl::fpmath_mode;
@@ -195,6 +214,34 @@ void bind_post_ops(py::module_ &m) {
                     &dnnl::post_ops::append_binary),
             py::arg("algorithm"), py::arg("src1_desc"),
             "Append a binary operation with a second input of `src1_desc`.");
+    po.def("append_binary",
+            py::overload_cast<dnnl::algorithm, const dnnl::memory::desc &,
+                    const dnnl::memory::desc &>(&dnnl::post_ops::append_binary),
+            py::arg("algorithm"), py::arg("src1_desc"), py::arg("src2_desc"),
+            "Append a ternary binary operation (binary_select: src2 is the "
+            "condition, passed as ARG_ATTR_MULTIPLE_POST_OP(index) | ARG_SRC_2).");
+    po.def("append_prelu", &dnnl::post_ops::append_prelu, py::arg("mask"),
+            "Append a PReLU; its weights are passed as "
+            "ARG_ATTR_MULTIPLE_POST_OP(index) | ARG_WEIGHTS, `mask` selecting the "
+            "destination dimensions they vary along.");
+    po.def("get_params_prelu", [](const dnnl::post_ops &p, int index) {
+        int mask;
+        p.get_params_prelu(index, mask);
+        return mask;
+    }, py::arg("index"), "Mask of a PReLU post-op.");
+    po.def("append_dw", &dnnl::post_ops::append_dw, py::arg("weights_data_type"),
+            py::arg("bias_data_type"), py::arg("dst_data_type"), py::arg("kernel_size"),
+            py::arg("stride_size"), py::arg("padding_l_size"),
+            "Append a depthwise convolution (after a 1x1 convolution); its "
+            "weights and bias are passed as ARG_ATTR_POST_OP_DW | ARG_WEIGHTS / "
+            "ARG_BIAS.");
+    po.def("get_params_dw", [](const dnnl::post_ops &p, int index) {
+        dnnl::memory::data_type wei, bias, dst;
+        dnnl::memory::dim kernel, stride, padding;
+        p.get_params_dw(index, wei, bias, dst, kernel, stride, padding);
+        return py::make_tuple(wei, bias, dst, kernel, stride, padding);
+    }, py::arg("index"), "(weights_data_type, bias_data_type, dst_data_type, "
+                         "kernel_size, stride_size, padding_l_size) of a depthwise post-op.");
     po.def("append_sum", &dnnl::post_ops::append_sum, py::arg("scale") = 1.f,
             py::arg("zero_point") = 0,
             py::arg_v("data_type", dnnl::memory::data_type::undef, "memory.data_type.undef"),
@@ -252,6 +299,96 @@ void bind_attr(py::module_ &m) {
     }, py::arg("arg"), py::arg("mask"),
             "Zero points of argument `arg`, passed at execution as s32 "
             "ARG_ATTR_ZERO_POINTS | arg.");
+    attr.def("set_zero_points", [](attr_object &a, int arg, int mask,
+                                        const dnnl::memory::dims &groups,
+                                        dnnl::memory::data_type data_type) {
+        a.attr.set_zero_points(arg, mask, groups, data_type);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg);
+    }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
+            py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
+            "Like set_zero_points_mask, with groups and the zero points' data type.");
+    attr.def("set_precomputed_reductions", [](attr_object &a, int arg, int mask,
+                                                   const dnnl::memory::dims &groups,
+                                                   dnnl::memory::data_type data_type) {
+        a.attr.set_precomputed_reductions(arg, mask, groups, data_type);
+        add_quantization_arg(a, DNNL_ARG_ATTR_PRECOMPUTED_REDUCTIONS | arg);
+    }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
+            py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
+            "Reductions of argument `arg` computed ahead, passed at execution as "
+            "ARG_ATTR_PRECOMPUTED_REDUCTIONS | arg.");
+    attr.def("set_rounding_mode", [](attr_object &a, int arg, dnnl::rounding_mode mode) {
+        a.attr.set_rounding_mode(arg, mode);
+        if (mode == dnnl::rounding_mode::stochastic)
+            add_quantization_arg(a, DNNL_ARG_ATTR_ROUNDING_SEED);
+    }, py::arg("arg"), py::arg("mode"),
+            "Rounding of the argument `arg` the primitive writes; stochastic "
+            "rounding takes an s32 seed as ARG_ATTR_ROUNDING_SEED.");
+    attr.def("get_rounding_mode", [](const attr_object &a, int arg) {
+        return a.attr.get_rounding_mode(arg);
+    }, py::arg("arg"), "Rounding mode of argument `arg`.");
+    attr.def("set_dropout", [](attr_object &a, const dnnl::memory::desc &mask_desc) {
+        a.attr.set_dropout(mask_desc);
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY);
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED);
+    }, py::arg("mask_desc"),
+            "Dropout on the destination: probability (f32) and seed (s32) passed "
+            "at execution as ARG_ATTR_DROPOUT_PROBABILITY and ARG_ATTR_DROPOUT_SEED; "
+            "the mask is written to ARG_ATTR_DROPOUT_MASK unless `mask_desc` is "
+            "the zero descriptor.");
+    attr.def("set_dropout", [](attr_object &a, const dnnl::memory::desc &mask_desc,
+                                    dnnl::memory::data_type seed_dt, bool use_offset) {
+        a.attr.set_dropout(mask_desc, seed_dt, use_offset, /*use_host_scalars=*/false);
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY);
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED);
+        if (use_offset) add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET);
+    }, py::arg("mask_desc"), py::arg("seed_dt"), py::arg("use_offset"),
+            "Dropout with the seed's data type (s32 or s64) and, with "
+            "`use_offset`, an s64 ARG_ATTR_DROPOUT_OFFSET.");
+    attr.def("get_dropout", [](const attr_object &a) {
+        dnnl::memory::desc mask;
+        a.attr.get_dropout(mask);
+        return mask;
+    }, "The dropout mask descriptor (zero if none).");
+    attr.def("set_accumulation_mode", [](attr_object &a, dnnl::accumulation_mode mode) {
+        a.attr.set_accumulation_mode(mode);
+    }, py::arg("mode"), "Data type the primitive may accumulate in.");
+    attr.def("get_accumulation_mode", [](const attr_object &a) {
+        return a.attr.get_accumulation_mode();
+    }, "The accumulation mode.");
+    attr.def("set_deterministic", [](attr_object &a, bool value) {
+        a.attr.set_deterministic(value);
+    }, py::arg("value"), "Ask for run-to-run identical results.");
+    attr.def("get_deterministic", [](const attr_object &a) { return a.attr.get_deterministic(); },
+            "Whether deterministic results were asked for.");
+    attr.def("set_rnn_data_qparams", [](attr_object &a, float scale, float shift) {
+        a.attr.set_rnn_data_qparams(scale, shift);
+    }, py::arg("scale"), py::arg("shift"),
+            "Quantization of an int8 RNN's data: u8 = scale * f32 + shift.");
+    attr.def("get_rnn_data_qparams", [](attr_object &a) {
+        float scale, shift;
+        a.attr.get_rnn_data_qparams(scale, shift);
+        return py::make_tuple(scale, shift);
+    }, "(scale, shift) of an int8 RNN's data.");
+    attr.def("set_rnn_weights_qparams", [](attr_object &a, int mask,
+                                                const std::vector<float> &scales) {
+        a.attr.set_rnn_weights_qparams(mask, scales);
+    }, py::arg("mask"), py::arg("scales"), "Scales of an int8 RNN's weights.");
+    attr.def("get_rnn_weights_qparams", [](attr_object &a) {
+        int mask;
+        std::vector<float> scales;
+        a.attr.get_rnn_weights_qparams(mask, scales);
+        return py::make_tuple(mask, scales);
+    }, "(mask, scales) of an int8 RNN's weights.");
+    attr.def("set_rnn_weights_projection_qparams", [](attr_object &a, int mask,
+                                                           const std::vector<float> &scales) {
+        a.attr.set_rnn_weights_projection_qparams(mask, scales);
+    }, py::arg("mask"), py::arg("scales"), "Scales of an int8 LSTM's projection weights.");
+    attr.def("get_rnn_weights_projection_qparams", [](attr_object &a) {
+        int mask;
+        std::vector<float> scales;
+        a.attr.get_rnn_weights_projection_qparams(mask, scales);
+        return py::make_tuple(mask, scales);
+    }, "(mask, scales) of an int8 LSTM's projection weights.");
     attr.def("set_fpmath_mode", [](attr_object &a, dnnl::fpmath_mode mode, bool apply_to_int) {
         a.attr.set_fpmath_mode(mode, apply_to_int);
     }, py::arg("mode"), py::arg("apply_to_int") = false,
@@ -259,6 +396,13 @@ void bind_attr(py::module_ &m) {
             "`apply_to_int`, for integer primitives' computation).");
     attr.def("get_fpmath_mode", [](const attr_object &a) { return a.attr.get_fpmath_mode(); },
             "The fpmath mode.");
+    attr.def("get_fpmath_mode_apply_to_int", [](const attr_object &a) {
+        dnnl::fpmath_mode mode;
+        bool apply_to_int;
+        a.attr.get_fpmath_mode(mode, apply_to_int);
+        return apply_to_int;
+    }, "Whether the fpmath mode applies to integer primitives too (C++'s "
+       "get_fpmath_mode(mode, apply_to_int)).");
     attr.def("set_scratchpad_mode", [](attr_object &a, dnnl::scratchpad_mode mode) {
         a.attr.set_scratchpad_mode(mode);
     }, py::arg("mode"),
@@ -278,7 +422,8 @@ std::string arg_name(int arg) {
     if (arg >= DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) && arg < (base << 1) * 32)
         return "ARG_ATTR_MULTIPLE_POST_OP(" + std::to_string(arg / base - 1) + ") | "
                 + arg_name(arg % base);
-    for (int flag : {DNNL_ARG_ATTR_SCALES, DNNL_ARG_ATTR_ZERO_POINTS})
+    for (int flag : {DNNL_ARG_ATTR_SCALES, DNNL_ARG_ATTR_ZERO_POINTS,
+                 DNNL_ARG_ATTR_PRECOMPUTED_REDUCTIONS, DNNL_ARG_ATTR_POST_OP_DW})
         if (arg & flag)
             return arg_name(flag) + " | " + arg_name(arg & ~flag);
     if (arg > DNNL_ARG_MULTIPLE_SRC && arg < DNNL_ARG_MULTIPLE_DST)

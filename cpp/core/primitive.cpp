@@ -26,7 +26,7 @@ const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2,
         DNNL_ARG_DIFF_SRC_3, DNNL_ARG_DIFF_DST_0, DNNL_ARG_DIFF_DST_1,
         DNNL_ARG_DIFF_DST_2, DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1,
         DNNL_ARG_DIFF_WEIGHTS_2, DNNL_ARG_DIFF_WEIGHTS_3, DNNL_ARG_DIFF_BIAS,
-        DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT};
+        DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_ATTR_DROPOUT_MASK};
 
 // exec_arg_md also describes arguments some configurations do not use;
 // for those, oneDNN's own arg_usage() decides by the flags, the propagation
@@ -83,6 +83,17 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
         // oneDNN answers this query for any post-op index (from whatever the
         // entry holds): only binary post-ops have inputs, and a second one
         // only for binary_select.
+        if (ops.kind(i) == dnnl::primitive::kind::prelu) {
+            // oneDNN has no descriptor for these weights (their shape follows
+            // the mask and the destination): any memory is taken.
+            args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_WEIGHTS, {}});
+            continue;
+        }
+        if (ops.kind(i) == dnnl::primitive::kind::convolution) { // depthwise
+            add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
+            add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
+            continue;
+        }
         if (ops.kind(i) != dnnl::primitive::kind::binary) continue;
         add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
         dnnl::algorithm alg;

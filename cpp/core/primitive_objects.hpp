@@ -22,7 +22,9 @@ namespace dnnl_ocl_interop {
 
 struct attr_object {
     dnnl::primitive_attr attr;
-    std::vector<int> quantization_args; // DNNL_ARG_ATTR_SCALES | arg, ...
+    // Execution arguments the attributes ask for (DNNL_ARG_ATTR_SCALES | arg,
+    // zero points, dropout probability and seed, rounding seed, ...).
+    std::vector<int> quantization_args;
 };
 
 struct primitive_desc_object { // engine first: see objects.hpp

@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_OFFSET', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_PRECOMPUTED_REDUCTIONS', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'accumulation_mode', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'rounding_mode', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -542,6 +542,22 @@ class rnn_direction(enum.Enum):
     undef = ...
     unidirectional_left2right = ...
     unidirectional_right2left = ...
+class rounding_mode(enum.Enum):
+    """
+    How a primitive rounds an argument it writes: as the environment does, or stochastically (seeded by ARG_ATTR_ROUNDING_SEED).
+    """
+    environment = ...
+    stochastic = ...
+class accumulation_mode(enum.Enum):
+    """
+    Data type a primitive may accumulate in.
+    """
+    any = ...
+    f16 = ...
+    f32 = ...
+    relaxed = ...
+    s32 = ...
+    strict = ...
 class fpmath_mode(enum.Enum):
     """
     Floating-point math modes (implicit down-conversions allowed).
@@ -630,13 +646,27 @@ class post_ops:
         ...
     def __len__(self) -> int:
         ...
+    @typing.overload
     def append_binary(self, algorithm: algorithm, src1_desc: memory.desc) -> None:
         """
         Append a binary operation with a second input of `src1_desc`.
         """
+    @typing.overload
+    def append_binary(self, algorithm: algorithm, src1_desc: memory.desc, src2_desc: memory.desc) -> None:
+        """
+        Append a ternary binary operation (binary_select: src2 is the condition, passed as ARG_ATTR_MULTIPLE_POST_OP(index) | ARG_SRC_2).
+        """
+    def append_dw(self, weights_data_type: memory.data_type, bias_data_type: memory.data_type, dst_data_type: memory.data_type, kernel_size: typing.SupportsInt | typing.SupportsIndex, stride_size: typing.SupportsInt | typing.SupportsIndex, padding_l_size: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Append a depthwise convolution (after a 1x1 convolution); its weights and bias are passed as ARG_ATTR_POST_OP_DW | ARG_WEIGHTS / ARG_BIAS.
+        """
     def append_eltwise(self, algorithm: algorithm, alpha: typing.SupportsFloat | typing.SupportsIndex = 0.0, beta: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> None:
         """
         Append an elementwise operation.
+        """
+    def append_prelu(self, mask: typing.SupportsInt | typing.SupportsIndex) -> None:
+        """
+        Append a PReLU; its weights are passed as ARG_ATTR_MULTIPLE_POST_OP(index) | ARG_WEIGHTS, `mask` selecting the destination dimensions they vary along.
         """
     def append_sum(self, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, zero_point: typing.SupportsInt | typing.SupportsIndex = 0, data_type: memory.data_type = ...) -> None:
         """
@@ -646,9 +676,17 @@ class post_ops:
         """
         (algorithm, src1_desc) of a binary post-op.
         """
+    def get_params_dw(self, index: typing.SupportsInt | typing.SupportsIndex) -> tuple[memory.data_type, memory.data_type, memory.data_type, int, int, int]:
+        """
+        (weights_data_type, bias_data_type, dst_data_type, kernel_size, stride_size, padding_l_size) of a depthwise post-op.
+        """
     def get_params_eltwise(self, index: typing.SupportsInt | typing.SupportsIndex) -> tuple[algorithm, float, float]:
         """
         (algorithm, alpha, beta) of an eltwise post-op.
+        """
+    def get_params_prelu(self, index: typing.SupportsInt | typing.SupportsIndex) -> int:
+        """
+        Mask of a PReLU post-op.
         """
     def get_params_sum(self, index: typing.SupportsInt | typing.SupportsIndex) -> tuple[float, int, memory.data_type]:
         """
@@ -668,17 +706,67 @@ class primitive_attr:
     """
     def __init__(self) -> None:
         ...
+    def get_accumulation_mode(self) -> accumulation_mode:
+        """
+        The accumulation mode.
+        """
+    def get_deterministic(self) -> bool:
+        """
+        Whether deterministic results were asked for.
+        """
+    def get_dropout(self) -> memory.desc:
+        """
+        The dropout mask descriptor (zero if none).
+        """
     def get_fpmath_mode(self) -> fpmath_mode:
         """
         The fpmath mode.
+        """
+    def get_fpmath_mode_apply_to_int(self) -> bool:
+        """
+        Whether the fpmath mode applies to integer primitives too (C++'s get_fpmath_mode(mode, apply_to_int)).
         """
     def get_post_ops(self) -> post_ops:
         """
         A copy of the post-ops.
         """
+    def get_rnn_data_qparams(self) -> tuple[float, float]:
+        """
+        (scale, shift) of an int8 RNN's data.
+        """
+    def get_rnn_weights_projection_qparams(self) -> tuple[int, list[float]]:
+        """
+        (mask, scales) of an int8 LSTM's projection weights.
+        """
+    def get_rnn_weights_qparams(self) -> tuple[int, list[float]]:
+        """
+        (mask, scales) of an int8 RNN's weights.
+        """
+    def get_rounding_mode(self, arg: typing.SupportsInt | typing.SupportsIndex) -> rounding_mode:
+        """
+        Rounding mode of argument `arg`.
+        """
     def get_scratchpad_mode(self) -> scratchpad_mode:
         """
         The scratchpad mode.
+        """
+    def set_accumulation_mode(self, mode: accumulation_mode) -> None:
+        """
+        Data type the primitive may accumulate in.
+        """
+    def set_deterministic(self, value: bool) -> None:
+        """
+        Ask for run-to-run identical results.
+        """
+    @typing.overload
+    def set_dropout(self, mask_desc: memory.desc) -> None:
+        """
+        Dropout on the destination: probability (f32) and seed (s32) passed at execution as ARG_ATTR_DROPOUT_PROBABILITY and ARG_ATTR_DROPOUT_SEED; the mask is written to ARG_ATTR_DROPOUT_MASK unless `mask_desc` is the zero descriptor.
+        """
+    @typing.overload
+    def set_dropout(self, mask_desc: memory.desc, seed_dt: memory.data_type, use_offset: bool) -> None:
+        """
+        Dropout with the seed's data type (s32 or s64) and, with `use_offset`, an s64 ARG_ATTR_DROPOUT_OFFSET.
         """
     def set_fpmath_mode(self, mode: fpmath_mode, apply_to_int: bool = False) -> None:
         """
@@ -687,6 +775,26 @@ class primitive_attr:
     def set_post_ops(self, ops: post_ops) -> None:
         """
         Operations applied to the primitive's result (a copy of `ops`).
+        """
+    def set_precomputed_reductions(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ...) -> None:
+        """
+        Reductions of argument `arg` computed ahead, passed at execution as ARG_ATTR_PRECOMPUTED_REDUCTIONS | arg.
+        """
+    def set_rnn_data_qparams(self, scale: typing.SupportsFloat | typing.SupportsIndex, shift: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        """
+        Quantization of an int8 RNN's data: u8 = scale * f32 + shift.
+        """
+    def set_rnn_weights_projection_qparams(self, mask: typing.SupportsInt | typing.SupportsIndex, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        """
+        Scales of an int8 LSTM's projection weights.
+        """
+    def set_rnn_weights_qparams(self, mask: typing.SupportsInt | typing.SupportsIndex, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]) -> None:
+        """
+        Scales of an int8 RNN's weights.
+        """
+    def set_rounding_mode(self, arg: typing.SupportsInt | typing.SupportsIndex, mode: rounding_mode) -> None:
+        """
+        Rounding of the argument `arg` the primitive writes; stochastic rounding takes an s32 seed as ARG_ATTR_ROUNDING_SEED.
         """
     def set_scales(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ...) -> None:
         """
@@ -699,6 +807,10 @@ class primitive_attr:
     def set_scratchpad_mode(self, mode: scratchpad_mode) -> None:
         """
         scratchpad_mode.library (oneDNN manages it) or scratchpad_mode.user (pass ARG_SCRATCHPAD of pd.scratchpad_desc() at execution).
+        """
+    def set_zero_points(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ...) -> None:
+        """
+        Like set_zero_points_mask, with groups and the zero points' data type.
         """
     def set_zero_points_mask(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
@@ -2128,10 +2240,12 @@ def version() -> version_t:
     The oneDNN library's version_t (indexable as (major, minor, patch, hash)).
     """
 ARG_ATTR_DROPOUT_MASK: int = 509
+ARG_ATTR_DROPOUT_OFFSET: int = 507
 ARG_ATTR_DROPOUT_PROBABILITY: int = 510
 ARG_ATTR_DROPOUT_SEED: int = 511
 ARG_ATTR_MULTIPLE_POST_OP_BASE: int = 32768
 ARG_ATTR_POST_OP_DW: int = 16384
+ARG_ATTR_PRECOMPUTED_REDUCTIONS: int = 512
 ARG_ATTR_ROUNDING_SEED: int = 508
 ARG_ATTR_SCALES: int = 4096
 ARG_ATTR_ZERO_POINTS: int = 8192
