@@ -7,7 +7,10 @@ nothing of oneDNN's backward formulas, only of its forward definitions.
 
 Every backward primitive descriptor is created as in C++: with the forward
 training descriptor as its hint, and with the forward workspace where the
-forward has one (max pooling, LRN). RNN families are in test_rnn.py.
+forward has one (max pooling, LRN). Each family also runs in f16 and bf16
+(data in the low type; statistics, scales, bias and weight gradients in f32,
+as mixed-precision training keeps them) against references computed from the
+rounded inputs. RNN families are in test_rnn.py.
 """
 
 from __future__ import annotations
@@ -49,18 +52,40 @@ def assert_unsupported(key, create):
 # helpers
 
 
-def desc(shape, tag=None):
-    return dnnl.memory.desc(list(shape), DT.f32, tag if tag is not None else plain_tag(len(shape)))
+# Lower-precision runs: the data (sources, weights, destinations and their
+# diffs) in f16 or bf16, statistics, scales and weight gradients in f32 as in
+# mixed-precision training; references from the rounded inputs in float64.
+LOW = ["f16", "bf16"]
+TOL = {"f32": RTOL, "f16": 1e-2, "bf16": 4e-2}
+
+
+def desc(shape, tag=None, dt="f32"):
+    return dnnl.memory.desc(list(shape), getattr(DT, dt), tag if tag is not None else plain_tag(len(shape)))
+
+
+def rounded(x, dt="f32"):
+    """`x` as data type `dt` holds it, in float64."""
+    x = np.asarray(x, dtype=np.float32)
+    if dt == "f16":
+        return x.astype(np.float16).astype(np.float64)
+    if dt == "bf16":
+        return dnnl.arrays.float32_from_bf16(dnnl.arrays.bf16_from_float32(x)).astype(np.float64)
+    return x.astype(np.float64)
 
 
 def f32(x):
     """`x` rounded to f32 and back: what the device holds, in float64."""
-    return np.asarray(x, dtype=np.float32).astype(np.float64)
+    return rounded(x)
 
 
-def put(engine, x, md=None):
-    mem = dnnl.memory(md if md is not None else desc(x.shape), engine)
-    dnnl.arrays.write(mem, np.asarray(x, dtype=np.float32))
+def put(engine, x, md=None, dt="f32"):
+    mem = dnnl.memory(md if md is not None else desc(np.shape(x), dt=dt), engine)
+    data_type = mem.get_desc().get_data_type()
+    x = np.asarray(x, dtype=np.float32)
+    if data_type == DT.bf16:
+        dnnl.arrays.write(mem, dnnl.arrays.bf16_from_float32(x))
+    else:
+        dnnl.arrays.write(mem, x.astype(dnnl.arrays.numpy_dtype(data_type)))
     return mem
 
 
@@ -69,7 +94,10 @@ def empty(engine, md):
 
 
 def get(mem):
-    return dnnl.arrays.read(mem).astype(np.float64)
+    out = dnnl.arrays.read(mem)
+    if mem.get_desc().get_data_type() == DT.bf16:
+        return dnnl.arrays.float32_from_bf16(out).astype(np.float64)
+    return out.astype(np.float64)
 
 
 def run(prim, stream, args):
@@ -77,11 +105,11 @@ def run(prim, stream, args):
     stream.wait()
 
 
-def random(rng, shape, lo=-2.0, hi=2.0, away_from_zero=0.0):
+def random(rng, shape, lo=-2.0, hi=2.0, away_from_zero=0.0, dt="f32"):
     x = rng.uniform(lo, hi, size=shape)
     if away_from_zero:
         x = np.sign(x) * np.maximum(np.abs(x), away_from_zero)
-    return f32(x)
+    return rounded(x, dt)
 
 
 def numeric_grad(f: Reference, x, dy, h=1e-4):
@@ -96,7 +124,8 @@ def numeric_grad(f: Reference, x, dy, h=1e-4):
     return grad
 
 
-def assert_close(out, ref, rtol=RTOL):
+def assert_close(out, ref, rtol=RTOL, dt="f32"):
+    rtol = max(rtol, TOL[dt])
     ref = np.asarray(ref, dtype=np.float64)
     assert out.shape == ref.shape
     scale = max(1.0, float(np.max(np.abs(ref))) if ref.size else 1.0)
@@ -232,9 +261,12 @@ CONV_CASES = [  # src (N, C, H, W), OC, kernel, strides, padding_l, padding_r, d
 ]
 
 
-@pytest.mark.parametrize("case", CONV_CASES, ids=["3x3-pad1", "strided-dilated"])
-@pytest.mark.parametrize("family", ["convolution", "deconvolution"])
-def test_convolution_like_forward_and_backward(engine, stream, family, case):
+@pytest.mark.parametrize("family,case,dt", [
+    pytest.param(f, c, "f32", id=f"{f}-{name}") for f in ("convolution", "deconvolution")
+    for c, name in zip(CONV_CASES, ["3x3-pad1", "strided-dilated"])] + [
+    pytest.param(f, CONV_CASES[0], dt, id=f"{f}-3x3-pad1-{dt}") for f in ("convolution", "deconvolution")
+    for dt in LOW])
+def test_convolution_like_forward_and_backward(engine, stream, family, case, dt):
     src_shape, oc, k, s, pl, pr, d = case
     rng = np.random.default_rng(7)
     n, ic, h, w = src_shape
@@ -251,38 +283,40 @@ def test_convolution_like_forward_and_backward(engine, stream, family, case):
         fwd_cls, bwd_data_cls, bwd_weights_cls = (dnnl.deconvolution_forward, dnnl.deconvolution_backward_data,
                                                   dnnl.deconvolution_backward_weights)
         alg = ALG.deconvolution_direct
-    x = random(rng, src_shape)
-    wt = random(rng, (oc, ic) + k)
+    x = random(rng, src_shape, dt=dt)
+    wt = random(rng, (oc, ic) + k, dt=dt)
     b = random(rng, (oc,))
-    dy = random(rng, (n, oc, oh, ow))
-    src_md, w_md, b_md, dst_md = desc(x.shape), desc(wt.shape), desc(b.shape), desc(dy.shape)
+    dy = random(rng, (n, oc, oh, ow), dt=dt)
+    src_md, w_md, b_md, dst_md = desc(x.shape, dt=dt), desc(wt.shape, dt=dt), desc(b.shape), desc(dy.shape, dt=dt)
+    # weight gradients in f32 (mixed-precision training)
+    dw_md = desc(wt.shape)
     fwd_pd = fwd_cls.primitive_desc(engine, TRAINING, alg, src_md, w_md, b_md, dst_md, list(s), list(d),
                                     list(pl), list(pr))
     assert fwd_pd.get_prop_kind() == TRAINING and fwd_pd.get_algorithm() == alg
     assert fwd_pd.get_strides() == list(s) and fwd_pd.get_dilations() == list(d)
     assert fwd_pd.get_padding_l() == list(pl) and fwd_pd.get_padding_r() == list(pr)
     assert fwd_pd.bias_desc() == b_md
-    x_mem, w_mem, b_mem, y_mem = put(engine, x), put(engine, wt), put(engine, b), empty(engine, dst_md)
+    x_mem, w_mem, b_mem, y_mem = put(engine, x, src_md), put(engine, wt, w_md), put(engine, b), empty(engine, dst_md)
     run(fwd_cls(fwd_pd), stream, {dnnl.ARG_SRC: x_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_BIAS: b_mem,
                                   dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), ref(x, wt, b, s, pl, pr, d))
+    assert_close(get(y_mem), ref(x, wt, b, s, pl, pr, d), dt=dt)
 
-    dy_mem, dx_mem = put(engine, dy), empty(engine, src_md)
+    dy_mem, dx_mem = put(engine, dy, dst_md), empty(engine, src_md)
     bwd_data_pd = bwd_data_cls.primitive_desc(engine, alg, src_md, w_md, dst_md, list(s), list(d), list(pl),
                                               list(pr), fwd_pd)
     assert bwd_data_pd.diff_src_desc() == src_md and bwd_data_pd.diff_dst_desc() == dst_md
     run(bwd_data_cls(bwd_data_pd), stream, {dnnl.ARG_DIFF_DST: dy_mem, dnnl.ARG_WEIGHTS: w_mem,
                                             dnnl.ARG_DIFF_SRC: dx_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt, b, s, pl, pr, d), x, dy))
+    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt, b, s, pl, pr, d), x, dy), dt=dt)
 
-    dw_mem, db_mem = empty(engine, w_md), empty(engine, b_md)
-    bwd_w_pd = bwd_weights_cls.primitive_desc(engine, alg, src_md, w_md, b_md, dst_md, list(s), list(d),
+    dw_mem, db_mem = empty(engine, dw_md), empty(engine, b_md)
+    bwd_w_pd = bwd_weights_cls.primitive_desc(engine, alg, src_md, dw_md, b_md, dst_md, list(s), list(d),
                                               list(pl), list(pr), fwd_pd)
-    assert bwd_w_pd.diff_weights_desc() == w_md and bwd_w_pd.diff_bias_desc() == b_md
+    assert bwd_w_pd.diff_weights_desc() == dw_md and bwd_w_pd.diff_bias_desc() == b_md
     run(bwd_weights_cls(bwd_w_pd), stream, {dnnl.ARG_SRC: x_mem, dnnl.ARG_DIFF_DST: dy_mem,
                                             dnnl.ARG_DIFF_WEIGHTS: dw_mem, dnnl.ARG_DIFF_BIAS: db_mem})
-    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v, b, s, pl, pr, d), wt, dy))
-    assert_close(get(db_mem), dy.sum(axis=(0, 2, 3)))
+    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v, b, s, pl, pr, d), wt, dy), dt=dt)
+    assert_close(get(db_mem), dy.sum(axis=(0, 2, 3)), dt=dt)
 
 
 def test_convolution_backward_without_dilation_and_bias(engine, stream):
@@ -302,34 +336,36 @@ def test_convolution_backward_without_dilation_and_bias(engine, stream):
     assert_close(get(dw), numeric_grad(lambda v: conv2d(x, v, None, s, p, p, d), wt, dy))
 
 
-def test_inner_product_forward_and_backward(engine, stream):
+@pytest.mark.parametrize("dt", ["f32"] + LOW)
+def test_inner_product_forward_and_backward(engine, stream, dt):
     rng = np.random.default_rng(9)
-    x, wt, b = random(rng, (3, 2, 2, 2)), random(rng, (5, 2, 2, 2)), random(rng, (5,))
-    dy = random(rng, (3, 5))
+    x, wt, b = random(rng, (3, 2, 2, 2), dt=dt), random(rng, (5, 2, 2, 2), dt=dt), random(rng, (5,))
+    dy = random(rng, (3, 5), dt=dt)
 
     def ref(xv, wv):
         return xv.reshape(3, -1) @ wv.reshape(5, -1).T + b
 
-    src_md, w_md, b_md, dst_md = desc(x.shape), desc(wt.shape), desc(b.shape), desc(dy.shape)
+    src_md, w_md, b_md, dst_md = desc(x.shape, dt=dt), desc(wt.shape, dt=dt), desc(b.shape), desc(dy.shape, dt=dt)
+    dw_md = desc(wt.shape)  # weight gradients in f32 (mixed-precision training)
     fwd_pd = dnnl.inner_product_forward.primitive_desc(engine, TRAINING, src_md, w_md, b_md, dst_md)
-    x_mem, w_mem, y_mem = put(engine, x), put(engine, wt), empty(engine, dst_md)
+    x_mem, w_mem, y_mem = put(engine, x, src_md), put(engine, wt, w_md), empty(engine, dst_md)
     run(dnnl.inner_product_forward(fwd_pd), stream,
         {dnnl.ARG_SRC: x_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_BIAS: put(engine, b), dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), ref(x, wt))
+    assert_close(get(y_mem), ref(x, wt), dt=dt)
 
-    dy_mem, dx_mem = put(engine, dy), empty(engine, src_md)
+    dy_mem, dx_mem = put(engine, dy, dst_md), empty(engine, src_md)
     pd = dnnl.inner_product_backward_data.primitive_desc(engine, src_md, w_md, dst_md, fwd_pd)
     run(dnnl.inner_product_backward_data(pd), stream,
         {dnnl.ARG_DIFF_DST: dy_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_DIFF_SRC: dx_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt), x, dy))
+    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt), x, dy), dt=dt)
 
-    dw_mem, db_mem = empty(engine, w_md), empty(engine, b_md)
-    pd_w = dnnl.inner_product_backward_weights.primitive_desc(engine, src_md, w_md, b_md, dst_md, fwd_pd)
+    dw_mem, db_mem = empty(engine, dw_md), empty(engine, b_md)
+    pd_w = dnnl.inner_product_backward_weights.primitive_desc(engine, src_md, dw_md, b_md, dst_md, fwd_pd)
     run(dnnl.inner_product_backward_weights(pd_w), stream,
         {dnnl.ARG_SRC: x_mem, dnnl.ARG_DIFF_DST: dy_mem, dnnl.ARG_DIFF_WEIGHTS: dw_mem,
          dnnl.ARG_DIFF_BIAS: db_mem})
-    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v), wt, dy))
-    assert_close(get(db_mem), dy.sum(axis=0))
+    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v), wt, dy), dt=dt)
+    assert_close(get(db_mem), dy.sum(axis=0), dt=dt)
 
 
 def test_backward_needs_a_forward_hint_of_its_own_family(engine):
@@ -384,8 +420,12 @@ ELTWISE = {  # algorithm name: (alpha, beta, reference, input range)
 }
 
 
-@pytest.mark.parametrize("name", sorted(ELTWISE))
-def test_eltwise_forward_and_backward(engine, stream, name):
+ELTWISE_LOW = ["eltwise_relu", "eltwise_tanh", "eltwise_gelu_erf", "eltwise_logistic_use_dst_for_bwd"]
+
+
+@pytest.mark.parametrize("name,dt", [(n, "f32") for n in sorted(ELTWISE)]
+                         + [(n, dt) for n in ELTWISE_LOW for dt in LOW])
+def test_eltwise_forward_and_backward(engine, stream, name, dt):
     alpha, beta, f, (lo, hi) = ELTWISE[name]
     alg = getattr(ALG, name)
     rng = np.random.default_rng(10)
@@ -395,23 +435,23 @@ def test_eltwise_forward_and_backward(engine, stream, name):
         x = np.where(np.abs(x - beta) < 0.05, x + 0.1, x)
     if "hard" in name:
         x = np.where(np.abs(np.abs(x) - 3) < 0.05, x + 0.1, x)
-    x = f32(x)
-    dy = random(rng, x.shape)
-    md = desc(x.shape)
+    x = rounded(x, dt)
+    dy = random(rng, x.shape, dt=dt)
+    md = desc(x.shape, dt=dt)
     fwd_pd = dnnl.eltwise_forward.primitive_desc(engine, TRAINING, alg, md, md, alpha, beta)
     assert fwd_pd.get_alpha() == pytest.approx(alpha) and fwd_pd.get_beta() == pytest.approx(beta)
-    x_mem, y_mem = put(engine, x), empty(engine, md)
+    x_mem, y_mem = put(engine, x, md), empty(engine, md)
     run(dnnl.eltwise_forward(fwd_pd), stream, {dnnl.ARG_SRC: x_mem, dnnl.ARG_DST: y_mem})
     y = get(y_mem)
-    assert_close(y, f(x, alpha, beta))
+    assert_close(y, f(x, alpha, beta), dt=dt)
 
     use_dst = name.endswith("use_dst_for_bwd")
     bwd_pd = dnnl.eltwise_backward.primitive_desc(engine, alg, md, md, md, alpha, beta, fwd_pd)
     dx_mem = empty(engine, md)
     data = {dnnl.ARG_DST: y_mem} if use_dst else {dnnl.ARG_SRC: x_mem}
-    run(dnnl.eltwise_backward(bwd_pd), stream, {**data, dnnl.ARG_DIFF_DST: put(engine, dy),
+    run(dnnl.eltwise_backward(bwd_pd), stream, {**data, dnnl.ARG_DIFF_DST: put(engine, dy, md),
                                                 dnnl.ARG_DIFF_SRC: dx_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: f(v, alpha, beta), x, dy, h=1e-5), rtol=5e-4)
+    assert_close(get(dx_mem), numeric_grad(lambda v: f(v, alpha, beta), x, dy, h=1e-5), rtol=5e-4, dt=dt)
 
 
 def test_eltwise_backward_refuses_the_unused_data_argument(engine, stream):
@@ -425,60 +465,63 @@ def test_eltwise_backward_refuses_the_unused_data_argument(engine, stream):
         bwd.execute(stream, mems)
 
 
-@pytest.mark.parametrize("log", [False, True], ids=["accurate", "log"])
-def test_softmax_backward(engine, stream, log):
+@pytest.mark.parametrize("log,dt", [(False, "f32"), (True, "f32")] + [(False, dt) for dt in LOW],
+                         ids=["accurate", "log"] + [f"accurate-{dt}" for dt in LOW])
+def test_softmax_backward(engine, stream, log, dt):
     rng = np.random.default_rng(11)
-    x, dy = random(rng, (3, 8)), random(rng, (3, 8))
+    x, dy = random(rng, (3, 8), dt=dt), random(rng, (3, 8), dt=dt)
     alg = ALG.softmax_log if log else ALG.softmax_accurate
-    md = desc(x.shape)
+    md = desc(x.shape, dt=dt)
     fwd_pd = dnnl.softmax_forward.primitive_desc(engine, TRAINING, alg, md, md, 1)
     y_mem = empty(engine, md)
-    run(dnnl.softmax_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), softmax(x, 1, log))
+    run(dnnl.softmax_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x, md), dnnl.ARG_DST: y_mem})
+    assert_close(get(y_mem), softmax(x, 1, log), dt=dt)
     bwd_pd = dnnl.softmax_backward.primitive_desc(engine, alg, md, md, md, 1, fwd_pd)
     assert bwd_pd.get_axis() == 1
     dx_mem = empty(engine, md)
     run(dnnl.softmax_backward(bwd_pd), stream,
-        {dnnl.ARG_DST: y_mem, dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: softmax(v, 1, log), x, dy, h=1e-5))
+        {dnnl.ARG_DST: y_mem, dnnl.ARG_DIFF_DST: put(engine, dy, md), dnnl.ARG_DIFF_SRC: dx_mem})
+    assert_close(get(dx_mem), numeric_grad(lambda v: softmax(v, 1, log), x, dy, h=1e-5), dt=dt)
 
 
-def test_prelu_forward_and_backward(engine, stream):
+@pytest.mark.parametrize("dt", ["f32"] + LOW)
+def test_prelu_forward_and_backward(engine, stream, dt):
     rng = np.random.default_rng(12)
-    x, wt = random(rng, (2, 3, 2, 2), away_from_zero=0.05), random(rng, (1, 3, 1, 1))
-    dy = random(rng, x.shape)
+    x, wt = random(rng, (2, 3, 2, 2), away_from_zero=0.05, dt=dt), random(rng, (1, 3, 1, 1), dt=dt)
+    dy = random(rng, x.shape, dt=dt)
 
     def ref(xv, wv):
         return np.where(xv > 0, xv, wv * xv)
 
-    x_md, w_md = desc(x.shape), desc(wt.shape)
+    x_md, w_md = desc(x.shape, dt=dt), desc(wt.shape, dt=dt)
     fwd_pd = dnnl.prelu_forward.primitive_desc(engine, TRAINING, x_md, w_md, x_md)
-    x_mem, w_mem, y_mem = put(engine, x), put(engine, wt), empty(engine, x_md)
+    x_mem, w_mem, y_mem = put(engine, x, x_md), put(engine, wt, w_md), empty(engine, x_md)
     run(dnnl.prelu_forward(fwd_pd), stream, {dnnl.ARG_SRC: x_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), ref(x, wt))
+    assert_close(get(y_mem), ref(x, wt), dt=dt)
     bwd_pd = dnnl.prelu_backward.primitive_desc(engine, x_md, w_md, x_md, w_md, x_md, fwd_pd)
     dx_mem, dw_mem = empty(engine, x_md), empty(engine, w_md)
     run(dnnl.prelu_backward(bwd_pd), stream,
-        {dnnl.ARG_SRC: x_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_DIFF_DST: put(engine, dy),
+        {dnnl.ARG_SRC: x_mem, dnnl.ARG_WEIGHTS: w_mem, dnnl.ARG_DIFF_DST: put(engine, dy, x_md),
          dnnl.ARG_DIFF_SRC: dx_mem, dnnl.ARG_DIFF_WEIGHTS: dw_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt), x, dy))
-    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v), wt, dy))
+    assert_close(get(dx_mem), numeric_grad(lambda v: ref(v, wt), x, dy), dt=dt)
+    assert_close(get(dw_mem), numeric_grad(lambda v: ref(x, v), wt, dy), dt=dt)
 
 
-@pytest.mark.parametrize("axis,group", [(1, 2), (1, 3), (2, 2)])
-def test_shuffle_forward_and_backward(engine, stream, axis, group):
+@pytest.mark.parametrize("axis,group,dt", [(1, 2, "f32"), (1, 3, "f32"), (2, 2, "f32")]
+                         + [(1, 3, dt) for dt in LOW])
+def test_shuffle_forward_and_backward(engine, stream, axis, group, dt):
     rng = np.random.default_rng(13)
-    x = random(rng, (2, 6, 4))
-    dy = random(rng, x.shape)
-    md = desc(x.shape)
+    x = random(rng, (2, 6, 4), dt=dt)
+    dy = random(rng, x.shape, dt=dt)
+    md = desc(x.shape, dt=dt)
     fwd_pd = dnnl.shuffle_forward.primitive_desc(engine, TRAINING, md, md, axis, group)
     assert fwd_pd.get_axis() == axis and fwd_pd.get_group_size() == group
     y_mem = empty(engine, md)
-    run(dnnl.shuffle_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y_mem})
+    run(dnnl.shuffle_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x, md), dnnl.ARG_DST: y_mem})
     np.testing.assert_array_equal(get(y_mem), shuffle(x, axis, group))
     bwd_pd = dnnl.shuffle_backward.primitive_desc(engine, md, md, axis, group, fwd_pd)
     dx_mem = empty(engine, md)
-    run(dnnl.shuffle_backward(bwd_pd), stream, {dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem})
+    run(dnnl.shuffle_backward(bwd_pd), stream, {dnnl.ARG_DIFF_DST: put(engine, dy, md), dnnl.ARG_DIFF_SRC: dx_mem})
     assert_close(get(dx_mem), numeric_grad(lambda v: shuffle(v, axis, group), x, dy))
 
 
@@ -489,54 +532,58 @@ def test_shuffle_forward_and_backward(engine, stream, axis, group):
 POOLING = ["pooling_max", "pooling_avg_include_padding", "pooling_avg_exclude_padding"]
 
 
-@pytest.mark.parametrize("name", POOLING)
-def test_pooling_backward(engine, stream, name):
+@pytest.mark.parametrize("name,dt", [(n, "f32") for n in POOLING]
+                         + [(n, dt) for n in ("pooling_max", "pooling_avg_exclude_padding") for dt in LOW])
+def test_pooling_backward(engine, stream, name, dt):
     alg = getattr(ALG, name)
     rng = np.random.default_rng(14)
-    x = random(rng, (2, 2, 5, 5))
+    x = random(rng, (2, 2, 5, 5), dt=dt)
     k, s, pl, pr = (3, 3), (2, 2), (1, 1), (1, 1)
-    dy = random(rng, (2, 2, 3, 3))
-    src_md, dst_md = desc(x.shape), desc(dy.shape)
+    dy = random(rng, (2, 2, 3, 3), dt=dt)
+    src_md, dst_md = desc(x.shape, dt=dt), desc(dy.shape, dt=dt)
     fwd_pd = dnnl.pooling_forward.primitive_desc(engine, TRAINING, alg, src_md, dst_md, list(s), list(k),
                                                  [0, 0], list(pl), list(pr))
     assert fwd_pd.get_kernel() == list(k)
     y_mem = empty(engine, dst_md)
-    args = {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y_mem}
+    args = {dnnl.ARG_SRC: put(engine, x, src_md), dnnl.ARG_DST: y_mem}
     ws_md = fwd_pd.workspace_desc()
     assert ws_md.is_zero() == (alg != ALG.pooling_max)
     if not ws_md.is_zero():
         args[dnnl.ARG_WORKSPACE] = empty(engine, ws_md)
     run(dnnl.pooling_forward(fwd_pd), stream, args)
-    assert_close(get(y_mem), pool2d(x, alg, k, s, pl, pr))
+    assert_close(get(y_mem), pool2d(x, alg, k, s, pl, pr), dt=dt)
     bwd_pd = dnnl.pooling_backward.primitive_desc(engine, alg, src_md, dst_md, list(s), list(k), [0, 0],
                                                   list(pl), list(pr), fwd_pd)
     assert bwd_pd.workspace_desc() == ws_md
     dx_mem = empty(engine, src_md)
-    bwd_args = {dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem}
+    bwd_args = {dnnl.ARG_DIFF_DST: put(engine, dy, dst_md), dnnl.ARG_DIFF_SRC: dx_mem}
     if not ws_md.is_zero():
         bwd_args[dnnl.ARG_WORKSPACE] = args[dnnl.ARG_WORKSPACE]
     run(dnnl.pooling_backward(bwd_pd), stream, bwd_args)
-    assert_close(get(dx_mem), numeric_grad(lambda v: pool2d(v, alg, k, s, pl, pr), x, dy))
+    assert_close(get(dx_mem), numeric_grad(lambda v: pool2d(v, alg, k, s, pl, pr), x, dy), dt=dt)
 
 
-@pytest.mark.parametrize("name", ["resampling_nearest", "resampling_linear"])
-@pytest.mark.parametrize("out_hw", [(8, 6), (3, 2)], ids=["up", "down"])
-def test_resampling_forward_and_backward(engine, stream, name, out_hw):
+@pytest.mark.parametrize("name,out_hw,dt", [
+    pytest.param(n, hw, "f32", id=f"{n}-{hw_id}") for n in ("resampling_nearest", "resampling_linear")
+    for hw, hw_id in (((8, 6), "up"), ((3, 2), "down"))] + [
+    pytest.param("resampling_linear", (8, 6), dt, id=f"resampling_linear-up-{dt}") for dt in LOW])
+def test_resampling_forward_and_backward(engine, stream, name, out_hw, dt):
     alg = getattr(ALG, name)
     rng = np.random.default_rng(15)
-    x = random(rng, (1, 2, 4, 3))
+    x = random(rng, (1, 2, 4, 3), dt=dt)
     dst_shape = (1, 2) + out_hw
-    dy = random(rng, dst_shape)
-    src_md, dst_md = desc(x.shape), desc(dst_shape)
+    dy = random(rng, dst_shape, dt=dt)
+    src_md, dst_md = desc(x.shape, dt=dt), desc(dst_shape, dt=dt)
     fwd_pd = dnnl.resampling_forward.primitive_desc(engine, TRAINING, alg, src_md, dst_md)
     assert fwd_pd.get_factors() == pytest.approx([out_hw[0] / 4, out_hw[1] / 3])
     y_mem = empty(engine, dst_md)
-    run(dnnl.resampling_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), resample2d(x, alg, *out_hw))
+    run(dnnl.resampling_forward(fwd_pd), stream, {dnnl.ARG_SRC: put(engine, x, src_md), dnnl.ARG_DST: y_mem})
+    assert_close(get(y_mem), resample2d(x, alg, *out_hw), dt=dt)
     bwd_pd = dnnl.resampling_backward.primitive_desc(engine, alg, src_md, dst_md, fwd_pd)
     dx_mem = empty(engine, src_md)
-    run(dnnl.resampling_backward(bwd_pd), stream, {dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem})
-    assert_close(get(dx_mem), numeric_grad(lambda v: resample2d(v, alg, *out_hw), x, dy))
+    run(dnnl.resampling_backward(bwd_pd), stream,
+        {dnnl.ARG_DIFF_DST: put(engine, dy, dst_md), dnnl.ARG_DIFF_SRC: dx_mem})
+    assert_close(get(dx_mem), numeric_grad(lambda v: resample2d(v, alg, *out_hw), x, dy), dt=dt)
 
 
 def test_resampling_by_factors(engine, stream):
@@ -565,16 +612,18 @@ REDUCTIONS = {  # algorithm name: reference over `axes` with p, eps
 }
 
 
-@pytest.mark.parametrize("name", sorted(REDUCTIONS))
-def test_reduction(engine, stream, name):
+@pytest.mark.parametrize("name,dt", [(n, "f32") for n in sorted(REDUCTIONS)]
+                         + [(n, dt) for n in ("reduction_sum", "reduction_max") for dt in LOW])
+def test_reduction(engine, stream, name, dt):
     rng = np.random.default_rng(16)
-    x = random(rng, (2, 3, 4), 0.5, 1.5) * np.where(rng.random((2, 3, 4)) < 0.5, -1, 1)
+    x = random(rng, (2, 3, 4), 0.5, 1.5, dt=dt) * np.where(rng.random((2, 3, 4)) < 0.5, -1, 1)
     p, eps = 2.0, 0.25
-    pd = dnnl.reduction.primitive_desc(engine, getattr(ALG, name), desc(x.shape), desc((2, 1, 1)), p, eps)
+    src_md = desc(x.shape, dt=dt)
+    pd = dnnl.reduction.primitive_desc(engine, getattr(ALG, name), src_md, desc((2, 1, 1), dt=dt), p, eps)
     assert pd.get_p() == p and pd.get_epsilon() == eps
     y_mem = empty(engine, pd.dst_desc())
-    run(dnnl.reduction(pd), stream, {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y_mem})
-    assert_close(get(y_mem), REDUCTIONS[name](x, (1, 2), p, eps))
+    run(dnnl.reduction(pd), stream, {dnnl.ARG_SRC: put(engine, x, src_md), dnnl.ARG_DST: y_mem})
+    assert_close(get(y_mem), REDUCTIONS[name](x, (1, 2), p, eps), dt=dt)
 
 
 # --------------------------------------------------------------------------
@@ -588,39 +637,40 @@ NORM_FLAGS = {
 }
 
 
-def _norm_case(kind, flags_name, rng):
+def _norm_case(kind, rng, dt):
     """Shapes, a float64 forward reference f(x, scale, shift), and the
     statistics shape, for one normalization family."""
     if kind == "batch":
-        x = random(rng, (3, 2, 2, 2))
+        x = random(rng, (3, 2, 2, 2), dt=dt)
 
         def f(xv, sc, sh):
             return normalize(xv, (0, 2, 3), 1e-3, sc.reshape(1, -1, 1, 1), sh.reshape(1, -1, 1, 1))
         return x, (2,), (2,), f
     if kind == "layer":
-        x = random(rng, (2, 3, 5))
+        x = random(rng, (2, 3, 5), dt=dt)
 
         def f(xv, sc, sh):
             return normalize(xv, (2,), 1e-3, sc, sh)
         return x, (5,), (2, 3), f
-    x = random(rng, (2, 4, 3))
+    x = random(rng, (2, 4, 3), dt=dt)
 
     def f(xv, sc, sh):
         return group_norm(xv, 2, 1e-3, sc, sh)
     return x, (4,), (2, 2), f
 
 
-@pytest.mark.parametrize("flags_name", sorted(NORM_FLAGS))
-@pytest.mark.parametrize("kind", ["batch", "layer", "group"])
-def test_normalization_forward_and_backward(engine, stream, kind, flags_name):
+@pytest.mark.parametrize("kind,flags_name,dt", [
+    (k, f, "f32") for k in ("batch", "layer", "group") for f in sorted(NORM_FLAGS)] + [
+    (k, "scale_shift", dt) for k in ("batch", "layer", "group") for dt in LOW])
+def test_normalization_forward_and_backward(engine, stream, kind, flags_name, dt):
     flags = NORM_FLAGS[flags_name]
     rng = np.random.default_rng(17)
-    x, ss_shape, stat_shape, f = _norm_case(kind, flags_name, rng)
+    x, ss_shape, stat_shape, f = _norm_case(kind, rng, dt)
     use_scale, use_shift = bool(flags & NF.use_scale), bool(flags & NF.use_shift)
     scale = random(rng, ss_shape, 0.5, 1.5) if use_scale else np.ones(ss_shape)
     shift = random(rng, ss_shape) if use_shift else np.zeros(ss_shape)
-    dy = random(rng, x.shape)
-    md = desc(x.shape)
+    dy = random(rng, x.shape, dt=dt)
+    md = desc(x.shape, dt=dt)
     eps = 1e-3
     if kind == "batch":
         fwd_cls, bwd_cls = dnnl.batch_normalization_forward, dnnl.batch_normalization_backward
@@ -641,7 +691,7 @@ def test_normalization_forward_and_backward(engine, stream, kind, flags_name):
     assert fwd_pd.get_flags() == flags and fwd_pd.get_epsilon() == pytest.approx(eps)
     assert list(fwd_pd.mean_desc().get_dims()) == list(stat_shape)
 
-    x_mem, y_mem = put(engine, x), empty(engine, md)
+    x_mem, y_mem = put(engine, x, md), empty(engine, md)
     mean_mem, var_mem = empty(engine, fwd_pd.mean_desc()), empty(engine, fwd_pd.variance_desc())
     args = {dnnl.ARG_SRC: x_mem, dnnl.ARG_DST: y_mem, dnnl.ARG_MEAN: mean_mem, dnnl.ARG_VARIANCE: var_mem}
     ss_md = desc(ss_shape)
@@ -651,28 +701,28 @@ def test_normalization_forward_and_backward(engine, stream, kind, flags_name):
         args[dnnl.ARG_SHIFT] = put(engine, shift, ss_md)
     run(fwd_cls(fwd_pd), stream, args)
     y_ref, mean_ref, var_ref = f(x, scale, shift)
-    assert_close(get(y_mem), y_ref)
-    assert_close(get(mean_mem), mean_ref.reshape(stat_shape))
-    assert_close(get(var_mem), var_ref.reshape(stat_shape))
+    assert_close(get(y_mem), y_ref, dt=dt)
+    assert_close(get(mean_mem), mean_ref.reshape(stat_shape), dt=dt)
+    assert_close(get(var_mem), var_ref.reshape(stat_shape), dt=dt)
 
     if bwd_pd is None:
         return
     dx_mem = empty(engine, md)
     bwd_args = {dnnl.ARG_SRC: x_mem, dnnl.ARG_MEAN: mean_mem, dnnl.ARG_VARIANCE: var_mem,
-                dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem}
+                dnnl.ARG_DIFF_DST: put(engine, dy, md), dnnl.ARG_DIFF_SRC: dx_mem}
     if use_scale:
         bwd_args[dnnl.ARG_SCALE] = args[dnnl.ARG_SCALE]
         bwd_args[dnnl.ARG_DIFF_SCALE] = empty(engine, ss_md)
     if use_shift:
         bwd_args[dnnl.ARG_DIFF_SHIFT] = empty(engine, ss_md)
     run(bwd_cls(bwd_pd), stream, bwd_args)
-    assert_close(get(dx_mem), numeric_grad(lambda v: f(v, scale, shift)[0], x, dy), rtol=1e-3)
+    assert_close(get(dx_mem), numeric_grad(lambda v: f(v, scale, shift)[0], x, dy), rtol=1e-3, dt=dt)
     if use_scale:
         assert_close(get(bwd_args[dnnl.ARG_DIFF_SCALE]),
-                     numeric_grad(lambda v: f(x, v, shift)[0], scale, dy), rtol=1e-3)
+                     numeric_grad(lambda v: f(x, v, shift)[0], scale, dy), rtol=1e-3, dt=dt)
     if use_shift:
         assert_close(get(bwd_args[dnnl.ARG_DIFF_SHIFT]),
-                     numeric_grad(lambda v: f(x, scale, v)[0], shift, dy), rtol=1e-3)
+                     numeric_grad(lambda v: f(x, scale, v)[0], shift, dy), rtol=1e-3, dt=dt)
 
 
 def test_batch_normalization_backward_data(engine, stream):
@@ -700,29 +750,30 @@ def test_batch_normalization_backward_data(engine, stream):
     assert_close(get(dx), numeric_grad(f, x, dy), rtol=1e-3)
 
 
-@pytest.mark.parametrize("name", ["lrn_across_channels", "lrn_within_channel"])
-def test_lrn_forward_and_backward(engine, stream, name):
+@pytest.mark.parametrize("name,dt", [("lrn_across_channels", "f32"), ("lrn_within_channel", "f32")]
+                         + [("lrn_across_channels", dt) for dt in LOW])
+def test_lrn_forward_and_backward(engine, stream, name, dt):
     alg = getattr(ALG, name)
     rng = np.random.default_rng(19)
-    x, dy = random(rng, (2, 5, 4, 4)), random(rng, (2, 5, 4, 4))
+    x, dy = random(rng, (2, 5, 4, 4), dt=dt), random(rng, (2, 5, 4, 4), dt=dt)
     size, alpha, beta, k = 3, 0.5, 0.75, 1.5
-    md = desc(x.shape)
+    md = desc(x.shape, dt=dt)
     fwd_pd = dnnl.lrn_forward.primitive_desc(engine, TRAINING, alg, md, md, size, alpha, beta, k)
     assert (fwd_pd.get_local_size(), fwd_pd.get_k()) == (size, pytest.approx(k))
-    y_mem, x_mem = empty(engine, md), put(engine, x)
+    y_mem, x_mem = empty(engine, md), put(engine, x, md)
     args = {dnnl.ARG_SRC: x_mem, dnnl.ARG_DST: y_mem}
     ws_md = fwd_pd.workspace_desc()
     if not ws_md.is_zero():
         args[dnnl.ARG_WORKSPACE] = empty(engine, ws_md)
     run(dnnl.lrn_forward(fwd_pd), stream, args)
-    assert_close(get(y_mem), lrn(x, alg, size, alpha, beta, k))
+    assert_close(get(y_mem), lrn(x, alg, size, alpha, beta, k), dt=dt)
     bwd_pd = dnnl.lrn_backward.primitive_desc(engine, alg, md, md, md, size, alpha, beta, k, fwd_pd)
     dx_mem = empty(engine, md)
-    bwd_args = {dnnl.ARG_SRC: x_mem, dnnl.ARG_DIFF_DST: put(engine, dy), dnnl.ARG_DIFF_SRC: dx_mem}
+    bwd_args = {dnnl.ARG_SRC: x_mem, dnnl.ARG_DIFF_DST: put(engine, dy, md), dnnl.ARG_DIFF_SRC: dx_mem}
     if not ws_md.is_zero():
         bwd_args[dnnl.ARG_WORKSPACE] = args[dnnl.ARG_WORKSPACE]
     run(dnnl.lrn_backward(bwd_pd), stream, bwd_args)
-    assert_close(get(dx_mem), numeric_grad(lambda v: lrn(v, alg, size, alpha, beta, k), x, dy), rtol=1e-3)
+    assert_close(get(dx_mem), numeric_grad(lambda v: lrn(v, alg, size, alpha, beta, k), x, dy), rtol=1e-3, dt=dt)
 
 
 # --------------------------------------------------------------------------
