@@ -1,6 +1,7 @@
 """Several Python threads using oneDNN at once.
 
-The binding releases the GIL while oneDNN compiles, executes, waits and maps,
+The binding releases the GIL while oneDNN compiles, executes graphs, waits and
+maps (primitive submission keeps it: docs/api.md, "Threads and the GIL"),
 and takes it back when oneDNN calls a Python graph allocator (on the thread
 that called compile or execute). These tests run, from several Python
 threads at once:

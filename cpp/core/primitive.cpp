@@ -435,12 +435,11 @@ void bind_primitive_base(py::module_ &m) {
             "Base of every primitive: execute it on a stream with its arguments.");
     prim.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args) {
         auto converted = execution_args(p, s, args);
-        dnnl_status_t status;
-        {
-            py::gil_scoped_release release;
-            status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
-                    static_cast<int>(converted.size()), converted.data());
-        }
+        // Submitting only enqueues kernels (microseconds) and calls no Python:
+        // the GIL is kept. Dropping it would let a busy Python thread keep it
+        // for a switch interval (5 ms) per call (benchmarks/run.py measures).
+        dnnl_status_t status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
+                static_cast<int>(converted.size()), converted.data());
         dnnl::error::wrap_c_api(status, "could not execute a primitive");
     }, py::arg("stream"), py::arg("args"),
             "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "

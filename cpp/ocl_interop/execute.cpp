@@ -36,14 +36,11 @@ void bind_ocl_interop_execute(py::module_ &m) {
         const std::vector<cl_event> &events = deps.get("deps");
         check_same_context(events, s.engine);
         cl_event event = nullptr;
-        dnnl_status_t status;
-        {
-            py::gil_scoped_release release;
-            status = dnnl_ocl_interop_primitive_execute(p.primitive.get(), s.stream.get(),
-                    static_cast<int>(converted.size()), converted.data(),
-                    events.empty() ? nullptr : events.data(), static_cast<int>(events.size()),
-                    &event);
-        }
+        // The GIL is kept, as in primitive.execute (core/primitive.cpp).
+        dnnl_status_t status = dnnl_ocl_interop_primitive_execute(p.primitive.get(),
+                s.stream.get(), static_cast<int>(converted.size()), converted.data(),
+                events.empty() ? nullptr : events.data(), static_cast<int>(events.size()),
+                &event);
         dnnl::error::wrap_c_api(status, "could not execute a primitive");
         return cl_handles::owned_event(event);
     }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
