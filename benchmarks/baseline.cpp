@@ -143,6 +143,58 @@ int main(int argc, char **argv) try {
     s_ooo.wait();
     rows["execute(out-of-order)"] = median_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
 
+    // Primitive creation (descriptor and primitive): from oneDNN's primitive
+    // cache, and cold (cache off: kernels compiled every time).
+    auto create_relu = [&] {
+        eltwise_forward p(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+                algorithm::eltwise_relu, tiny, tiny));
+    };
+    for (int i = 0; i < warmup; ++i) create_relu();
+    rows["primitive creation (cached)"] = median_us(repeats, batch, create_relu);
+    const int capacity = get_primitive_cache_capacity();
+    set_primitive_cache_capacity(0);
+    rows["primitive creation (cold)"] = median_us(5, 1, create_relu);
+    set_primitive_cache_capacity(capacity);
+
+    // A small network end to end: convolution, ReLU, max pooling, inner
+    // product, on inputs both sides fill with the same values.
+    const memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
+    auto plain = [](memory::dims dims) {
+        return memory::desc(dims, memory::data_type::f32,
+                dims.size() == 4 ? memory::format_tag::nchw
+                                 : dims.size() == 2 ? memory::format_tag::nc : memory::format_tag::a);
+    };
+    auto filled = [&](const memory::desc &md) {
+        memory m(md, eng);
+        float *p = m.map_data<float>();
+        for (size_t i = 0; i < md.get_size() / sizeof(float); ++i) p[i] = float(i % 7) * 0.1f - 0.3f;
+        m.unmap_data(p);
+        return m;
+    };
+    memory::desc net_src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}),
+                 conv_b = plain({OC}), conv_dst = plain({N, OC, HW, HW}),
+                 pool_dst = plain({N, OC, HW / 2, HW / 2}), fc_w = plain({CLASSES, OC, HW / 2, HW / 2}),
+                 fc_b = plain({CLASSES}), fc_dst = plain({N, CLASSES});
+    convolution_forward conv(convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::convolution_direct, net_src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1}, {1, 1}));
+    eltwise_forward net_relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::eltwise_relu, conv_dst, conv_dst));
+    pooling_forward pool(pooling_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}));
+    inner_product_forward fc(inner_product_forward::primitive_desc(eng, prop_kind::forward_inference,
+            pool_dst, fc_w, fc_b, fc_dst));
+    memory x = filled(net_src), cw = filled(conv_w), cb = filled(conv_b), y1(conv_dst, eng),
+           y2(pool_dst, eng), fw = filled(fc_w), fb = filled(fc_b), y3(fc_dst, eng);
+    auto run_network = [&] {
+        conv.execute(s_in, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
+        net_relu.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
+        pool.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
+        fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
+        s_in.wait();
+    };
+    for (int i = 0; i < 3; ++i) run_network();
+    rows["small network"] = median_us(15, 1, run_network);
+
     // A chain of 100 executes linked by events, waited once.
     auto chain = [&] {
         cl_event previous = ocl_interop::execute(relu, s_ooo, relu_args);

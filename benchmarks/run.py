@@ -6,7 +6,7 @@ suite would use (the emulated Intel GPU when there is no real one), and
 prints one Markdown table: median time per call in each language, the
 difference and the ratio, and the goal each row is judged by.
 
-    python benchmarks/run.py [--json PATH] [--iterations N] [--matmul-size N] [--rounds N]
+    python benchmarks/run.py [--json PATH] [--plot PATH] [--iterations N] [--matmul-size N] [--rounds N]
 
 C++ and Python take turns for --rounds rounds. Each round measures a row's
 median time per call; a row is judged on the per-round differences (or
@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 # NumPy's OpenBLAS threads spin on the cores the device shares here; the C++
@@ -43,6 +44,10 @@ BATCH = 100
 PER_CALL_GOAL_US = 1.5
 MATMUL_GOAL_RATIO = 1.02
 ALLOCATION_GOAL_US = 3.0
+BUSY_GOAL_RATIO = 2.0
+# Rows whose reference is Python itself (no C++ counterpart): the note
+# holding the reference's time, per round.
+PYTHON_REFERENCES = {"execute beside a busy thread": "solo execute"}
 
 
 def median_us(repeats, batch, call, after_batch=lambda: None):
@@ -130,6 +135,41 @@ def python_rows(iterations, warmup, matmul_size):
     s_ooo.wait()
     rows["execute(out-of-order)"] = median_us(repeats, BATCH, execute_ooo, s_ooo.wait)
 
+    def create_relu():
+        dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+            engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
+
+    for _ in range(warmup):
+        create_relu()
+    rows["primitive creation (cached)"] = median_us(repeats, BATCH, create_relu)
+    capacity = dnnl.get_primitive_cache_capacity()
+    dnnl.set_primitive_cache_capacity(0)
+    rows["primitive creation (cold)"] = median_us(5, 1, create_relu)
+    dnnl.set_primitive_cache_capacity(capacity)
+
+    rows["small network"] = network_row(engine, s_in)
+
+    # execute() beside a thread spinning in pure Python, against execute()
+    # alone: what the GIL policy of execute costs (goal: half the solo rate).
+    def execute_in_order():
+        relu.execute(s_in, relu_args)
+
+    solo = median_us(repeats, BATCH, execute_in_order, s_in.wait)
+    spinning = threading.Event()
+
+    def spin():
+        while not spinning.is_set():
+            pass
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        rows["execute beside a busy thread"] = median_us(repeats, BATCH, execute_in_order, s_in.wait)
+    finally:
+        spinning.set()
+        spinner.join()
+    notes["solo execute"] = solo
+
     def chain():
         previous = execute(relu, s_ooo, relu_args)
         for _ in range(99):
@@ -168,6 +208,52 @@ def python_rows(iterations, warmup, matmul_size):
     rows["opencl kernel enqueue"] = median_us(repeats, BATCH, enqueue, in_order.finish)
     dnnl.usm.free(context, usm)
     return rows, notes
+
+
+def network_row(engine, stream):
+    """Convolution, ReLU, max pooling and inner product, as baseline.cpp runs
+    them, on inputs filled with the same values."""
+    f32, fi = dnnl.memory.data_type.f32, dnnl.prop_kind.forward_inference
+    tags = {1: dnnl.memory.format_tag.a, 2: dnnl.memory.format_tag.nc, 4: dnnl.memory.format_tag.nchw}
+
+    def plain(dims):
+        return dnnl.memory.desc(dims, f32, tags[len(dims)])
+
+    def filled(md):
+        mem = dnnl.memory(md, engine)
+        count = md.get_size() // 4
+        dnnl.arrays.write(mem, ((np.arange(count) % 7) * np.float32(0.1) - np.float32(0.3))
+                          .astype(np.float32).reshape(md.get_dims()))
+        return mem
+
+    n, ic, oc, hw, classes = 8, 3, 16, 32, 10
+    src, conv_w, conv_b = plain([n, ic, hw, hw]), plain([oc, ic, 3, 3]), plain([oc])
+    conv_dst, pool_dst = plain([n, oc, hw, hw]), plain([n, oc, hw // 2, hw // 2])
+    fc_w, fc_b, fc_dst = plain([classes, oc, hw // 2, hw // 2]), plain([classes]), plain([n, classes])
+    alg = dnnl.algorithm
+    conv = dnnl.convolution_forward(dnnl.convolution_forward.primitive_desc(
+        engine, fi, alg.convolution_direct, src, conv_w, conv_b, conv_dst, [1, 1], [1, 1], [1, 1]))
+    relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(engine, fi, alg.eltwise_relu,
+                                                                    conv_dst, conv_dst))
+    pool = dnnl.pooling_forward(dnnl.pooling_forward.primitive_desc(
+        engine, fi, alg.pooling_max, conv_dst, pool_dst, [2, 2], [2, 2], [0, 0], [0, 0], [0, 0]))
+    fc = dnnl.inner_product_forward(dnnl.inner_product_forward.primitive_desc(engine, fi, pool_dst, fc_w,
+                                                                            fc_b, fc_dst))
+    x, cw, cb, fw, fb = filled(src), filled(conv_w), filled(conv_b), filled(fc_w), filled(fc_b)
+    y1, y2, y3 = dnnl.memory(conv_dst, engine), dnnl.memory(pool_dst, engine), dnnl.memory(fc_dst, engine)
+    A = dnnl
+    steps = [(conv, {A.ARG_SRC: x, A.ARG_WEIGHTS: cw, A.ARG_BIAS: cb, A.ARG_DST: y1}),
+             (relu, {A.ARG_SRC: y1, A.ARG_DST: y1}), (pool, {A.ARG_SRC: y1, A.ARG_DST: y2}),
+             (fc, {A.ARG_SRC: y2, A.ARG_WEIGHTS: fw, A.ARG_BIAS: fb, A.ARG_DST: y3})]
+
+    def run_network():
+        for prim, args in steps:
+            prim.execute(stream, args)
+        stream.wait()
+
+    for _ in range(3):
+        run_network()
+    return median_us(15, 1, run_network)
 
 
 def graph_row(device, context, queue, repeats, warmup):
@@ -247,8 +333,6 @@ def verdict(low, high, limit):
 
 def goal_of(name, notes):
     """(goal text, overhead limit in µs or ratio limit) for a row."""
-    if name == "large matmul":
-        return f"ratio ≤ {MATMUL_GOAL_RATIO}", ("ratio", MATMUL_GOAL_RATIO)
     if name == "chain of 100 executes":
         return f"≤ {100 * PER_CALL_GOAL_US:g} µs over C++ (100 × {PER_CALL_GOAL_US})", ("overhead", 100 * PER_CALL_GOAL_US)
     if name == "graph execute with allocator":
@@ -260,6 +344,14 @@ def goal_of(name, notes):
                 f"× {ALLOCATION_GOAL_US})", ("overhead", limit))
     if name == "opencl kernel enqueue":
         return "reference (pyopencl vs C)", None
+    if name in ("large matmul", "small network", "primitive creation (cold)"):
+        return f"ratio ≤ {MATMUL_GOAL_RATIO}", ("ratio", MATMUL_GOAL_RATIO)
+    if name == "primitive creation (cached)":
+        return (f"≤ {2 * PER_CALL_GOAL_US:g} µs over C++ (2 calls × {PER_CALL_GOAL_US})",
+                ("overhead", 2 * PER_CALL_GOAL_US))
+    if name == "execute beside a busy thread":
+        return (f"ratio ≤ {BUSY_GOAL_RATIO:g} against Python's execute alone (≥ {1 / BUSY_GOAL_RATIO:g} "
+                "of its solo rate)", ("ratio", BUSY_GOAL_RATIO))
     return f"≤ {PER_CALL_GOAL_US} µs over C++", ("overhead", PER_CALL_GOAL_US)
 
 
@@ -270,6 +362,8 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--matmul-size", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--plot", metavar="PATH", help="also draw each row's ratio and interval "
+                                                       "against its goal (PNG; needs matplotlib)")
     args = parser.parse_args(argv)
     cpp_rounds, python_rounds = [], []
     try:
@@ -278,6 +372,8 @@ def main(argv=None) -> int:
             cpp_rounds.append(run_baseline(args.iterations, args.warmup, args.matmul_size))
             rows, notes = python_rows(args.iterations, args.warmup, args.matmul_size)
             python_rounds.append(rows)
+            for row, note in PYTHON_REFERENCES.items():
+                cpp_rounds[-1][row] = notes[note]
     except Exception as e:  # a failed measurement: report and fail
         print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -301,12 +397,12 @@ def main(argv=None) -> int:
                      "overhead_us": round(overhead[0], 3),
                      "overhead_ci95_us": [round(overhead[1], 3), round(overhead[2], 3)],
                      "ratio": round(ratio[0], 4), "ratio_ci95": [round(ratio[1], 4), round(ratio[2], 4)],
-                     "goal": goal, "verdict": judged,
+                     "goal": goal, "goal_limit": list(limit) if limit else None, "verdict": judged,
                      "python_rounds_us": [round(v, 3) for v in py_rounds],
                      "cpp_rounds_us": [round(v, 3) for v in cpp_rounds_of]})
     version = ".".join(str(x) for x in dnnl.version()[:3])
     report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
-              "rounds": args.rounds, "rows": rows}
+              "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "rows": rows}
     print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}, "
           f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n")
     print("| row | Python µs | C++ µs | overhead µs (95 % CI) | ratio (95 % CI) | goal | verdict |")
@@ -324,7 +420,38 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
+    if args.plot:
+        plot(report, args.plot)
     return 0
+
+
+def plot(report, path):
+    """One horizontal bar per judged row: the median ratio with its 95 %
+    interval, on a log scale, and the row's goal as a ratio (an overhead goal
+    in µs becomes (C++ + goal) / C++), so a regression shows at a glance."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in report["rows"] if r["verdict"] is not None]
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) + 1.4))
+    colours = {"meets": "tab:green", "misses": "tab:red", "inconclusive": "tab:orange"}
+    for i, r in enumerate(rows):
+        ratio, (low, high) = r["ratio"], r["ratio_ci95"]
+        ax.errorbar(ratio, i, xerr=[[ratio - low], [high - ratio]], fmt="o", capsize=3,
+                    color=colours[r["verdict"]])
+        kind, limit = r["goal_limit"]
+        goal = limit if kind == "ratio" else (r["cpp_us"] + limit) / r["cpp_us"]
+        ax.plot([goal, goal], [i - 0.35, i + 0.35], color="black", linewidth=1.5)
+    ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="grey", linewidth=0.5)
+    ax.set_xlabel("Python / reference time (median, 95 % interval); bar: goal")
+    ax.set_title(f"{report['date']}: oneDNN {report['onednn_version']}, {report['rounds']} rounds "
+                 "(green meets, orange inconclusive, red misses)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

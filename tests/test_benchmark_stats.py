@@ -30,3 +30,15 @@ def test_interval_is_reproducible():
 ])
 def test_verdict(low, high, expected):
     assert run.verdict(low, high, 1.5) == expected
+
+
+def test_plot_draws_each_judged_row(tmp_path):
+    row = {"name": "execute(in-order)", "ratio": 1.4, "ratio_ci95": [1.2, 1.6], "cpp_us": 3.0,
+           "verdict": "meets", "goal_limit": ["overhead", 1.5]}
+    report = {"date": "2026-11-23", "onednn_version": "3.13.1", "rounds": 5,
+              "rows": [row, {**row, "name": "large matmul", "verdict": "misses", "goal_limit": ["ratio", 1.02]},
+                       {**row, "name": "opencl kernel enqueue", "verdict": None, "goal_limit": None}]}
+    path = tmp_path / "bench.png"
+    run.plot(report, str(path))
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
