@@ -151,29 +151,12 @@ void bind_enums(py::class_<memory_object> &mem) {
             .value("opaque", memory::format_kind::opaque)
             .finalize();
 
-    // Plain layouts by letter and by their conventional names, and the blocked
-    // layouts users most often name; primitives choose others via `any`.
+    // Every value of the headers' memory::format_tag, listed at build time
+    // (third_party/onednn.cmake).
 #define TAG(name) .value(#name, tag::name)
     py::native_enum<tag>(mem, "format_tag", "enum.Enum",
             "Named memory layouts (dimension orders and blockings), as in dnnl::memory::format_tag.")
-            TAG(undef) TAG(any)
-            TAG(a) TAG(ab) TAG(ba) TAG(abc) TAG(acb) TAG(bac) TAG(bca) TAG(cba)
-            TAG(abcd) TAG(abdc) TAG(acbd) TAG(acdb) TAG(adbc) TAG(bacd) TAG(bcda)
-            TAG(cdba) TAG(dcab) TAG(abcde) TAG(abdec) TAG(acbde) TAG(acdeb)
-            TAG(bacde) TAG(bcdea) TAG(cdeba) TAG(decab) TAG(abced) TAG(abcdef)
-            TAG(abdfce) TAG(acbdef) TAG(abdefc) TAG(defcab) TAG(abcdfe) TAG(abcdefg)
-            TAG(x) TAG(nc) TAG(cn) TAG(tn) TAG(nt) TAG(ncw) TAG(nwc) TAG(nchw)
-            TAG(nhwc) TAG(chwn) TAG(ncdhw) TAG(ndhwc) TAG(oi) TAG(io) TAG(oiw)
-            TAG(owi) TAG(wio) TAG(iwo) TAG(oihw) TAG(hwio) TAG(ohwi) TAG(ihwo)
-            TAG(iohw) TAG(oidhw) TAG(iodhw) TAG(dhwio) TAG(odhwi) TAG(idhwo)
-            TAG(goiw) TAG(gowi) TAG(wigo) TAG(goihw) TAG(gohwi) TAG(hwigo)
-            TAG(giohw) TAG(goidhw) TAG(giodhw) TAG(godhwi) TAG(dhwigo)
-            TAG(tnc) TAG(ntc) TAG(ldnc) TAG(ldigo) TAG(ldgoi) TAG(ldio) TAG(ldoi)
-            TAG(ldgo)
-            TAG(nCw8c) TAG(nCw16c) TAG(nChw8c) TAG(nChw16c) TAG(nCdhw8c)
-            TAG(nCdhw16c) TAG(NCw16n16c) TAG(NChw16n16c) TAG(NCdhw16n16c)
-            TAG(OIhw16i16o) TAG(OIhw16o16i) TAG(Ohwi16o) TAG(OIhw8i8o)
-            TAG(aBcd8b) TAG(aBcd16b) TAG(ABcd16a16b) TAG(ABcd16b16a) TAG(AB16b16a)
+#include "onednn_format_tags.inc"
             .finalize();
 #undef TAG
 }

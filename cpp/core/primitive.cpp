@@ -67,40 +67,52 @@ bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
     return true;
 }
 
+// Built once per primitive, so oneDNN's C queries are used: they answer
+// without the clones (and allocations) of the C++ wrappers'.
 std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     const dnnl::primitive_desc_base &pd = pdo.pd;
     std::vector<expected_arg> args;
     auto add_if_used = [&](int arg) {
-        dnnl::memory::desc md = pd.query_md(dnnl::query::exec_arg_md, arg);
-        if (!md.is_zero() && is_used(pd, arg)) args.push_back({arg, md});
+        const_dnnl_memory_desc_t md
+                = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_exec_arg_md, arg);
+        int ndims = 0;
+        if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+                || ndims == 0 || !is_used(pd, arg))
+            return;
+        dnnl_memory_desc_t copy;
+        dnnl::error::wrap_c_api(dnnl_memory_desc_clone(&copy, md),
+                "could not copy a memory descriptor");
+        args.push_back({arg, dnnl::memory::desc(copy)});
     };
     for (int arg : candidate_args) add_if_used(arg);
     int n_inputs = dnnl_primitive_desc_query_s32(
             pd.get(), dnnl_query_num_of_inputs_s32, 0);
     for (int i = 0; i < n_inputs; ++i) add_if_used(DNNL_ARG_MULTIPLE_SRC + i);
-    dnnl::post_ops ops = pd.get_primitive_attr().get_post_ops();
-    for (int i = 0; i < ops.len(); ++i) {
-        // oneDNN answers this query for any post-op index (from whatever the
-        // entry holds): only binary post-ops have inputs, and a second one
-        // only for binary_select.
-        if (ops.kind(i) == dnnl::primitive::kind::prelu) {
+    const_dnnl_primitive_attr_t attr = nullptr;
+    const_dnnl_post_ops_t ops = nullptr;
+    dnnl::error::wrap_c_api(dnnl_primitive_desc_get_attr(pd.get(), &attr),
+            "could not get the primitive's attributes");
+    dnnl::error::wrap_c_api(dnnl_primitive_attr_get_post_ops(attr, &ops),
+            "could not get the primitive's post-ops");
+    for (int i = 0; i < dnnl_post_ops_len(ops); ++i) {
+        // oneDNN answers the exec_arg_md query for any post-op index (from
+        // whatever the entry holds): each kind's inputs are added by kind.
+        dnnl_primitive_kind_t kind = dnnl_post_ops_get_kind(ops, i);
+        if (kind == dnnl_prelu) {
             // oneDNN has no descriptor for these weights (their shape follows
             // the mask and the destination): any memory is taken.
             args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_WEIGHTS, {}});
-            continue;
-        }
-        if (ops.kind(i) == dnnl::primitive::kind::convolution) { // depthwise
+        } else if (kind == dnnl_convolution) { // depthwise
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
-            continue;
+        } else if (kind == dnnl_binary) { // a second input only for binary_select
+            add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
+            dnnl_alg_kind_t alg;
+            const_dnnl_memory_desc_t src1, src2;
+            if (dnnl_post_ops_get_params_binary_v2(ops, i, &alg, &src1, &src2) == dnnl_success
+                    && alg == dnnl_binary_select)
+                add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
         }
-        if (ops.kind(i) != dnnl::primitive::kind::binary) continue;
-        add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
-        dnnl::algorithm alg;
-        dnnl::memory::desc src1;
-        ops.get_params_binary(i, alg, src1);
-        if (alg == dnnl::algorithm::binary_select)
-            add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
     }
     for (int arg : pdo.quantization_args) args.push_back({arg, dnnl::memory::desc()});
     return args;
