@@ -315,7 +315,7 @@ ENTRY_POINTS = {
     "eltwise.primitive_desc.alpha": EntryPoint(
         "eltwise_forward.primitive_desc", "alpha",
         lambda o, v: dnnl.eltwise_forward.primitive_desc(
-            o.engine, INFERENCE, ALG.eltwise_relu, o.desc, o.desc, v)),
+            o.engine, INFERENCE, ALG.eltwise_relu, o.desc, o.desc, alpha=v)),  # positional: attr
     "reorder.primitive_desc.dst": EntryPoint(
         "reorder.primitive_desc", "dst_desc",
         lambda o, v: dnnl.reorder.primitive_desc(o.engine, o.desc, o.engine, v)),

@@ -817,3 +817,68 @@ def test_concat_and_binary_keep_working_with_tags(engine, stream):
     run(dnnl.reorder(dnnl.reorder.primitive_desc(engine, pd.dst_desc(), engine, plain.get_desc())), stream,
         {dnnl.ARG_FROM: out, dnnl.ARG_TO: plain})
     np.testing.assert_array_equal(get(plain), np.concatenate([a, b], axis=1))
+
+
+def test_allow_empty_gives_an_empty_descriptor_instead_of_an_error(engine):
+    """As C++'s allow_empty: no implementation gives a descriptor that is
+    false, whose queries raise instead of crashing."""
+    md = desc((4, 2, 3))
+    with pytest.raises(dnnl.unimplemented):
+        dnnl.group_normalization_backward.primitive_desc(
+            engine, BACKWARD, md, md, md, 2, 1e-3, NF.none,
+            dnnl.group_normalization_forward.primitive_desc(engine, TRAINING, md, md, 2, 1e-3, NF.none))
+    fwd = dnnl.group_normalization_forward.primitive_desc(engine, TRAINING, md, md, 2, 1e-3, NF.none)
+    empty_pd = dnnl.group_normalization_backward.primitive_desc(
+        engine, BACKWARD, md, md, md, 2, 1e-3, NF.none, fwd, allow_empty=True)
+    assert not empty_pd and fwd
+    with pytest.raises(dnnl.error):
+        empty_pd.impl_info_str()
+    with pytest.raises(dnnl.error):
+        dnnl.group_normalization_backward(empty_pd)
+
+
+def test_cpp_names_of_the_base_classes(engine, stream):
+    md = desc((8,))
+    pd = dnnl.eltwise_forward.primitive_desc(engine, TRAINING, ALG.eltwise_relu, md, md)
+    assert dnnl.primitive_desc_base is dnnl.primitive_desc and isinstance(pd, dnnl.primitive_desc_base)
+    assert dnnl.primitive.kind is dnnl.primitive_kind and pd.get_kind() == dnnl.primitive.kind.eltwise
+    generic = dnnl.primitive(pd)  # C++'s primitive(const primitive_desc &)
+    assert generic.get_kind() == dnnl.primitive.kind.eltwise
+    x = np.array([-1.0, 2.0, -3.0, 4.0, 0.5, -0.5, 6.0, -7.0])
+    y = empty(engine, md)
+    run(generic, stream, {dnnl.ARG_SRC: put(engine, x), dnnl.ARG_DST: y})
+    np.testing.assert_array_equal(get(y), np.maximum(x, 0))
+    assert dnnl.query.exec_arg_md in list(dnnl.query) and len(dnnl.query) >= 50
+    copy = dnnl.memory.desc(md)
+    assert copy == md and copy is not md
+    assert dnnl.memory.data_type_size(DT.f32) == 4 and dnnl.memory.data_type_size(DT.bf16) == 2
+
+
+def test_binary_names_its_sources(engine):
+    a, b = desc((2, 3)), desc((1, 3))
+    pd = dnnl.binary.primitive_desc(engine, ALG.binary_add, a, b, a)
+    assert pd.src0_desc() == a and pd.src1_desc() == b and pd.src2_desc().is_zero()
+
+
+def test_reorder_convenience_forms(engine, stream):
+    """C++'s reorder(src, dst[, attr]) and reorder.execute(stream, src, dst)."""
+    x = np.arange(16.0).reshape(1, 16, 1, 1)
+    src, blocked = put(engine, x), dnnl.memory(desc(x.shape, TAG.nChw8c), engine)
+    back = empty(engine, desc(x.shape))
+    dnnl.reorder(src, blocked).execute(stream, src, blocked)
+    attr = dnnl.primitive_attr()
+    attr.set_scales_mask(dnnl.ARG_SRC, 0)
+    scaled = dnnl.reorder(blocked, back, attr)
+    scaled.execute(stream, {dnnl.ARG_FROM: blocked, dnnl.ARG_TO: back,
+                            dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC: put(engine, np.array([2.0]))})
+    stream.wait()
+    np.testing.assert_array_equal(get(back), 2 * x)
+    with pytest.raises(dnnl.invalid_arguments, match="missing argument ARG_ATTR_SCALES"):
+        scaled.execute(stream, blocked, back)
+
+
+def test_graph_namespace_has_the_cpp_aliases():
+    g = dnnl.graph
+    assert (g.engine, g.stream, g.fpmath_mode, g.status) == (dnnl.engine, dnnl.stream, dnnl.fpmath_mode,
+                                                            dnnl.status)
+    assert dnnl.rnn_flags.diff_weights_overwrite != dnnl.rnn_flags.undef

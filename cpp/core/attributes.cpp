@@ -117,6 +117,11 @@ void bind_enums(py::module_ &m) {
             .value("f16", am::f16)
             .finalize();
 
+    py::native_enum<dnnl::rnn_flags>(m, "rnn_flags", "enum.IntFlag", "Flags of RNN descriptors.")
+            .value("undef", dnnl::rnn_flags::undef)
+            .value("diff_weights_overwrite", dnnl::rnn_flags::diff_weights_overwrite)
+            .finalize();
+
     using fm = dnnl::fpmath_mode;
     py::native_enum<fm>(m, "fpmath_mode", "enum.Enum",
             "Floating-point math modes (implicit down-conversions allowed).")
@@ -158,7 +163,41 @@ void bind_enums(py::module_ &m) {
 
     using q = dnnl::query;
     py::native_enum<q>(m, "query", "enum.Enum",
-            "Queries for primitive_desc.query_md().")
+            "What a primitive descriptor is asked (dnnl::query); query_md() takes "
+            "the *_md ones.")
+            .value("undef", q::undef)
+            .value("engine", q::engine)
+            .value("primitive_kind", q::primitive_kind)
+            .value("num_of_inputs_s32", q::num_of_inputs_s32)
+            .value("num_of_outputs_s32", q::num_of_outputs_s32)
+            .value("time_estimate_f64", q::time_estimate_f64)
+            .value("memory_consumption_s64", q::memory_consumption_s64)
+            .value("scratchpad_engine", q::scratchpad_engine)
+            .value("reorder_src_engine", q::reorder_src_engine)
+            .value("reorder_dst_engine", q::reorder_dst_engine)
+            .value("impl_info_str", q::impl_info_str)
+            .value("prop_kind", q::prop_kind)
+            .value("cache_blob_id_size_s64", q::cache_blob_id_size_s64)
+            .value("cache_blob_id", q::cache_blob_id)
+            .value("strides", q::strides)
+            .value("dilations", q::dilations)
+            .value("padding_l", q::padding_l)
+            .value("padding_r", q::padding_r)
+            .value("epsilon_f32", q::epsilon_f32)
+            .value("flags", q::flags)
+            .value("alg_kind", q::alg_kind)
+            .value("alpha_f32", q::alpha_f32)
+            .value("beta_f32", q::beta_f32)
+            .value("axis_s32", q::axis_s32)
+            .value("local_size_s64", q::local_size_s64)
+            .value("k_f32", q::k_f32)
+            .value("p_f32", q::p_f32)
+            .value("factors", q::factors)
+            .value("cell_kind", q::cell_kind)
+            .value("direction", q::direction)
+            .value("activation_kind", q::activation_kind)
+            .value("kernel", q::kernel)
+            .value("group_size_s64", q::group_size_s64)
             .value("src_md", q::src_md)
             .value("diff_src_md", q::diff_src_md)
             .value("weights_md", q::weights_md)
@@ -168,6 +207,19 @@ void bind_enums(py::module_ &m) {
             .value("workspace_md", q::workspace_md)
             .value("scratchpad_md", q::scratchpad_md)
             .value("exec_arg_md", q::exec_arg_md)
+            .value("ndims_s32", q::ndims_s32)
+            .value("dims", q::dims)
+            .value("data_type", q::data_type)
+            .value("submemory_offset_s64", q::submemory_offset_s64)
+            .value("padded_dims", q::padded_dims)
+            .value("padded_offsets", q::padded_offsets)
+            .value("format_kind", q::format_kind)
+            .value("inner_nblks_s32", q::inner_nblks_s32)
+            .value("inner_blks", q::inner_blks)
+            .value("inner_idxs", q::inner_idxs)
+            .value("sparse_encoding", q::sparse_encoding)
+            .value("nnz_s64", q::nnz_s64)
+            .value("num_handles_s32", q::num_handles_s32)
             .finalize();
 
     using pok = dnnl::primitive::kind;

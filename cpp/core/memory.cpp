@@ -166,6 +166,7 @@ void bind_desc(py::class_<memory_object> &mem) {
             "A memory descriptor (dnnl::memory::desc): dimensions, data type "
             "and layout. Compare with ==.");
     desc.def(py::init<>(), "A zero descriptor (no dimensions, size 0).");
+    desc.def(py::init<const memory::desc &>(), py::arg("other"), "A copy of `other`.");
     desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag) {
         return memory::desc(dims, data_type, format_tag);
     }),
@@ -253,6 +254,8 @@ void bind_memory(py::module_ &m) {
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
             "or int), which oneDNN retains and which must hold desc.get_size() "
             "bytes.");
+    mem.def_static("data_type_size", &memory::data_type_size, py::arg("data_type"),
+            "Bytes per element of `data_type` (0 for sub-byte types and undef).");
     mem.def_static("numpy_dtype", [](dt t) -> py::typing::Optional<py::dtype> {
         return py::reinterpret_borrow<py::typing::Optional<py::dtype>>(numpy_dtype(t));
     }, py::arg("data_type"),

@@ -233,6 +233,16 @@ const char *const primitive_from_cache_blob_doc
           "version raises dnnl.error (invalid_arguments) before oneDNN reads it. The "
           "GIL is released while oneDNN loads the kernels.";
 
+void execute_primitive(const primitive_object &p, const stream_object &s, py::handle args) {
+    auto converted = execution_args(p, s, args);
+    // Submitting only enqueues kernels (microseconds) and calls no Python: the
+    // GIL is kept. Dropping it would let a busy Python thread keep it for a
+    // switch interval (5 ms) per call (benchmarks/run.py measures).
+    dnnl_status_t status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
+            static_cast<int>(converted.size()), converted.data());
+    dnnl::error::wrap_c_api(status, "could not execute a primitive");
+}
+
 primitive_object make_primitive(const primitive_desc_object &pd) {
     dnnl::primitive primitive;
     {
@@ -374,6 +384,9 @@ void bind_primitive_base(py::module_ &m) {
     pd.def("get_kind", [](const primitive_desc_object &p) {
         return p.pd.get_kind();
     }, "Primitive kind.");
+    pd.def("__bool__", [](const primitive_desc_object &p) { return bool(p.pd); },
+            "False for the empty descriptor a constructor returns with "
+            "allow_empty=True when oneDNN has no implementation.");
     pd.def("get_engine", [](const primitive_desc_object &p) { return p.engine; },
             "The engine the primitive runs on.");
     pd.def("get_scratchpad_mode", [](const primitive_desc_object &p) {
@@ -424,6 +437,15 @@ void bind_primitive_base(py::module_ &m) {
     pd.def("get_padding_r", [](const primitive_desc_object &p) {
         return p.pd.get_padding_r();
     }, "Right (back, bottom) padding per spatial dimension.");
+    pd.def("query_s64", [](const primitive_desc_object &p, dnnl::query what) {
+        return p.pd.query_s64(what);
+    }, py::arg("what"), "An integer query (query.*_s64; 0 where the descriptor has none).");
+    pd.def("get_flags", [](const primitive_desc_object &p) {
+        unsigned value = 0;
+        dnnl_primitive_desc_query(p.pd.get(), dnnl_query_flags, 0, &value);
+        return value;
+    }, "The descriptor's flags as an int (normalization descriptors return "
+       "normalization_flags).");
     pd.def("get_kernel", [](const primitive_desc_object &p) { return p.pd.get_kernel(); },
             "Pooling kernel per spatial dimension.");
     pd.def("next_impl", [](primitive_desc_object &p) {
@@ -443,17 +465,21 @@ void bind_primitive_base(py::module_ &m) {
        "and oneDNN version a primitive cache blob is valid for (bytes): a key to "
        "store blobs under.");
 
+    // C++ names the base dnnl::primitive_desc_base.
+    m.attr("primitive_desc_base") = pd;
+
     py::class_<primitive_object> prim(m, "primitive",
             "Base of every primitive: execute it on a stream with its arguments.");
-    prim.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args) {
-        auto converted = execution_args(p, s, args);
-        // Submitting only enqueues kernels (microseconds) and calls no Python:
-        // the GIL is kept. Dropping it would let a busy Python thread keep it
-        // for a switch interval (5 ms) per call (benchmarks/run.py measures).
-        dnnl_status_t status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
-                static_cast<int>(converted.size()), converted.data());
-        dnnl::error::wrap_c_api(status, "could not execute a primitive");
-    }, py::arg("stream"), py::arg("args"),
+    prim.attr("kind") = m.attr("primitive_kind"); // dnnl::primitive::kind
+    prim.def(py::init([](const primitive_desc_object &pd) { return make_primitive(pd); }),
+            py::arg("pd"), py::keep_alive<1, 2>(),
+            "The primitive for any descriptor, as C++'s primitive(const primitive_desc &) "
+            "(a family's own class, dnnl.<family>(pd), is the usual way).");
+    prim.def(py::init([](const primitive_desc_object &pd, const optional_bytes &cache_blob) {
+        return make_primitive(pd, cache_blob);
+    }), py::arg("pd"), py::arg("cache_blob"), py::keep_alive<1, 2>(),
+            primitive_from_cache_blob_doc);
+    prim.def("execute", &execute_primitive, py::arg("stream"), py::arg("args"),
             "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "
             "Arguments are checked first: every one the primitive uses must be "
             "given, with the descriptor it expects, on its engine. Returns "

@@ -68,6 +68,9 @@ extern const char *const primitive_from_cache_blob_doc;
 std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, pybind11::handle args);
 
+// primitive.execute(stream, args): checks, then submits (GIL kept).
+void execute_primitive(const primitive_object &p, const stream_object &stream, pybind11::handle args);
+
 // Refuses `events` of another context than `engine`'s (dnnl.error), which
 // the queue would otherwise be handed (ocl_interop/execute.cpp).
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);

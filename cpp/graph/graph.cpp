@@ -388,6 +388,10 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
 }
 
 void bind_graph(py::module_ &m) {
+    // dnnl::graph uses these names of dnnl:: (graph::status has the same values).
+    py::module_ parent = py::module_::import("dnnl_ocl_interop._core");
+    for (const char *name : {"engine", "stream", "fpmath_mode", "status"})
+        m.attr(name) = parent.attr(name);
     bind_logical_tensor(m);
     bind_op(m);
     // Registered before partition.compile, so its signature names the class.

@@ -20,7 +20,7 @@ namespace {
 typed_pd<dnnl::sum> avoid_shifted_scales(typed_pd<dnnl::sum> pd, const floats &scales) {
     bool all_equal = std::all_of(scales.begin(), scales.end(),
             [&](float s) { return s == scales.front(); });
-    if (!all_equal && std::strcmp(pd.pd.impl_info_str(), "ocl:many_inputs") == 0)
+    if (pd.pd && !all_equal && std::strcmp(pd.pd.impl_info_str(), "ocl:many_inputs") == 0)
         throw status_error(dnnl_unimplemented,
                 "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong "
                 "sources when they differ (oneDNN 3.13); use a first scale other than 1, "
@@ -33,24 +33,44 @@ void bind_reorder(py::module_ &m) {
     auto pd = bind_family<P>(m, "reorder",
             "Copy between layouts, data types (with scales/zero points) or engines.");
     auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
-                        const md &dst, const std::optional<attr_object> &attr) {
+                        const md &dst, const std::optional<attr_object> &attr,
+                        bool allow_empty) {
         attr_object fresh; // C++'s default_attr(), per call (see create())
         const attr_object &a = attr ? *attr : fresh;
         dnnl::primitive_desc_base desc;
         {
             py::gil_scoped_release release;
-            desc = P::primitive_desc(src_engine, src, dst_engine, dst, a.attr);
+            desc = P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
         }
         // The reorder runs on the GPU engine of the two.
         const engine_object &runs_on
                 = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
         return adopt<P>(runs_on, desc, a.quantization_args);
     };
-    pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg());
+    pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg(),
+            allow_empty_arg());
     pd.def(py::init([make](const memory_object &src, const memory_object &dst,
-                            const std::optional<attr_object> &attr) {
-        return make(src.engine, src.desc, dst.engine, dst.desc, attr);
-    }), "src"_a, "dst"_a, attr_arg());
+                            const std::optional<attr_object> &attr, bool allow_empty) {
+        return make(src.engine, src.desc, dst.engine, dst.desc, attr, allow_empty);
+    }), "src"_a, "dst"_a, attr_arg(), allow_empty_arg());
+    // C++'s convenience forms: reorder(src, dst[, attr]) and
+    // reorder.execute(stream, src, dst).
+    py::class_<typed_primitive<P>, primitive_object> prim = m.attr("reorder");
+    prim.def(py::init([make](const memory_object &src, const memory_object &dst,
+                              const std::optional<attr_object> &attr) {
+        return typed_primitive<P> {make_primitive(
+                make(src.engine, src.desc, dst.engine, dst.desc, attr, false))};
+    }), "src"_a, "dst"_a, attr_arg(),
+            "The reorder from memory `src` to memory `dst` (their descriptors and engines).");
+    prim.def("execute", [](const typed_primitive<P> &p, const stream_object &s,
+                                const memory_object &src, const memory_object &dst) {
+        py::dict args;
+        args[py::int_(DNNL_ARG_FROM)] = py::cast(src);
+        args[py::int_(DNNL_ARG_TO)] = py::cast(dst);
+        execute_primitive(p, s, args);
+    }, "stream"_a, "src"_a, "dst"_a, "Copy `src` into `dst` on `stream`.");
+    prim.def("execute", &execute_primitive, "stream"_a, "args"_a,
+            "Submit with `args` ({ARG_FROM: memory, ARG_TO: memory}), as every primitive.");
 }
 
 } // namespace
@@ -69,14 +89,16 @@ void bind_data_movement(py::module_ &m) {
         auto pd = bind_family<P>(m, "sum",
                 "dst = sum of scales[i] * src_i (sources as ARG_MULTIPLE_SRC + i).");
         pd.def(py::init([](const engine_object &e, const md &dst, const floats &scales,
-                                const mds &srcs, const std::optional<attr_object> &attr) {
-            return avoid_shifted_scales(create<P, md, floats, mds>(e, dst, scales, srcs, attr),
-                    scales);
-        }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg());
+                                const mds &srcs, const std::optional<attr_object> &attr,
+                                bool allow_empty) {
+            return avoid_shifted_scales(
+                    create<P, md, floats, mds>(e, dst, scales, srcs, attr, allow_empty), scales);
+        }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
         pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
-                                const std::optional<attr_object> &attr) {
-            return avoid_shifted_scales(create<P, floats, mds>(e, scales, srcs, attr), scales);
-        }), "engine"_a, "scales"_a, "srcs"_a, attr_arg());
+                                const std::optional<attr_object> &attr, bool allow_empty) {
+            return avoid_shifted_scales(
+                    create<P, floats, mds>(e, scales, srcs, attr, allow_empty), scales);
+        }), "engine"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
     }
 }
 

@@ -1,4 +1,6 @@
 // Elementwise-like families: eltwise, binary, PReLU, softmax and shuffle, forward and backward.
+#include <string>
+
 #include "primitives/family.hpp"
 
 namespace py = pybind11;
@@ -40,6 +42,11 @@ void bind_elementwise(py::module_ &m) {
                 "algorithm"_a, "src0"_a, "src1"_a, "dst"_a);
         constructor<P, algorithm, md, md, md, md>(pd,
                 "algorithm"_a, "src0"_a, "src1"_a, "src2"_a, "dst"_a);
+        // C++'s binary descriptor names its sources.
+        for (int i = 0; i < 3; ++i)
+            pd.def(("src" + std::to_string(i) + "_desc").c_str(), [i](const primitive_desc_object &p) {
+                return p.pd.query_md(dnnl::query::src_md, i);
+            }, ("Source " + std::to_string(i) + " memory descriptor (zero if none).").c_str());
     }
     {
         using P = dnnl::prelu_forward;

@@ -78,17 +78,19 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
 
 } // namespace family_detail
 
-// P::primitive_desc(engine, args..., attr), built with the GIL released
-// (oneDNN may create kernels while choosing an implementation). Args are
-// given explicitly, so the pack may precede `attr`. A missing attr (None) is
-// a fresh primitive_attr per call, as C++'s default_attr(): it takes the
-// default fpmath mode current at the call.
+// P::primitive_desc(engine, args..., attr, allow_empty), built with the GIL
+// released (oneDNN may create kernels while choosing an implementation). Args
+// are given explicitly, so the pack may precede `attr`. A missing attr (None)
+// is a fresh primitive_attr per call, as C++'s default_attr(): it takes the
+// default fpmath mode current at the call. With allow_empty, no implementation
+// gives an empty descriptor (false as a bool) instead of dnnl.unimplemented.
 template <typename P, typename... Args>
-typed_pd<P> create(const engine_object &engine, const Args &...args, const std::optional<attr_object> &attr) {
+typed_pd<P> create(const engine_object &engine, const Args &...args,
+        const std::optional<attr_object> &attr, bool allow_empty) {
     attr_object fresh;
     const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;
-    typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., a.attr);
+    typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., a.attr, allow_empty);
     return family_detail::wrap<P>(engine, std::move(pd), a.quantization_args);
 }
 
@@ -103,6 +105,7 @@ typed_pd<P> adopt(const engine_object &engine, dnnl::primitive_desc_base pd,
 inline pybind11::arg_v attr_arg() {
     return pybind11::arg_v("attr", pybind11::none(), "None");
 }
+inline pybind11::arg_v allow_empty_arg() { return pybind11::arg_v("allow_empty", false); }
 
 // One C++ primitive_desc overload: Args are its parameter types between the
 // engine and the attribute (hint<F> for a forward hint), `names` their
@@ -110,7 +113,8 @@ inline pybind11::arg_v attr_arg() {
 template <typename P, typename... Args, typename Class, typename... Names>
 void constructor(Class &pd, const Names &...names) {
     static_assert(sizeof...(Args) == sizeof...(Names), "one name per argument");
-    pd.def(pybind11::init(&create<P, Args...>), pybind11::arg("engine"), names..., attr_arg());
+    pd.def(pybind11::init(&create<P, Args...>), pybind11::arg("engine"), names..., attr_arg(),
+            allow_empty_arg());
 }
 
 // dnnl.<name> with its nested primitive_desc class, which the family file

@@ -57,6 +57,16 @@ void bind_rnn_base(py::module_ &m) {
     }
 }
 
+// The AUGRU descriptors' names for the attention argument.
+template <typename Class> void add_attention_queries(Class &pd) {
+    pd.def("attention_desc", [](const primitive_desc_object &p) {
+        return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_AUGRU_ATTENTION);
+    }, "Attention memory descriptor.");
+    pd.def("diff_attention_desc", [](const primitive_desc_object &p) {
+        return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_DIFF_AUGRU_ATTENTION);
+    }, "Diff attention memory descriptor (zero for a forward descriptor).");
+}
+
 } // namespace
 
 void bind_rnn(py::module_ &m) {
@@ -187,6 +197,7 @@ void bind_rnn(py::module_ &m) {
                 "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
                 "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
                 "dst_layer_desc"_a, "dst_iter_desc"_a);
+        add_attention_queries(pd);
     }
     {
         using P = dnnl::augru_backward;
@@ -198,6 +209,7 @@ void bind_rnn(py::module_ &m) {
                 "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
                 "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
                 "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+        add_attention_queries(pd);
     }
     {
         using P = dnnl::lbr_augru_forward;
@@ -207,6 +219,7 @@ void bind_rnn(py::module_ &m) {
                 "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
                 "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
                 "dst_layer_desc"_a, "dst_iter_desc"_a);
+        add_attention_queries(pd);
     }
     {
         using P = dnnl::lbr_augru_backward;
@@ -218,6 +231,7 @@ void bind_rnn(py::module_ &m) {
                 "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
                 "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
                 "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+        add_attention_queries(pd);
     }
 }
 

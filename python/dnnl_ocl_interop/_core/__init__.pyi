@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_OFFSET', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_PRECOMPUTED_REDUCTIONS', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'accumulation_mode', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_primitive_desc_base', 'rounding_mode', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_OFFSET', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_PRECOMPUTED_REDUCTIONS', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_SEQ', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'accumulation_mode', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_desc_base', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_flags', 'rnn_primitive_desc_base', 'rounding_mode', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -1913,6 +1913,11 @@ class memory:
             A zero descriptor (no dimensions, size 0).
             """
         @typing.overload
+        def __init__(self, other: memory.desc) -> None:
+            """
+            A copy of `other`.
+            """
+        @typing.overload
         def __init__(self, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, format_tag: memory.format_tag) -> None:
             """
             Descriptor of `dims` elements of `data_type` in layout `format_tag`.
@@ -1986,6 +1991,11 @@ class memory:
             """
             Descriptor of a sub-tensor of `dims` starting at `offsets`.
             """
+    @staticmethod
+    def data_type_size(data_type: memory.data_type) -> int:
+        """
+        Bytes per element of `data_type` (0 for sub-byte types and undef).
+        """
     @staticmethod
     def numpy_dtype(data_type: memory.data_type) -> numpy.dtype[typing.Any] | None:
         """
@@ -2131,6 +2141,28 @@ class accumulation_mode(enum.Enum):
     relaxed = ...
     s32 = ...
     strict = ...
+class rnn_flags(enum.IntFlag):
+    """
+    Flags of RNN descriptors.
+    """
+    diff_weights_overwrite = ...
+    undef = ...
+    def __and__(self, other):
+        ...
+    def __format__(self, format_spec):
+        ...
+    def __invert__(self):
+        ...
+    def __or__(self, other):
+        ...
+    def __rand__(self, other):
+        ...
+    def __ror__(self, other):
+        ...
+    def __rxor__(self, other):
+        ...
+    def __xor__(self, other):
+        ...
 class fpmath_mode(enum.Enum):
     """
     Floating-point math modes (implicit down-conversions allowed).
@@ -2175,15 +2207,61 @@ class normalization_flags(enum.IntFlag):
         ...
 class query(enum.Enum):
     """
-    Queries for primitive_desc.query_md().
+    What a primitive descriptor is asked (dnnl::query); query_md() takes the *_md ones.
     """
+    activation_kind = ...
+    alg_kind = ...
+    alpha_f32 = ...
+    axis_s32 = ...
+    beta_f32 = ...
+    cache_blob_id = ...
+    cache_blob_id_size_s64 = ...
+    cell_kind = ...
+    data_type = ...
     diff_dst_md = ...
     diff_src_md = ...
     diff_weights_md = ...
+    dilations = ...
+    dims = ...
+    direction = ...
     dst_md = ...
+    engine = ...
+    epsilon_f32 = ...
     exec_arg_md = ...
+    factors = ...
+    flags = ...
+    format_kind = ...
+    group_size_s64 = ...
+    impl_info_str = ...
+    inner_blks = ...
+    inner_idxs = ...
+    inner_nblks_s32 = ...
+    k_f32 = ...
+    kernel = ...
+    local_size_s64 = ...
+    memory_consumption_s64 = ...
+    ndims_s32 = ...
+    nnz_s64 = ...
+    num_handles_s32 = ...
+    num_of_inputs_s32 = ...
+    num_of_outputs_s32 = ...
+    p_f32 = ...
+    padded_dims = ...
+    padded_offsets = ...
+    padding_l = ...
+    padding_r = ...
+    primitive_kind = ...
+    prop_kind = ...
+    reorder_dst_engine = ...
+    reorder_src_engine = ...
+    scratchpad_engine = ...
     scratchpad_md = ...
+    sparse_encoding = ...
     src_md = ...
+    strides = ...
+    submemory_offset_s64 = ...
+    time_estimate_f64 = ...
+    undef = ...
     weights_md = ...
     workspace_md = ...
 class primitive_kind(enum.Enum):
@@ -2393,6 +2471,10 @@ class primitive_desc:
     """
     Base of every primitive descriptor: the chosen implementation and the memory descriptors it expects.
     """
+    def __bool__(self) -> bool:
+        """
+        False for the empty descriptor a constructor returns with allow_empty=True when oneDNN has no implementation.
+        """
     def bias_desc(self) -> memory.desc:
         """
         Bias memory descriptor (zero if none).
@@ -2465,6 +2547,10 @@ class primitive_desc:
         """
         Resampling factors per spatial dimension.
         """
+    def get_flags(self) -> int:
+        """
+        The descriptor's flags as an int (normalization descriptors return normalization_flags).
+        """
     def get_group_size(self) -> int:
         """
         Shuffle group size, or group normalization's number of groups.
@@ -2529,6 +2615,10 @@ class primitive_desc:
         """
         Memory descriptor for a query; query.exec_arg_md with an ARG_* index gives any execution argument's descriptor.
         """
+    def query_s64(self, what: query) -> int:
+        """
+        An integer query (query.*_s64; 0 where the descriptor has none).
+        """
     def scratchpad_desc(self) -> memory.desc:
         """
         Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in scratchpad_mode.user (zero otherwise).
@@ -2557,6 +2647,17 @@ class primitive:
     """
     Base of every primitive: execute it on a stream with its arguments.
     """
+    kind = primitive_kind
+    @typing.overload
+    def __init__(self, pd: primitive_desc) -> None:
+        """
+        The primitive for any descriptor, as C++'s primitive(const primitive_desc &) (a family's own class, dnnl.<family>(pd), is the usual way).
+        """
+    @typing.overload
+    def __init__(self, pd: primitive_desc, cache_blob: bytes | bytearray | None) -> None:
+        """
+        The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
+        """
     def execute(self, stream: stream, args: typing.Any) -> None:
         """
         Submit the primitive to `stream` with `args` ({ARG_*: memory}). Arguments are checked first: every one the primitive uses must be given, with the descriptor it expects, on its engine. Returns once submitted; call stream.wait() before reading results. On an out-of-order stream use dnnl.ocl_interop.execute to get the event.
@@ -2578,10 +2679,10 @@ class matmul(primitive):
         Descriptor of a matmul primitive: its constructors take the engine, then the arguments of the C++ dnnl::matmul::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: matmul.primitive_desc) -> None:
@@ -2602,16 +2703,16 @@ class convolution_forward(primitive):
         Descriptor of a convolution_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: convolution_forward.primitive_desc) -> None:
@@ -2632,10 +2733,10 @@ class convolution_backward_data(primitive):
         Descriptor of a convolution_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: convolution_backward_data.primitive_desc) -> None:
@@ -2656,16 +2757,16 @@ class convolution_backward_weights(primitive):
         Descriptor of a convolution_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::convolution_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: convolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: convolution_backward_weights.primitive_desc) -> None:
@@ -2686,16 +2787,16 @@ class deconvolution_forward(primitive):
         Descriptor of a deconvolution_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: deconvolution_forward.primitive_desc) -> None:
@@ -2716,10 +2817,10 @@ class deconvolution_backward_data(primitive):
         Descriptor of a deconvolution_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: deconvolution_backward_data.primitive_desc) -> None:
@@ -2740,16 +2841,16 @@ class deconvolution_backward_weights(primitive):
         Descriptor of a deconvolution_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::deconvolution_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilates: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: deconvolution_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: deconvolution_backward_weights.primitive_desc) -> None:
@@ -2770,10 +2871,10 @@ class inner_product_forward(primitive):
         Descriptor of a inner_product_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, bias_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weights_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: inner_product_forward.primitive_desc) -> None:
@@ -2793,7 +2894,7 @@ class inner_product_backward_data(primitive):
         """
         Descriptor of a inner_product_backward_data primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_backward_data::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, diff_src_desc: memory.desc, weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: inner_product_backward_data.primitive_desc) -> None:
@@ -2814,10 +2915,10 @@ class inner_product_backward_weights(primitive):
         Descriptor of a inner_product_backward_weights primitive: its constructors take the engine, then the arguments of the C++ dnnl::inner_product_backward_weights::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: inner_product_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: inner_product_backward_weights.primitive_desc) -> None:
@@ -2837,7 +2938,7 @@ class batch_normalization_forward(primitive):
         """
         Descriptor of a batch_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::batch_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -2861,7 +2962,7 @@ class batch_normalization_backward(primitive):
         """
         Descriptor of a batch_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::batch_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: batch_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: batch_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -2886,16 +2987,16 @@ class layer_normalization_forward(primitive):
         Descriptor of a layer_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::layer_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, stat_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -2920,16 +3021,16 @@ class layer_normalization_backward(primitive):
         Descriptor of a layer_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::layer_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, stat_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, diff_scale_shift_data_type: memory.data_type, scale_shift_data_type: memory.data_type, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: layer_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -2953,7 +3054,7 @@ class group_normalization_forward(primitive):
         """
         Descriptor of a group_normalization_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::group_normalization_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -2977,7 +3078,7 @@ class group_normalization_backward(primitive):
         """
         Descriptor of a group_normalization_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::group_normalization_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: group_normalization_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, groups: typing.SupportsInt | typing.SupportsIndex, epsilon: typing.SupportsFloat | typing.SupportsIndex, flags: normalization_flags, hint_fwd_pd: group_normalization_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         def get_flags(self) -> normalization_flags:
             """
@@ -3001,7 +3102,7 @@ class lrn_forward(primitive):
         """
         Descriptor of a lrn_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lrn_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lrn_forward.primitive_desc) -> None:
@@ -3021,7 +3122,7 @@ class lrn_backward(primitive):
         """
         Descriptor of a lrn_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lrn_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: lrn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, src_desc: memory.desc, local_size: typing.SupportsInt | typing.SupportsIndex, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, k: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: lrn_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lrn_backward.primitive_desc) -> None:
@@ -3042,13 +3143,13 @@ class eltwise_forward(primitive):
         Descriptor of a eltwise_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::eltwise_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: eltwise_forward.primitive_desc) -> None:
@@ -3069,13 +3170,13 @@ class eltwise_backward(primitive):
         Descriptor of a eltwise_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::eltwise_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, data_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: eltwise_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: eltwise_backward.primitive_desc) -> None:
@@ -3096,11 +3197,23 @@ class binary(primitive):
         Descriptor of a binary primitive: its constructors take the engine, then the arguments of the C++ dnnl::binary::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, dst: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, dst: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, src2: memory.desc, dst: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src0: memory.desc, src1: memory.desc, src2: memory.desc, dst: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def src0_desc(self) -> memory.desc:
+            """
+            Source 0 memory descriptor (zero if none).
+            """
+        def src1_desc(self) -> memory.desc:
+            """
+            Source 1 memory descriptor (zero if none).
+            """
+        def src2_desc(self) -> memory.desc:
+            """
+            Source 2 memory descriptor (zero if none).
+            """
     @typing.overload
     def __init__(self, pd: binary.primitive_desc) -> None:
         """
@@ -3119,7 +3232,7 @@ class prelu_forward(primitive):
         """
         Descriptor of a prelu_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::prelu_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weight_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, weight_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: prelu_forward.primitive_desc) -> None:
@@ -3139,7 +3252,7 @@ class prelu_backward(primitive):
         """
         Descriptor of a prelu_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::prelu_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, src_desc: memory.desc, weight_desc: memory.desc, diff_src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: prelu_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, src_desc: memory.desc, weight_desc: memory.desc, diff_src_desc: memory.desc, diff_weights_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: prelu_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: prelu_backward.primitive_desc) -> None:
@@ -3159,7 +3272,7 @@ class softmax_forward(primitive):
         """
         Descriptor of a softmax_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::softmax_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: softmax_forward.primitive_desc) -> None:
@@ -3179,7 +3292,7 @@ class softmax_backward(primitive):
         """
         Descriptor of a softmax_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::softmax_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: softmax_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: softmax_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: softmax_backward.primitive_desc) -> None:
@@ -3199,7 +3312,7 @@ class shuffle_forward(primitive):
         """
         Descriptor of a shuffle_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::shuffle_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, src_desc: memory.desc, dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: shuffle_forward.primitive_desc) -> None:
@@ -3219,7 +3332,7 @@ class shuffle_backward(primitive):
         """
         Descriptor of a shuffle_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::shuffle_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: shuffle_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, axis: typing.SupportsInt | typing.SupportsIndex, group_size: typing.SupportsInt | typing.SupportsIndex, hint_fwd_pd: shuffle_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: shuffle_backward.primitive_desc) -> None:
@@ -3239,7 +3352,7 @@ class pooling_forward(primitive):
         """
         Descriptor of a pooling_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::pooling_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: pooling_forward.primitive_desc) -> None:
@@ -3259,7 +3372,7 @@ class pooling_backward(primitive):
         """
         Descriptor of a pooling_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::pooling_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: pooling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], kernel: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], dilation: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_l: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], padding_r: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], hint_fwd_pd: pooling_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: pooling_backward.primitive_desc) -> None:
@@ -3280,13 +3393,13 @@ class resampling_forward(primitive):
         Descriptor of a resampling_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::resampling_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], src_desc: memory.desc, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: resampling_forward.primitive_desc) -> None:
@@ -3307,10 +3420,10 @@ class resampling_backward(primitive):
         Descriptor of a resampling_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::resampling_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, factors: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], diff_src_desc: memory.desc, diff_dst_desc: memory.desc, hint_fwd_pd: resampling_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: resampling_backward.primitive_desc) -> None:
@@ -3330,7 +3443,7 @@ class reduction(primitive):
         """
         Descriptor of a reduction primitive: its constructors take the engine, then the arguments of the C++ dnnl::reduction::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, p: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, algorithm: algorithm, src_desc: memory.desc, dst_desc: memory.desc, p: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: reduction.primitive_desc) -> None:
@@ -3443,10 +3556,10 @@ class vanilla_rnn_forward(primitive):
         Descriptor of a vanilla_rnn_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::vanilla_rnn_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: vanilla_rnn_forward.primitive_desc) -> None:
@@ -3467,10 +3580,10 @@ class vanilla_rnn_backward(primitive):
         Descriptor of a vanilla_rnn_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::vanilla_rnn_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, activation: algorithm, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, alpha: typing.SupportsFloat | typing.SupportsIndex, hint_fwd_pd: vanilla_rnn_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: vanilla_rnn_backward.primitive_desc) -> None:
@@ -3491,13 +3604,13 @@ class lstm_forward(primitive):
         Descriptor of a lstm_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lstm_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lstm_forward.primitive_desc) -> None:
@@ -3518,13 +3631,13 @@ class lstm_backward(primitive):
         Descriptor of a lstm_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lstm_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_weights_projection_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, weights_projection_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_weights_projection_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, weights_peephole_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_weights_peephole_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, src_iter_c_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, dst_iter_c_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_src_iter_c_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, diff_dst_iter_c_desc: memory.desc, hint_fwd_pd: lstm_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lstm_backward.primitive_desc) -> None:
@@ -3544,7 +3657,7 @@ class gru_forward(primitive):
         """
         Descriptor of a gru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::gru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: gru_forward.primitive_desc) -> None:
@@ -3564,7 +3677,7 @@ class gru_backward(primitive):
         """
         Descriptor of a gru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::gru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: gru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: gru_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: gru_backward.primitive_desc) -> None:
@@ -3584,7 +3697,7 @@ class lbr_gru_forward(primitive):
         """
         Descriptor of a lbr_gru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_gru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lbr_gru_forward.primitive_desc) -> None:
@@ -3604,7 +3717,7 @@ class lbr_gru_backward(primitive):
         """
         Descriptor of a lbr_gru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_gru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_gru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_gru_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: lbr_gru_backward.primitive_desc) -> None:
@@ -3624,8 +3737,16 @@ class augru_forward(primitive):
         """
         Descriptor of a augru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::augru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def attention_desc(self) -> memory.desc:
+            """
+            Attention memory descriptor.
+            """
+        def diff_attention_desc(self) -> memory.desc:
+            """
+            Diff attention memory descriptor (zero for a forward descriptor).
+            """
     @typing.overload
     def __init__(self, pd: augru_forward.primitive_desc) -> None:
         """
@@ -3644,8 +3765,16 @@ class augru_backward(primitive):
         """
         Descriptor of a augru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::augru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: augru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: augru_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def attention_desc(self) -> memory.desc:
+            """
+            Attention memory descriptor.
+            """
+        def diff_attention_desc(self) -> memory.desc:
+            """
+            Diff attention memory descriptor (zero for a forward descriptor).
+            """
     @typing.overload
     def __init__(self, pd: augru_backward.primitive_desc) -> None:
         """
@@ -3664,8 +3793,16 @@ class lbr_augru_forward(primitive):
         """
         Descriptor of a lbr_augru_forward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_augru_forward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def attention_desc(self) -> memory.desc:
+            """
+            Attention memory descriptor.
+            """
+        def diff_attention_desc(self) -> memory.desc:
+            """
+            Diff attention memory descriptor (zero for a forward descriptor).
+            """
     @typing.overload
     def __init__(self, pd: lbr_augru_forward.primitive_desc) -> None:
         """
@@ -3684,8 +3821,16 @@ class lbr_augru_backward(primitive):
         """
         Descriptor of a lbr_augru_backward primitive: its constructors take the engine, then the arguments of the C++ dnnl::lbr_augru_backward::primitive_desc overloads in their order, then an optional primitive_attr.
         """
-        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_augru_forward.primitive_desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, prop_kind: prop_kind, direction: rnn_direction, src_layer_desc: memory.desc, src_iter_desc: memory.desc, attention_desc: memory.desc, weights_layer_desc: memory.desc, weights_iter_desc: memory.desc, bias_desc: memory.desc, dst_layer_desc: memory.desc, dst_iter_desc: memory.desc, diff_src_layer_desc: memory.desc, diff_src_iter_desc: memory.desc, diff_attention_desc: memory.desc, diff_weights_layer_desc: memory.desc, diff_weights_iter_desc: memory.desc, diff_bias_desc: memory.desc, diff_dst_layer_desc: memory.desc, diff_dst_iter_desc: memory.desc, hint_fwd_pd: lbr_augru_forward.primitive_desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def attention_desc(self) -> memory.desc:
+            """
+            Attention memory descriptor.
+            """
+        def diff_attention_desc(self) -> memory.desc:
+            """
+            Diff attention memory descriptor (zero for a forward descriptor).
+            """
     @typing.overload
     def __init__(self, pd: lbr_augru_backward.primitive_desc) -> None:
         """
@@ -3705,10 +3850,10 @@ class reorder(primitive):
         Descriptor of a reorder primitive: its constructors take the engine, then the arguments of the C++ dnnl::reorder::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, src_engine: engine, src_desc: memory.desc, dst_engine: engine, dst_desc: memory.desc, attr: primitive_attr | None = None) -> None:
+        def __init__(self, src_engine: engine, src_desc: memory.desc, dst_engine: engine, dst_desc: memory.desc, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None) -> None:
+        def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: reorder.primitive_desc) -> None:
@@ -3720,6 +3865,21 @@ class reorder(primitive):
         """
         The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes from get_cache_blob() of a primitive made from an equal descriptor, in this or another process) instead of compiled; None compiles them. A blob that is not one, is damaged, or belongs to another descriptor, device or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it. The GIL is released while oneDNN loads the kernels.
         """
+    @typing.overload
+    def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None) -> None:
+        """
+        The reorder from memory `src` to memory `dst` (their descriptors and engines).
+        """
+    @typing.overload
+    def execute(self, stream: stream, src: memory, dst: memory) -> None:
+        """
+        Copy `src` into `dst` on `stream`.
+        """
+    @typing.overload
+    def execute(self: primitive, stream: stream, args: typing.Any) -> None:
+        """
+        Submit with `args` ({ARG_FROM: memory, ARG_TO: memory}), as every primitive.
+        """
 class concat(primitive):
     """
     Concatenate sources (ARG_MULTIPLE_SRC + i) along a dimension.
@@ -3729,10 +3889,10 @@ class concat(primitive):
         Descriptor of a concat primitive: its constructors take the engine, then the arguments of the C++ dnnl::concat::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, dst: memory.desc, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, dst: memory.desc, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, concat_dimension: typing.SupportsInt | typing.SupportsIndex, srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: concat.primitive_desc) -> None:
@@ -3753,10 +3913,10 @@ class sum(primitive):
         Descriptor of a sum primitive: its constructors take the engine, then the arguments of the C++ dnnl::sum::primitive_desc overloads in their order, then an optional primitive_attr.
         """
         @typing.overload
-        def __init__(self, engine: engine, dst: memory.desc, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, dst: memory.desc, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
         @typing.overload
-        def __init__(self, engine: engine, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None) -> None:
+        def __init__(self, engine: engine, scales: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], srcs: collections.abc.Sequence[memory.desc], attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
     @typing.overload
     def __init__(self, pd: sum.primitive_desc) -> None:
@@ -3899,3 +4059,4 @@ RUNTIME_TBB: int = 4
 RUNTIME_THREADPOOL: int = 8
 __version__: str = '0.1.0'
 build_type: str = 'Release'
+primitive_desc_base = primitive_desc

@@ -5,11 +5,15 @@ Mirrors dnnl::graph.
 from __future__ import annotations
 import collections.abc
 import dnnl_ocl_interop._core
+from dnnl_ocl_interop._core import engine
+from dnnl_ocl_interop._core import fpmath_mode
+from dnnl_ocl_interop._core import status
+from dnnl_ocl_interop._core import stream
 import enum
 import pyopencl
 import typing
 from . import ocl_interop
-__all__: list = ['allocator', 'compiled_partition', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'logical_tensor', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'tensor']
+__all__: list = ['allocator', 'compiled_partition', 'engine', 'fpmath_mode', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'logical_tensor', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'status', 'stream', 'tensor']
 class logical_tensor:
     """
     Metadata of a tensor in a graph (dnnl::graph::logical_tensor): id, data type, dims and layout. Values, not handles: copies are equal.
