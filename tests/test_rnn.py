@@ -12,14 +12,14 @@ channels, bidirectional_sum adds them. Forward results are compared in f32
 the gradients of backpropagation through time in NumPy (float64), whose
 own correctness is checked against central finite differences first.
 
-Sizes: DHC = 51 on purpose. oneDNN 3.13.1's GPU RNN fuses the GEMMs of
-small forward vanilla RNN / LSTM / linear-before-reset GRU problems into the
-cell kernel, and choosing that kernel's work-group divides by
-``eu_count / max_eus_per_wg`` (src/gpu/intel/rnn/grid.cpp, init_ocl_conf):
-on a device with fewer than 16 compute units (the emulated device on a
-small host) that is 0 and the process dies of SIGFPE while the primitive
-descriptor is created. A channel count that is not a multiple of the
-sub-group size and above 50 keeps every case here off that path.
+Sizes: DHC = 51, above the fused-cell path. oneDNN 3.13.1's GPU RNN fuses
+the GEMMs of small forward vanilla RNN / LSTM / linear-before-reset GRU
+problems into the cell kernel, and choosing that kernel's work-group divides
+by ``eu_count / max_eus_per_wg`` (src/gpu/intel/rnn/grid.cpp,
+init_ocl_conf): on a device with fewer than 16 compute units that is 0 and
+the process dies of SIGFPE. The emulated device now presents a 512-EU Xe-HP
+(docs/emulation.md), and tests/test_emulation_device.py runs the small
+shapes in child processes; the cases here stay at 51 channels.
 
 Configurations oneDNN refuses on this device are listed in UNSUPPORTED and
 asserted to fail with ``dnnl.status.unimplemented``: the test fails if that
