@@ -12,14 +12,14 @@ channels, bidirectional_sum adds them. Forward results are compared in f32
 the gradients of backpropagation through time in NumPy (float64), whose
 own correctness is checked against central finite differences first.
 
-Sizes: DHC = 51 on purpose. oneDNN 3.13.1's GPU RNN fuses the GEMMs of
-small forward vanilla RNN / LSTM / linear-before-reset GRU problems into the
-cell kernel, and choosing that kernel's work-group divides by
-``eu_count / max_eus_per_wg`` (src/gpu/intel/rnn/grid.cpp, init_ocl_conf):
-on a device with fewer than 16 compute units (the emulated device on a
-small host) that is 0 and the process dies of SIGFPE while the primitive
-descriptor is created. A channel count that is not a multiple of the
-sub-group size and above 50 keeps every case here off that path.
+Sizes: DHC = 51, above the fused-cell path. oneDNN 3.13.1's GPU RNN fuses
+the GEMMs of small forward vanilla RNN / LSTM / linear-before-reset GRU
+problems into the cell kernel, and choosing that kernel's work-group divides
+by ``eu_count / max_eus_per_wg`` (src/gpu/intel/rnn/grid.cpp,
+init_ocl_conf): on a device with fewer than 16 compute units that is 0 and
+the process dies of SIGFPE. The emulated device now presents a 512-EU Xe-HP
+(docs/emulation.md), and tests/test_emulation_device.py runs the small
+shapes in child processes; the cases here stay at 51 channels.
 
 Configurations oneDNN refuses on this device are listed in UNSUPPORTED and
 asserted to fail with ``dnnl.status.unimplemented``: the test fails if that
@@ -801,3 +801,37 @@ def test_backward(engine, stream, case):
     for name, mem in diffs.items():
         plain = reorder(engine, stream, mem, plain_desc(shapes(case)[name], "f32", name))
         assert_close(get(plain), expected[name], GRAD_TOL, f"diff_{name}")
+
+
+# --------------------------------------------------------------------------
+# oneDNN's known problem: a sub-memory source layer (docs/known-problems.md)
+
+
+def test_lstm_reads_a_sub_memory_source_from_its_parent_start(engine, stream):
+    """oneDNN 3.13.1's GPU RNN (ocl:simple) ignores the offset of a source
+    layer given as a sub-memory: an LSTM over channels [7, 14) of a
+    [T, N, 14] tensor reads channels [0, 7). The reorder of the same memory
+    reads the right channels. Strict: this fails once oneDNN reads the
+    offset, and the known-problems entry must go."""
+    case = Case("lstm", L2R, 1, "both")
+    ds, inputs = descs(case), random_inputs(case, 4)
+    parent_desc = plain_desc([T, N, 2 * SLC_ONE_LAYER], "f32")
+    ds["src_layer"] = parent_desc.submemory_desc([T, N, SLC_ONE_LAYER], [0, 0, SLC_ONE_LAYER])
+    pd = forward_pd(engine, case, INFERENCE, ds)
+    args, outputs = forward_args(
+        engine, case, pd, {k: v for k, v in inputs.items() if k != "src_layer"})
+    parent = np.concatenate([inputs["src_layer"] * 0.5 - 0.25, inputs["src_layer"]], axis=2)
+    parent_mem = put(engine, parent, parent_desc)
+    sub = dnnl.ocl_interop.make_memory(ds["src_layer"], engine,
+                                       dnnl.ocl_interop.memory_kind.buffer,
+                                       dnnl.ocl_interop.get_mem_object(parent_mem))
+    assert np.allclose(get(reorder(engine, stream, sub, plain_desc(
+        [T, N, SLC_ONE_LAYER], "f32"))), inputs["src_layer"])  # the memory is right
+    args[dnnl.ARG_SRC_LAYER] = sub
+    dnnl.lstm_forward(pd).execute(stream, args)
+    stream.wait()
+    right = reference_forward(case, inputs)[0]["dst_layer"]
+    from_start = reference_forward(case, dict(inputs, src_layer=parent[:, :, :SLC_ONE_LAYER]))[0]
+    got = get(outputs["dst_layer"])
+    assert not np.allclose(got, right, rtol=1e-3, atol=1e-3)
+    assert_close(got, from_start["dst_layer"], TOL["f32"], "dst_layer")

@@ -7,17 +7,42 @@
 //  * CL_DEVICE_IP_VERSION_INTEL reads Xe-HP (12.50): the CPU runtime answers a
 //    value oneDNN cannot decode, and Xe-HP makes oneDNN use its OpenCL C
 //    kernels instead of probing for binary JIT kernels.
+//  * The device's size is a real Xe-HP's (one 512-EU tile of the Xe-HP SDV):
+//    CL_DEVICE_MAX_COMPUTE_UNITS (oneDNN's EU count) 512, and the
+//    cl_intel_device_attribute_query topology (8 slices x 4 sub-slices x 16
+//    EUs, 8 threads per EU, PCI id 0x0201). oneDNN sizes its work by the EU
+//    count; with the host's core count (2) its GPU RNN configuration divides
+//    by eu_count / 16 == 0 and the process dies of SIGFPE. A sub-device
+//    presents its share of the 512 EUs (by the runtime's compute units, in
+//    whole sub-slices of 16, at least one). Only work splitting changes.
+//  * Limits are Xe-HP's where the runtime's are higher, the runtime's where
+//    they are lower, so that whatever is launched within them runs: max
+//    work-group size and work-item sizes 1024, sub-groups per work-group 128,
+//    local memory 64 KiB, kernel parameter size 2048 bytes (oneDNN refuses to
+//    launch kernels whose arguments exceed it), sub-group sizes 8, 16, 32
+//    (those of the runtime's among them).
 //  * A kernel keeps its program alive until the kernel's last release: the CPU
 //    runtime destroys a program at its last external release even while its
 //    kernels live, and oneDNN re-creates kernels from CL_KERNEL_PROGRAM.
-// Everything else passes straight through to the runtime.
+// Everything else passes straight through to the runtime, on purpose:
+// memory sizes (allocations must fit the real memory), the cache size (read
+// by oneDNN only for its nGEN kernels, never used here), host-unified memory,
+// extensions (cl_khr_fp64 keeps oneDNN on Xe-HP rather than Xe-HPG), DPAS
+// (CL_DEVICE_FEATURE_CAPABILITIES_INTEL: claiming it would make oneDNN emit
+// matrix built-ins the CPU compiler lacks), float atomics, USM capabilities,
+// and partitioning: CL_DEVICE_PARTITION_MAX_SUB_DEVICES and clCreateSubDevices
+// counts are the runtime's compute units, not the presented EUs.
+// docs/emulation.md has the table; tests/test_emulation_device.py checks it.
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl_layer.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #define LAYER_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -26,6 +51,30 @@ namespace {
 constexpr cl_uint intel_vendor_id = 0x8086;
 constexpr cl_uint device_ip_version_intel = 0x4250;
 constexpr cl_uint xe_hp_ip_version = (12u << 22) | (50u << 14);
+
+// cl_intel_device_attribute_query and cl_intel_required_subgroup_size names
+// (older CL/cl_ext.h headers lack them).
+constexpr cl_device_info device_id_intel = 0x4251;
+constexpr cl_device_info device_num_slices_intel = 0x4252;
+constexpr cl_device_info device_num_sub_slices_per_slice_intel = 0x4253;
+constexpr cl_device_info device_num_eus_per_sub_slice_intel = 0x4254;
+constexpr cl_device_info device_num_threads_per_eu_intel = 0x4255;
+constexpr cl_device_info device_sub_group_sizes_intel = 0x4108;
+
+// What a real Xe-HP GPU reports: one tile of the Xe-HP SDV (Intel's
+// compute-runtime: 0x0201..0x0210 are its PCI ids, 16 EUs per sub-slice,
+// 8 threads per EU, up to 8 slices and 32 sub-slices; 512 EUs), with the
+// work-group limits Intel's GPU runtime reports on Xe-HP.
+constexpr cl_uint xe_hp_device_id = 0x0201;
+constexpr cl_uint xe_hp_eu_count = 512;
+constexpr cl_uint xe_hp_eus_per_sub_slice = 16;  // oneDNN's max_eus_per_wg
+constexpr cl_uint xe_hp_sub_slices_per_slice = 4;
+constexpr cl_uint xe_hp_threads_per_eu = 8;
+constexpr size_t xe_hp_max_work_group_size = 1024;
+constexpr cl_uint xe_hp_max_num_sub_groups = 1024 / 8;
+constexpr cl_ulong xe_hp_local_mem_size = 64 * 1024;
+constexpr size_t xe_hp_max_parameter_size = 2048;
+constexpr size_t xe_hp_sub_group_sizes[] = {8, 16, 32};
 
 cl_icd_dispatch target;  // what this layer forwards to
 cl_icd_dispatch layer;   // what the loader calls
@@ -77,24 +126,189 @@ cl_int answer(const void *value, size_t size, size_t param_value_size,
     return CL_SUCCESS;
 }
 
+template <typename T>
+cl_int runtime_value(cl_device_id device, cl_device_info name, T &value) {
+    return target.clGetDeviceInfo(device, name, sizeof(T), &value, nullptr);
+}
+
+template <typename T>
+cl_int answer_value(const T &value, size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret) {
+    return answer(&value, sizeof(T), param_value_size, param_value,
+            param_value_size_ret);
+}
+
+// The EUs presented for an emulated device: the 512-EU part for a root
+// device; for a sub-device, its share of the part by the runtime's compute
+// units, in whole sub-slices (at least one, so that oneDNN's sub-slice count,
+// eu_count / 16, is never 0).
+cl_int presented_eu_count(cl_device_id device, cl_uint &eus) {
+    cl_uint units = 0;
+    cl_int status = runtime_value(device, CL_DEVICE_MAX_COMPUTE_UNITS, units);
+    if (status != CL_SUCCESS) return status;
+    cl_device_id root = device;
+    for (int depth = 0; depth < 64; ++depth) {
+        cl_device_id parent = nullptr;
+        status = runtime_value(root, CL_DEVICE_PARENT_DEVICE, parent);
+        if (status != CL_SUCCESS) return status;
+        if (!parent) break;
+        root = parent;
+    }
+    cl_uint root_units = units;
+    if (root != device) {
+        status = runtime_value(root, CL_DEVICE_MAX_COMPUTE_UNITS, root_units);
+        if (status != CL_SUCCESS) return status;
+    }
+    uint64_t share = root_units
+            ? uint64_t(xe_hp_eu_count) * units / root_units
+            : xe_hp_eu_count;
+    share -= share % xe_hp_eus_per_sub_slice;
+    eus = cl_uint(std::max<uint64_t>(share, xe_hp_eus_per_sub_slice));
+    return CL_SUCCESS;
+}
+
+// Slices and sub-slices per slice of `eus` EUs: 4 sub-slices of 16 EUs per
+// slice, or one slice when the sub-slices do not fill whole slices.
+void presented_topology(cl_uint eus, cl_uint &slices,
+        cl_uint &sub_slices_per_slice) {
+    cl_uint sub_slices = eus / xe_hp_eus_per_sub_slice;
+    if (sub_slices % xe_hp_sub_slices_per_slice == 0) {
+        slices = sub_slices / xe_hp_sub_slices_per_slice;
+        sub_slices_per_slice = xe_hp_sub_slices_per_slice;
+    } else {
+        slices = 1;
+        sub_slices_per_slice = sub_slices;
+    }
+}
+
+// A limit the device presents: Xe-HP's, or the runtime's when the runtime's
+// is lower (a kernel launched within the presented limit must run).
+template <typename T>
+cl_int answer_limit(cl_device_id device, cl_device_info name, T xe_hp_value,
+        size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret) {
+    T real = 0;
+    cl_int status = runtime_value(device, name, real);
+    if (status != CL_SUCCESS) return status;
+    return answer_value(std::min(real, xe_hp_value), param_value_size,
+            param_value, param_value_size_ret);
+}
+
+// The runtime's per-dimension work-item limits, each capped at Xe-HP's
+// work-group size.
+cl_int answer_work_item_sizes(cl_device_id device, size_t param_value_size,
+        void *param_value, size_t *param_value_size_ret) {
+    size_t bytes = 0;
+    cl_int status = target.clGetDeviceInfo(
+            device, CL_DEVICE_MAX_WORK_ITEM_SIZES, 0, nullptr, &bytes);
+    if (status != CL_SUCCESS) return status;
+    std::vector<size_t> sizes(bytes / sizeof(size_t));
+    status = target.clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES,
+            sizes.size() * sizeof(size_t), sizes.data(), nullptr);
+    if (status != CL_SUCCESS) return status;
+    for (auto &size : sizes)
+        size = std::min(size, xe_hp_max_work_group_size);
+    return answer(sizes.data(), sizes.size() * sizeof(size_t),
+            param_value_size, param_value, param_value_size_ret);
+}
+
+// The sub-group sizes both Xe-HP and the runtime support (the runtime's own
+// list if they share none).
+cl_int answer_sub_group_sizes(cl_device_id device, size_t param_value_size,
+        void *param_value, size_t *param_value_size_ret) {
+    size_t bytes = 0;
+    cl_int status = target.clGetDeviceInfo(
+            device, device_sub_group_sizes_intel, 0, nullptr, &bytes);
+    if (status != CL_SUCCESS) return status;
+    std::vector<size_t> real(bytes / sizeof(size_t));
+    status = target.clGetDeviceInfo(device, device_sub_group_sizes_intel,
+            real.size() * sizeof(size_t), real.data(), nullptr);
+    if (status != CL_SUCCESS) return status;
+    std::vector<size_t> shown;
+    for (size_t size : xe_hp_sub_group_sizes)
+        if (std::find(real.begin(), real.end(), size) != real.end())
+            shown.push_back(size);
+    if (shown.empty()) shown = real;
+    return answer(shown.data(), shown.size() * sizeof(size_t),
+            param_value_size, param_value, param_value_size_ret);
+}
+
+bool is_presented_property(cl_device_info name) {
+    switch (name) {
+        case CL_DEVICE_TYPE:
+        case device_ip_version_intel:
+        case device_id_intel:
+        case CL_DEVICE_MAX_COMPUTE_UNITS:
+        case device_num_slices_intel:
+        case device_num_sub_slices_per_slice_intel:
+        case device_num_eus_per_sub_slice_intel:
+        case device_num_threads_per_eu_intel:
+        case CL_DEVICE_MAX_WORK_GROUP_SIZE:
+        case CL_DEVICE_MAX_WORK_ITEM_SIZES:
+        case CL_DEVICE_MAX_NUM_SUB_GROUPS:
+        case device_sub_group_sizes_intel:
+        case CL_DEVICE_LOCAL_MEM_SIZE:
+        case CL_DEVICE_MAX_PARAMETER_SIZE: return true;
+        default: return false;
+    }
+}
+
 cl_int CL_API_CALL get_device_info(cl_device_id device,
         cl_device_info param_name, size_t param_value_size, void *param_value,
         size_t *param_value_size_ret) {
-    if ((param_name == CL_DEVICE_TYPE || param_name == device_ip_version_intel)
-            && is_emulated(device)) {
-        if (param_name == device_ip_version_intel)
-            return answer(&xe_hp_ip_version, sizeof(xe_hp_ip_version),
-                    param_value_size, param_value, param_value_size_ret);
-        cl_device_type real = 0;
-        cl_int status = target.clGetDeviceInfo(
-                device, CL_DEVICE_TYPE, sizeof(real), &real, nullptr);
-        if (status != CL_SUCCESS) return status;
-        cl_device_type shown = presented_type(real);
-        return answer(&shown, sizeof(shown), param_value_size, param_value,
-                param_value_size_ret);
+    if (!is_presented_property(param_name) || !is_emulated(device))
+        return target.clGetDeviceInfo(device, param_name, param_value_size,
+                param_value, param_value_size_ret);
+    const size_t size = param_value_size;
+    void *const value = param_value;
+    size_t *const size_ret = param_value_size_ret;
+    switch (param_name) {
+        case CL_DEVICE_TYPE: {
+            cl_device_type real = 0;
+            cl_int status = runtime_value(device, CL_DEVICE_TYPE, real);
+            if (status != CL_SUCCESS) return status;
+            return answer_value(presented_type(real), size, value, size_ret);
+        }
+        case device_ip_version_intel:
+            return answer_value(xe_hp_ip_version, size, value, size_ret);
+        case device_id_intel:
+            return answer_value(xe_hp_device_id, size, value, size_ret);
+        case device_num_eus_per_sub_slice_intel:
+            return answer_value(xe_hp_eus_per_sub_slice, size, value, size_ret);
+        case device_num_threads_per_eu_intel:
+            return answer_value(xe_hp_threads_per_eu, size, value, size_ret);
+        case CL_DEVICE_MAX_COMPUTE_UNITS:
+        case device_num_slices_intel:
+        case device_num_sub_slices_per_slice_intel: {
+            cl_uint eus = 0;
+            cl_int status = presented_eu_count(device, eus);
+            if (status != CL_SUCCESS) return status;
+            cl_uint slices = 0, sub_slices_per_slice = 0;
+            presented_topology(eus, slices, sub_slices_per_slice);
+            cl_uint shown = param_name == CL_DEVICE_MAX_COMPUTE_UNITS ? eus
+                    : param_name == device_num_slices_intel
+                    ? slices
+                    : sub_slices_per_slice;
+            return answer_value(shown, size, value, size_ret);
+        }
+        case CL_DEVICE_MAX_WORK_GROUP_SIZE:
+            return answer_limit(device, param_name, xe_hp_max_work_group_size,
+                    size, value, size_ret);
+        case CL_DEVICE_MAX_WORK_ITEM_SIZES:
+            return answer_work_item_sizes(device, size, value, size_ret);
+        case CL_DEVICE_MAX_NUM_SUB_GROUPS:
+            return answer_limit(device, param_name, xe_hp_max_num_sub_groups,
+                    size, value, size_ret);
+        case device_sub_group_sizes_intel:
+            return answer_sub_group_sizes(device, size, value, size_ret);
+        case CL_DEVICE_LOCAL_MEM_SIZE:
+            return answer_limit(
+                    device, param_name, xe_hp_local_mem_size, size, value, size_ret);
+        case CL_DEVICE_MAX_PARAMETER_SIZE:
+            return answer_limit(device, param_name, xe_hp_max_parameter_size,
+                    size, value, size_ret);
     }
-    return target.clGetDeviceInfo(device, param_name, param_value_size,
-            param_value, param_value_size_ret);
+    return CL_INVALID_VALUE;  // not reached: is_presented_property
 }
 
 cl_int CL_API_CALL get_device_ids(cl_platform_id platform,

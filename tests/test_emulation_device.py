@@ -1,0 +1,363 @@
+"""The emulated device's properties: what the emulation layer presents in
+place of the CPU runtime's answers (a real Xe-HP GPU's, within the runtime's
+own limits), what it passes through unchanged, sub-devices, and oneDNN's
+small RNNs, which divided by zero on the host's 2 compute units.
+
+Everything runs in child processes forced onto the emulated device
+(``DNNL_OCL_INTEROP_DEVICE=emulated``), whatever device this process uses:
+the runtime's own answers are read in a child without the layer, the
+presented ones in a child with it, and a crash (SIGFPE) fails the test
+instead of killing pytest. The layer is cpp/emulation/emulation_layer.cpp;
+docs/emulation.md lists the properties and why.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dnnl_ocl_interop import emulation
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+# Xe-HP: one tile of Intel's Xe-HP SDV, as the layer presents it.
+XE_HP_EU_COUNT = 512
+XE_HP_EUS_PER_SUB_SLICE = 16
+XE_HP_THREADS_PER_EU = 8
+XE_HP_SLICES = 8
+XE_HP_SUB_SLICES_PER_SLICE = 4
+XE_HP_MAX_WORK_GROUP_SIZE = 1024
+XE_HP_MAX_NUM_SUB_GROUPS = 128
+XE_HP_LOCAL_MEM_SIZE = 64 * 1024
+XE_HP_MAX_PARAMETER_SIZE = 2048
+XE_HP_SUB_GROUP_SIZES = [8, 16, 32]
+XE_HP_IP_VERSION = (12 << 22) | (50 << 14)
+XE_HP_DEVICE_ID = 0x0201
+
+# name: (cl_device_info, how to decode the answer)
+PROPERTIES = {
+    "TYPE": (0x1000, "ulong"),
+    "VENDOR_ID": (0x1001, "uint"),
+    "MAX_COMPUTE_UNITS": (0x1002, "uint"),
+    "MAX_WORK_ITEM_DIMENSIONS": (0x1003, "uint"),
+    "MAX_WORK_GROUP_SIZE": (0x1004, "size"),
+    "MAX_WORK_ITEM_SIZES": (0x1005, "sizes"),
+    "ADDRESS_BITS": (0x100D, "uint"),
+    "MAX_MEM_ALLOC_SIZE": (0x1010, "ulong"),
+    "MAX_PARAMETER_SIZE": (0x1017, "size"),
+    "GLOBAL_MEM_CACHE_SIZE": (0x101E, "ulong"),
+    "GLOBAL_MEM_SIZE": (0x101F, "ulong"),
+    "LOCAL_MEM_SIZE": (0x1023, "ulong"),
+    "HOST_UNIFIED_MEMORY": (0x1035, "uint"),
+    "NAME": (0x102B, "str"),
+    "DRIVER_VERSION": (0x102D, "str"),
+    "EXTENSIONS": (0x1030, "str"),
+    "PARTITION_MAX_SUB_DEVICES": (0x1043, "uint"),
+    "PARTITION_PROPERTIES": (0x1044, "sizes"),
+    "MAX_NUM_SUB_GROUPS": (0x105C, "uint"),
+    "SUB_GROUP_SIZES_INTEL": (0x4108, "sizes"),
+    "SHARED_SYSTEM_MEM_CAPABILITIES_INTEL": (0x4194, "ulong"),
+    "SINGLE_FP_ATOMIC_CAPABILITIES_EXT": (0x4231, "ulong"),
+    "DOUBLE_FP_ATOMIC_CAPABILITIES_EXT": (0x4232, "ulong"),
+    "HALF_FP_ATOMIC_CAPABILITIES_EXT": (0x4233, "ulong"),
+    "IP_VERSION_INTEL": (0x4250, "uint"),
+    "ID_INTEL": (0x4251, "uint"),
+    "NUM_SLICES_INTEL": (0x4252, "uint"),
+    "NUM_SUB_SLICES_PER_SLICE_INTEL": (0x4253, "uint"),
+    "NUM_EUS_PER_SUB_SLICE_INTEL": (0x4254, "uint"),
+    "NUM_THREADS_PER_EU_INTEL": (0x4255, "uint"),
+    "FEATURE_CAPABILITIES_INTEL": (0x4256, "ulong"),
+}
+
+# What the layer presents on a root device, as a function of the runtime's
+# own answer `real`: Xe-HP's value, and for limits the lower of Xe-HP's and
+# the runtime's (kernels launched within the presented limit must run).
+PRESENTED = {
+    "TYPE": lambda real: (real & ~2) | 4,  # CPU bit -> GPU
+    "IP_VERSION_INTEL": lambda real: XE_HP_IP_VERSION,
+    "ID_INTEL": lambda real: XE_HP_DEVICE_ID,
+    "MAX_COMPUTE_UNITS": lambda real: XE_HP_EU_COUNT,
+    "NUM_SLICES_INTEL": lambda real: XE_HP_SLICES,
+    "NUM_SUB_SLICES_PER_SLICE_INTEL": lambda real: XE_HP_SUB_SLICES_PER_SLICE,
+    "NUM_EUS_PER_SUB_SLICE_INTEL": lambda real: XE_HP_EUS_PER_SUB_SLICE,
+    "NUM_THREADS_PER_EU_INTEL": lambda real: XE_HP_THREADS_PER_EU,
+    "MAX_WORK_GROUP_SIZE": lambda real: min(real, XE_HP_MAX_WORK_GROUP_SIZE),
+    "MAX_WORK_ITEM_SIZES": lambda real: [min(s, XE_HP_MAX_WORK_GROUP_SIZE) for s in real],
+    "MAX_NUM_SUB_GROUPS": lambda real: min(real, XE_HP_MAX_NUM_SUB_GROUPS),
+    "SUB_GROUP_SIZES_INTEL": lambda real: [s for s in XE_HP_SUB_GROUP_SIZES if s in real],
+    "LOCAL_MEM_SIZE": lambda real: min(real, XE_HP_LOCAL_MEM_SIZE),
+    "MAX_PARAMETER_SIZE": lambda real: min(real, XE_HP_MAX_PARAMETER_SIZE),
+}
+
+# Read by oneDNN or describing the device's real resources: the runtime's.
+PASSED_THROUGH = sorted(set(PROPERTIES) - set(PRESENTED))
+
+# The child: picks the first device of the (only) platform, optionally its
+# sub-devices (partitioned EQUALLY, one runtime compute unit each), and
+# answers every property through the system ICD loader that _core and oneDNN
+# link (clGetPlatformIDs first, so that it loads the layer when enabled).
+_PROBE = r"""
+import ctypes, json, os, struct, sys
+if os.environ.get("PROBE_WITH_LAYER") == "1":
+    from dnnl_ocl_interop import emulation
+    emulation.ensure_device()
+import dnnl_ocl_interop  # links the system ICD loader: use that very library
+import pyopencl as cl
+props = json.loads(sys.argv[1])
+with open("/proc/self/maps") as maps:
+    loader = next(line.split()[-1] for line in maps if "/libOpenCL.so" in line)
+ocl = ctypes.CDLL(loader)
+ocl.clGetPlatformIDs.argtypes = [ctypes.c_uint, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint)]
+ocl.clGetDeviceInfo.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_size_t,
+                                ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t)]
+count = ctypes.c_uint()
+assert ocl.clGetPlatformIDs(0, None, ctypes.byref(count)) == 0
+device = [d for p in cl.get_platforms() for d in p.get_devices()][0]
+
+def query(handle, code, kind):
+    size = ctypes.c_size_t()
+    status = ocl.clGetDeviceInfo(handle, code, 0, None, ctypes.byref(size))
+    if status:
+        return {"error": status}
+    buf = ctypes.create_string_buffer(size.value)
+    status = ocl.clGetDeviceInfo(handle, code, size.value, buf, None)
+    if status:
+        return {"error": status}
+    raw = buf.raw[:size.value]
+    if kind == "str":
+        return raw.rstrip(b"\0").decode()
+    fmt = {"uint": "I", "ulong": "Q", "size": "Q", "sizes": "Q"}[kind]
+    values = list(struct.unpack(f"{len(raw) // struct.calcsize(fmt)}{fmt}", raw))
+    return values if kind == "sizes" else values[0]
+
+def answers(dev):
+    return {name: query(dev.int_ptr, code, kind) for name, (code, kind) in props.items()}
+
+out = {"root": answers(device), "sub": []}
+if os.environ.get("PROBE_SUB_DEVICES") == "1":
+    P = cl.device_partition_property
+    subs = device.create_sub_devices([P.EQUALLY, 1])
+    out["sub"] = [answers(s) for s in subs]
+print(json.dumps(out))
+"""
+
+
+def _child_env(with_layer):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENCL_LAYERS", "OCL_ICD_VENDORS", "DNNL_OCL_INTEROP_EMULATION")}
+    env["DNNL_OCL_INTEROP_DEVICE"] = "emulated"
+    if with_layer:
+        env["PROBE_WITH_LAYER"] = "1"
+    else:  # the CPU runtime alone, no layer
+        env["OCL_ICD_VENDORS"] = emulation.cpu_runtime_path()
+    return env
+
+
+def _probe(with_layer, sub_devices=False):
+    env = _child_env(with_layer)
+    if sub_devices:
+        env["PROBE_SUB_DEVICES"] = "1"
+    child = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(PROPERTIES)],
+                           env=env, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    return json.loads(child.stdout)
+
+
+@pytest.fixture(scope="module")
+def runtime_answers():
+    """The CPU runtime's own answers (root and sub-devices), without the layer."""
+    return _probe(with_layer=False, sub_devices=True)
+
+
+@pytest.fixture(scope="module")
+def presented_answers():
+    """What the emulated device answers (root and sub-devices), through the layer."""
+    return _probe(with_layer=True, sub_devices=True)
+
+
+def test_the_runtime_is_the_small_cpu_device_the_layer_corrects(runtime_answers):
+    """The premise: the CPU runtime is not what a GPU reports (the layer has
+    something to present), and answers every property this file checks."""
+    real = runtime_answers["root"]
+    assert all(not (isinstance(v, dict) and "error" in v) for v in real.values()), real
+    assert real["TYPE"] & 2  # CL_DEVICE_TYPE_CPU
+    assert real["IP_VERSION_INTEL"] != XE_HP_IP_VERSION
+    assert real["MAX_COMPUTE_UNITS"] < XE_HP_EU_COUNT
+
+
+@pytest.mark.parametrize("name", sorted(PRESENTED))
+def test_presented_property(name, runtime_answers, presented_answers):
+    """Each property the layer presents is Xe-HP's (or, for a limit, the
+    runtime's where that is lower)."""
+    real = runtime_answers["root"][name]
+    assert presented_answers["root"][name] == PRESENTED[name](real), (name, real)
+
+
+def test_presented_identity_is_xe_hp(presented_answers):
+    """Read together, the presented figures describe one 512-EU Xe-HP: the
+    EU count is slices x sub-slices x EUs, oneDNN's sub-slice count
+    (eu_count / 16) is not 0, and the sub-group sizes are Xe-HP's."""
+    shown = presented_answers["root"]
+    assert shown["TYPE"] == 4  # GPU only
+    assert shown["MAX_COMPUTE_UNITS"] == (shown["NUM_SLICES_INTEL"]
+                                          * shown["NUM_SUB_SLICES_PER_SLICE_INTEL"]
+                                          * shown["NUM_EUS_PER_SUB_SLICE_INTEL"]) == 512
+    assert shown["MAX_COMPUTE_UNITS"] // XE_HP_EUS_PER_SUB_SLICE == 32
+    assert shown["SUB_GROUP_SIZES_INTEL"] == [8, 16, 32]
+    assert shown["MAX_WORK_GROUP_SIZE"] == 1024 and shown["LOCAL_MEM_SIZE"] == 65536
+    assert shown["NUM_THREADS_PER_EU_INTEL"] == 8
+    assert shown["MAX_NUM_SUB_GROUPS"] == shown["MAX_WORK_GROUP_SIZE"] // 8
+
+
+@pytest.mark.parametrize("name", PASSED_THROUGH)
+def test_passed_through_property(name, runtime_answers, presented_answers):
+    """Every other property is the runtime's own answer, unchanged: memory
+    sizes, cache, host-unified memory, extensions (fp64 keeps oneDNN on
+    Xe-HP rather than Xe-HPG), DPAS and atomics capabilities, partitioning."""
+    assert presented_answers["root"][name] == runtime_answers["root"][name]
+
+
+def test_sub_devices_partition_by_the_runtime_count(runtime_answers, presented_answers):
+    """Partitioning goes by the runtime's compute units (the count
+    CL_DEVICE_PARTITION_MAX_SUB_DEVICES states truthfully): EQUALLY 1 gives
+    one sub-device per runtime compute unit, and each presents its share of
+    the 512 EUs in whole sub-slices of 16, never fewer than one."""
+    real_root = runtime_answers["root"]["MAX_COMPUTE_UNITS"]
+    subs_real, subs_shown = runtime_answers["sub"], presented_answers["sub"]
+    assert len(subs_real) == len(subs_shown) == real_root
+    assert presented_answers["root"]["PARTITION_MAX_SUB_DEVICES"] == real_root
+    for real, shown in zip(subs_real, subs_shown):
+        share = XE_HP_EU_COUNT * real["MAX_COMPUTE_UNITS"] // real_root
+        expected = max(share - share % 16, 16)
+        assert shown["MAX_COMPUTE_UNITS"] == expected
+        assert (shown["NUM_SLICES_INTEL"] * shown["NUM_SUB_SLICES_PER_SLICE_INTEL"]
+                * shown["NUM_EUS_PER_SUB_SLICE_INTEL"]) == expected
+        assert shown["TYPE"] == 4 and shown["IP_VERSION_INTEL"] == XE_HP_IP_VERSION
+        assert shown["PARTITION_MAX_SUB_DEVICES"] == real["PARTITION_MAX_SUB_DEVICES"]
+
+
+# ------------------------------------------------------------ small RNNs
+#
+# Before the layer presented 512 EUs, oneDNN saw 2 and these died of SIGFPE
+# (src/gpu/intel/rnn/grid.cpp divides by eu_count / max_eus_per_wg = 0).
+
+_ISSUE_REPRO = r"""
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import emulation; emulation.ensure_device()
+import pyopencl as cl
+dev=[d for p in cl.get_platforms() for d in p.get_devices()][0]; ctx=cl.Context([dev])
+eng=dnnl.ocl_interop.make_engine(dev, ctx)
+DT, T = dnnl.memory.data_type, dnnl.memory.format_tag
+md=lambda d,t: dnnl.memory.desc(d, DT.f32, t); z=dnnl.memory.desc()
+pd = dnnl.lstm_forward.primitive_desc(eng, dnnl.prop_kind.forward_inference, dnnl.rnn_direction.unidirectional_left2right,
+    md([3,2,8], T.tnc), z, z, md([1,1,8,4,8], T.ldigo), md([1,1,8,4,8], T.ldigo), md([1,1,4,8], T.ldgo), md([3,2,8], T.tnc), z, z)
+print(pd.impl_info_str())
+"""
+
+# A vanilla RNN (tanh) of 3 steps, batch 2, 8 channels on a sub-device too:
+# executed, and compared with NumPy.
+_VANILLA_RNN = r"""
+import sys
+import numpy as np
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import emulation; emulation.ensure_device()
+import pyopencl as cl
+DT, TAG = dnnl.memory.data_type, dnnl.memory.format_tag
+steps, batch, channels = 3, 2, 8
+rng = np.random.default_rng(0)
+x = rng.uniform(-1, 1, (steps, batch, channels)).astype(np.float32)
+h0 = rng.uniform(-1, 1, (1, 1, batch, channels)).astype(np.float32)
+w_layer = rng.uniform(-.5, .5, (1, 1, channels, 1, channels)).astype(np.float32)
+w_iter = rng.uniform(-.5, .5, (1, 1, channels, 1, channels)).astype(np.float32)
+bias = rng.uniform(-.5, .5, (1, 1, 1, channels)).astype(np.float32)
+h, expected = h0[0, 0].astype(np.float64), []
+for t in range(steps):
+    h = np.tanh(x[t] @ w_layer[0, 0, :, 0] + h @ w_iter[0, 0, :, 0] + bias[0, 0, 0])
+    expected.append(h)
+expected = np.array(expected)
+
+root = [d for p in cl.get_platforms() for d in p.get_devices()][0]
+devices = [root] + root.create_sub_devices([cl.device_partition_property.EQUALLY, 1])[:1]
+for device in devices:
+    ctx = cl.Context([device])
+    eng = dnnl.ocl_interop.make_engine(device, ctx)
+    strm = dnnl.ocl_interop.make_stream(eng, cl.CommandQueue(ctx, device))
+    def mem(values, tag):
+        m = dnnl.memory(dnnl.memory.desc(list(values.shape), DT.f32, tag), eng)
+        view = m.map_data(); view[...] = values; m.unmap_data(view)
+        return m
+    src, src_iter = mem(x, TAG.tnc), mem(h0, TAG.ldnc)
+    wl, wi, b = mem(w_layer, TAG.ldigo), mem(w_iter, TAG.ldigo), mem(bias, TAG.ldgo)
+    dst = mem(np.zeros_like(x), TAG.tnc)
+    dst_iter = mem(np.zeros_like(h0), TAG.ldnc)
+    pd = dnnl.vanilla_rnn_forward.primitive_desc(
+        eng, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_tanh,
+        dnnl.rnn_direction.unidirectional_left2right,
+        src.get_desc(), src_iter.get_desc(), wl.get_desc(), wi.get_desc(), b.get_desc(),
+        dst.get_desc(), dst_iter.get_desc())
+    dnnl.vanilla_rnn_forward(pd).execute(strm, {
+        dnnl.ARG_SRC_LAYER: src, dnnl.ARG_SRC_ITER: src_iter, dnnl.ARG_WEIGHTS_LAYER: wl,
+        dnnl.ARG_WEIGHTS_ITER: wi, dnnl.ARG_BIAS: b, dnnl.ARG_DST_LAYER: dst,
+        dnnl.ARG_DST_ITER: dst_iter})
+    strm.wait()
+    out = dst.map_data().copy()
+    last = dst_iter.map_data().copy()
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(last[0, 0], expected[-1], rtol=1e-5, atol=1e-5)
+    print(device.max_compute_units, pd.impl_info_str())
+"""
+
+# oneDNN's four GPU cell kinds below 50 channels (where the fused cell
+# kernel is chosen), forward_inference, and forward_training + backward,
+# against tests/test_rnn.py's NumPy reference.
+_FAMILY = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import emulation; emulation.ensure_device()
+import pyopencl as cl
+import test_rnn as tr
+device = [d for p in cl.get_platforms() for d in p.get_devices()][0]
+ctx = cl.Context([device])
+eng = dnnl.ocl_interop.make_engine(device, ctx)
+strm = dnnl.ocl_interop.make_stream(eng, cl.CommandQueue(ctx, device))
+tr.T, tr.N, tr.DHC, tr.SLC_ONE_LAYER = 3, 2, 8, 8
+for cell in ("vanilla_rnn", "lstm", "gru", "lbr_gru"):
+    case = tr.Case(cell, tr.L2R, 1, "both")
+    tr.test_forward(eng, strm, case)
+    tr.test_backward(eng, strm, case)
+    print(cell, "ok")
+"""
+
+
+def _run_emulated(script, *args):
+    child = subprocess.run([sys.executable, "-c", script, *args], env=_child_env(True),
+                           capture_output=True, text=True, timeout=900)
+    assert child.returncode == 0, (
+        f"exit status {child.returncode} (negative: killed by signal {-child.returncode})\n"
+        + child.stderr[-3000:])
+    return child.stdout
+
+
+def test_issue_repro_small_lstm_creates():
+    """The small LSTM of the issue (8 channels) gets a primitive descriptor
+    instead of killing the process."""
+    assert _run_emulated(_ISSUE_REPRO).strip().startswith("ocl:")
+
+
+def test_small_vanilla_rnn_runs_right_on_device_and_sub_device(runtime_answers):
+    """A vanilla RNN of 8 channels runs, with NumPy's results, on the device
+    and on a sub-device of one runtime compute unit (presenting its share of
+    the 512 EUs)."""
+    share = XE_HP_EU_COUNT // runtime_answers["root"]["MAX_COMPUTE_UNITS"]
+    words = _run_emulated(_VANILLA_RNN).split()
+    assert words[0::2] == [str(XE_HP_EU_COUNT), str(max(share - share % 16, 16))]
+
+
+def test_small_rnn_family_forward_and_backward():
+    """Vanilla RNN, LSTM, GRU and linear-before-reset GRU of 8 channels,
+    forward and backward, match the NumPy reference."""
+    out = _run_emulated(_FAMILY, TESTS)
+    assert out.split() == ["vanilla_rnn", "ok", "lstm", "ok", "gru", "ok", "lbr_gru", "ok"]
