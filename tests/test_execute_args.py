@@ -2,10 +2,12 @@
 
 ``primitive.execute(stream, args)`` and
 ``dnnl.ocl_interop.execute(primitive, stream, args, deps)`` check their
-arguments before oneDNN sees them: a missing argument, one the primitive does
-not use, a memory descriptor other than the primitive's, memory or a stream
-of another engine, memory without storage, ``args`` that is not a dict or
-holds something other than memory. Each raises ``dnnl.error`` with status
+arguments before oneDNN sees them: a missing argument, memory too small for
+the descriptor the primitive addresses in it (memory of another descriptor
+that holds it is taken, as oneDNN takes it, and so is an argument the
+primitive does not use), memory or a stream of another engine, memory
+without storage, ``args`` that is not a dict or holds something other than
+memory. Each raises ``dnnl.error`` with status
 ``invalid_arguments`` (or ``TypeError``) naming the argument, and nothing
 runs: the destination keeps its contents. ``deps`` must be a list of events
 of the engine's context.
@@ -132,18 +134,52 @@ def test_argument_not_used_by_the_primitive_is_ignored(engine, stream, matmul, m
     np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
 
 
+@pytest.mark.parametrize("arg,desc", [
+    (dnnl.ARG_SRC, md([M, K], tag=TAG.ba)),             # other layout, same bytes
+    (dnnl.ARG_WEIGHTS, md([K + 1, N])),                  # other dims, more bytes
+    (dnnl.ARG_DST, md([M * N])),                         # same size, other shape
+], ids=["other-layout", "larger", "other-shape"])
+def test_memory_descriptor_other_than_the_primitives_is_taken(engine, stream, matmul, mm_args, execute, arg,
+                                                               desc):
+    """oneDNN executes on memory of another descriptor, addressing the
+    primitive's descriptor within the memory's storage: so does the binding
+    when the storage holds what the primitive addresses."""
+    args = dict(mm_args)
+    args[arg] = filled(engine, desc, 1.0)
+    execute(matmul, stream, args)
+    stream.wait()
+    if arg == dnnl.ARG_DST:
+        np.testing.assert_array_equal(read(args[arg]), np.full(M * N, 2.0 * K))
+
+
 @pytest.mark.parametrize("arg,name,desc", [
-    (dnnl.ARG_SRC, "ARG_SRC", md([M, K], tag=TAG.ba)),           # other layout
-    (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS", md([K + 1, N])),            # other dims
-    (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS", md([K, N], DT.f16)),        # other data type
-    (dnnl.ARG_DST, "ARG_DST", md([M * N])),                      # same size, other shape
+    (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS", md([K, N], DT.f16)),   # half the bytes
+    (dnnl.ARG_SRC, "ARG_SRC", md([M, K - 1])),               # one column short
+    (dnnl.ARG_DST, "ARG_DST", md([M * N - 1])),              # one element short
 ])
-def test_memory_descriptor_other_than_the_primitives(engine, stream, matmul, mm_args, execute, arg, name, desc):
+def test_memory_too_small_for_the_primitives_descriptor(engine, stream, matmul, mm_args, execute, arg, name,
+                                                         desc):
     args = dict(mm_args)
     args[arg] = dnnl.memory(desc, engine)
-    message = assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "descriptor")
-    if arg == dnnl.ARG_DST:
-        assert "memory descriptor other than the primitive's" in message
+    message = assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name,
+                             "descriptor")
+    assert "bytes where the primitive addresses" in message
+
+
+def test_runtime_dimensions_take_the_memorys_descriptor(engine, stream, execute):
+    """A matmul made with RUNTIME_DIM_VAL rows runs on memory of concrete rows."""
+    rt = dnnl.RUNTIME_DIM_VAL
+    pd = dnnl.matmul.primitive_desc(engine, md([rt, K]), md([K, N]), md([rt, N]))
+    prim = dnnl.matmul(pd)
+    for rows in (1, 3):
+        out = filled(engine, md([rows, N]), SENTINEL)
+        execute(prim, stream, {dnnl.ARG_SRC: filled(engine, md([rows, K]), 1.0),
+                               dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), 2.0), dnnl.ARG_DST: out})
+        stream.wait()
+        np.testing.assert_array_equal(read(out), np.full((rows, N), 2.0 * K))
+    wrong = {dnnl.ARG_SRC: filled(engine, md([2, K + 1]), 1.0),
+             dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), 2.0), dnnl.ARG_DST: filled(engine, md([2, N]), 0.0)}
+    assert_refused(lambda: execute(prim, stream, wrong), stream, None, "ARG_SRC", "runtime dimensions")
 
 
 @pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS"),
@@ -274,9 +310,13 @@ def test_binary_post_op_input_with_wrong_descriptor(engine, stream, mm_args, exe
     attr = dnnl.primitive_attr()
     attr.set_post_ops(po)
     prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]), md([M, N]), attr))
-    args = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1: filled(engine, md([M, N]), 1.0)}
-    assert_refused(lambda: execute(prim, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1",
-                   "descriptor")
+    post_op_input = dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1
+    short = {**mm_args, post_op_input: filled(engine, md([1, N - 1]), 1.0)}
+    assert_refused(lambda: execute(prim, stream, short), stream, mm_args[dnnl.ARG_DST],
+                   "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1", "descriptor")
+    # Larger memory is taken, as oneDNN takes it: the [1, N] broadcast reads its first row.
+    execute(prim, stream, {**mm_args, post_op_input: filled(engine, md([M, N]), 1.0)})
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K + 1))
 
 
 def test_missing_multiple_source(engine, stream, execute):
@@ -302,6 +342,10 @@ def test_missing_user_scratchpad(engine, stream, execute):
     small = dnnl.memory(md([1], DT.u8), engine)
     bad = {**args, dnnl.ARG_SCRATCHPAD: small}
     assert_refused(lambda: execute(prim, stream, bad), stream, args[dnnl.ARG_DST], "ARG_SCRATCHPAD", "descriptor")
+    # A larger scratchpad than the primitive needs is taken, as oneDNN takes it.
+    large = dnnl.memory(md([pd.scratchpad_desc().get_size() + 64], DT.u8), engine)
+    execute(prim, stream, {**args, dnnl.ARG_SCRATCHPAD: large})
+    stream.wait()
 
 
 def test_missing_workspace(engine, stream, execute):

@@ -179,7 +179,8 @@ void bind_desc(py::class_<memory_object> &mem) {
                     + " strides for " + std::to_string(dims.size()) + " dims");
         // oneDNN takes them, but data would then lie before the handle.
         for (auto s : strides)
-            if (s < 0) throw py::value_error("desc(): strides must not be negative");
+            if (s < 0 && s != DNNL_RUNTIME_DIM_VAL)
+                throw py::value_error("desc(): strides must not be negative");
         return memory::desc(dims, data_type, strides);
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("strides"),
@@ -229,6 +230,11 @@ void bind_memory(py::module_ &m) {
                 return std::string("dnnl.") + h.name;
             });
     m.attr("MEMORY_ALLOCATE") = memory_allocate;
+    // A dimension or stride given at execution (DNNL_RUNTIME_DIM_VAL), and
+    // the other runtime placeholders of C++.
+    m.attr("RUNTIME_DIM_VAL") = DNNL_RUNTIME_DIM_VAL;
+    m.attr("RUNTIME_S32_VAL") = DNNL_RUNTIME_S32_VAL;
+    m.attr("RUNTIME_SIZE_VAL") = DNNL_RUNTIME_SIZE_VAL;
     m.attr("MEMORY_NONE") = memory_none;
 
     py::class_<mapped_data>(m, "_mapped_data",

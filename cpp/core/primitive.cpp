@@ -67,6 +67,39 @@ bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
     return true;
 }
 
+bool has_runtime_values(const dnnl::memory::dims &values) {
+    return std::find(values.begin(), values.end(), DNNL_RUNTIME_DIM_VAL) != values.end();
+}
+
+// Bytes from the memory's handle that a descriptor addresses.
+size_t extent(const dnnl::memory::desc &md) {
+    return md.get_size() + md.get_submemory_offset() * dnnl::memory::data_type_size(md.get_data_type());
+}
+
+// oneDNN executes on memory of any descriptor: its kernels address the
+// primitive's descriptor within the memory's storage, or the memory's own
+// descriptor where the primitive's has runtime dimensions. So the binding
+// refuses only what would make oneDNN address past the storage: why, or ""
+// when `given` fits.
+std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::memory::desc &given) {
+    if (has_runtime_values(expected.get_dims()) || has_runtime_values(expected.get_strides())) {
+        if (given.get_ndims() != expected.get_ndims()
+                || given.get_data_type() != expected.get_data_type())
+            return "whose number of dimensions or data type differs from the primitive's "
+                   "(which has runtime dimensions)";
+        auto want = expected.get_dims(), have = given.get_dims();
+        for (size_t d = 0; d < want.size(); ++d)
+            if (have[d] == DNNL_RUNTIME_DIM_VAL || (want[d] != DNNL_RUNTIME_DIM_VAL && want[d] != have[d]))
+                return "whose dimensions do not fill the primitive's runtime dimensions";
+        return "";
+    }
+    size_t needed = extent(expected), available = extent(given);
+    if (available < needed)
+        return "with " + std::to_string(available) + " bytes where the primitive addresses "
+                + std::to_string(needed);
+    return "";
+}
+
 // Built once per primitive, so oneDNN's C queries are used: they answer
 // without the clones (and allocations) of the C++ wrappers'.
 std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
@@ -302,10 +335,13 @@ std::vector<dnnl_exec_arg_t> execution_args(
         if (mem.engine.get() != p.engine.get())
             throw_invalid_argument(arg_name(arg) + " is memory on another engine "
                                                    "than the primitive's");
-        if (!expected->desc.is_zero() && mem.desc != expected->desc)
-            throw_invalid_argument(arg_name(arg) + " has a memory descriptor other "
-                    "than the primitive's (query it with the primitive "
-                    "descriptor's *_desc() or query_md(exec_arg_md, arg))");
+        if (!expected->desc.is_zero() && mem.desc != expected->desc) {
+            std::string why = unfit_descriptor(expected->desc, mem.desc);
+            if (!why.empty())
+                throw_invalid_argument(arg_name(arg) + " has a memory descriptor other than "
+                        "the primitive's, " + why + " (query the primitive's with its "
+                        "descriptor's *_desc() or query_md(exec_arg_md, arg))");
+        }
         if (!mem.memory.get_data_handle())
             throw_invalid_argument(arg_name(arg) + " has no storage (dnnl.MEMORY_NONE)");
         converted.push_back({arg, mem.memory.get()});

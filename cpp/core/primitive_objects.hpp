@@ -60,9 +60,10 @@ primitive_object make_primitive(const primitive_desc_object &pd, const optional_
 extern const char *const primitive_from_cache_blob_doc;
 
 // Converts and checks execute()'s `args` for `p` on `stream`: every expected
-// argument present with the descriptor it expects, on its engine, with
-// storage; arguments the primitive does not use are left out, as oneDNN
-// ignores them.
+// argument present, on its engine, with storage, and with a descriptor that
+// keeps oneDNN within the memory (the primitive's own, or any other oneDNN
+// would execute on without addressing past the storage); arguments the
+// primitive does not use are left out, as oneDNN ignores them.
 // The result feeds oneDNN's C execute functions directly: the C++ API would
 // build an unordered_map per call, on execute()'s hot path.
 std::vector<dnnl_exec_arg_t> execution_args(
