@@ -1,4 +1,6 @@
 // Recurrent families: vanilla RNN, LSTM, GRU, linear-before-reset GRU, AUGRU and linear-before-reset AUGRU, forward and backward.
+#include <string>
+
 #include "primitives/family.hpp"
 
 namespace py = pybind11;
@@ -65,6 +67,46 @@ template <typename Class> void add_attention_queries(Class &pd) {
     pd.def("diff_attention_desc", [](const primitive_desc_object &p) {
         return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_DIFF_AUGRU_ATTENTION);
     }, "Diff attention memory descriptor (zero for a forward descriptor).");
+}
+
+// GRU and linear-before-reset GRU have the same C++ overloads, and so have
+// AUGRU and its linear-before-reset form: one definition for each pair.
+template <typename Fwd, typename Bwd>
+void bind_gru_cells(py::module_ &m, const std::string &name, const char *forward_doc,
+        const char *backward_doc) {
+    auto fwd = bind_family<Fwd>(m, (name + "_forward").c_str(), forward_doc);
+    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md>(fwd,
+            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+            "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+            "dst_iter_desc"_a);
+    auto bwd = bind_family<Bwd>(m, (name + "_backward").c_str(), backward_doc);
+    constructor<Bwd, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
+            hint<Fwd>>(bwd,
+            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+            "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+            "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+            "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
+            "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+}
+
+template <typename Fwd, typename Bwd>
+void bind_augru_cells(py::module_ &m, const std::string &name, const char *forward_doc,
+        const char *backward_doc) {
+    auto fwd = bind_family<Fwd>(m, (name + "_forward").c_str(), forward_doc);
+    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md, md>(fwd,
+            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+            "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+            "dst_layer_desc"_a, "dst_iter_desc"_a);
+    add_attention_queries(fwd);
+    auto bwd = bind_family<Bwd>(m, (name + "_backward").c_str(), backward_doc);
+    constructor<Bwd, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
+            md, md, hint<Fwd>>(bwd,
+            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+            "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
+            "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+            "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
+            "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+    add_attention_queries(bwd);
 }
 
 } // namespace
@@ -149,90 +191,14 @@ void bind_rnn(py::module_ &m) {
                 "diff_weights_iter_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
                 "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
     }
-    {
-        using P = dnnl::gru_forward;
-        auto pd = bind_family<P>(m, "gru_forward",
-                "Forward GRU.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-                "dst_iter_desc"_a);
-    }
-    {
-        using P = dnnl::gru_backward;
-        auto pd = bind_family<P>(m, "gru_backward",
-                "GRU gradients.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::gru_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
-                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
-    }
-    {
-        using P = dnnl::lbr_gru_forward;
-        auto pd = bind_family<P>(m, "lbr_gru_forward",
-                "Forward linear-before-reset GRU.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-                "dst_iter_desc"_a);
-    }
-    {
-        using P = dnnl::lbr_gru_backward;
-        auto pd = bind_family<P>(m, "lbr_gru_backward",
-                "Linear-before-reset GRU gradients.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lbr_gru_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
-                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
-    }
-    {
-        using P = dnnl::augru_forward;
-        auto pd = bind_family<P>(m, "augru_forward",
-                "Forward AUGRU (GRU with an attention input).");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a);
-        add_attention_queries(pd);
-    }
-    {
-        using P = dnnl::augru_backward;
-        auto pd = bind_family<P>(m, "augru_backward",
-                "AUGRU gradients.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::augru_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-                "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
-                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
-        add_attention_queries(pd);
-    }
-    {
-        using P = dnnl::lbr_augru_forward;
-        auto pd = bind_family<P>(m, "lbr_augru_forward",
-                "Forward linear-before-reset AUGRU.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a);
-        add_attention_queries(pd);
-    }
-    {
-        using P = dnnl::lbr_augru_backward;
-        auto pd = bind_family<P>(m, "lbr_augru_backward",
-                "Linear-before-reset AUGRU gradients.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lbr_augru_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-                "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
-                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
-        add_attention_queries(pd);
-    }
+    bind_gru_cells<dnnl::gru_forward, dnnl::gru_backward>(m, "gru", "Forward GRU.",
+            "GRU gradients.");
+    bind_gru_cells<dnnl::lbr_gru_forward, dnnl::lbr_gru_backward>(m, "lbr_gru",
+            "Forward linear-before-reset GRU.", "Linear-before-reset GRU gradients.");
+    bind_augru_cells<dnnl::augru_forward, dnnl::augru_backward>(m, "augru",
+            "Forward AUGRU (GRU with an attention input).", "AUGRU gradients.");
+    bind_augru_cells<dnnl::lbr_augru_forward, dnnl::lbr_augru_backward>(m, "lbr_augru",
+            "Forward linear-before-reset AUGRU.", "Linear-before-reset AUGRU gradients.");
 }
 
 } // namespace dnnl_ocl_interop
