@@ -60,6 +60,27 @@ def map_round_trip(mem, values):
     mem.unmap_data(view)
 
 
+# ------------------------------------------------- values in plain memory
+
+def write_values(mem, values):
+    """Writes `values` (already representable in the memory's data type) into
+    plain-layout memory, converting them to its data type (bf16 as bits)."""
+    data_type = mem.get_desc().get_data_type()
+    values = np.asarray(values)
+    if data_type == DT.bf16:
+        dnnl.arrays.write(mem, dnnl.arrays.bf16_from_float32(values.astype(np.float32)))
+    else:
+        dnnl.arrays.write(mem, values.astype(dnnl.arrays.numpy_dtype(data_type)))
+
+
+def read_values(mem):
+    """Contents of plain-layout memory as float64 (bf16 decoded)."""
+    out = dnnl.arrays.read(mem)
+    if mem.get_desc().get_data_type() == DT.bf16:
+        return dnnl.arrays.float32_from_bf16(out).astype(np.float64)
+    return out.astype(np.float64)
+
+
 # ---------------------------------------------------------------- USM copies
 
 def upload(queue, ptr, array, dtype=None):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, DT, TAG, plain_tag
+from helpers import ALG, DT, TAG, plain_tag, read_values, write_values
 
 INFERENCE = dnnl.prop_kind.forward_inference
 
@@ -34,12 +34,11 @@ def desc(shape, dt=DT.f32, tag=None):
 
 def put(engine, x, dt=DT.f32):
     mem = dnnl.memory(desc(np.shape(x), dt), engine)
-    dnnl.arrays.write(mem, np.asarray(x, dtype=dnnl.arrays.numpy_dtype(dt)))
+    write_values(mem, x)
     return mem
 
 
-def get(mem):
-    return dnnl.arrays.read(mem).astype(np.float64)
+get = read_values
 
 
 def run(prim, stream, args):

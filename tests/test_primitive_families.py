@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, DT, TAG, plain_tag
+from helpers import ALG, DT, TAG, plain_tag, read_values, write_values
 
 TRAINING = dnnl.prop_kind.forward_training
 BACKWARD = dnnl.prop_kind.backward
@@ -80,12 +80,7 @@ def f32(x):
 
 def put(engine, x, md=None, dt="f32"):
     mem = dnnl.memory(md if md is not None else desc(np.shape(x), dt=dt), engine)
-    data_type = mem.get_desc().get_data_type()
-    x = np.asarray(x, dtype=np.float32)
-    if data_type == DT.bf16:
-        dnnl.arrays.write(mem, dnnl.arrays.bf16_from_float32(x))
-    else:
-        dnnl.arrays.write(mem, x.astype(dnnl.arrays.numpy_dtype(data_type)))
+    write_values(mem, x)
     return mem
 
 
@@ -93,11 +88,7 @@ def empty(engine, md):
     return dnnl.memory(md, engine)
 
 
-def get(mem):
-    out = dnnl.arrays.read(mem)
-    if mem.get_desc().get_data_type() == DT.bf16:
-        return dnnl.arrays.float32_from_bf16(out).astype(np.float64)
-    return out.astype(np.float64)
+get = read_values
 
 
 def run(prim, stream, args):

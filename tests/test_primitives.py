@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, DT, INFERENCE, TAG, default_sub_group_size, oi, plain_tag, usm
+from helpers import (ALG, DT, INFERENCE, TAG, default_sub_group_size, oi, plain_tag, read_values, usm,
+                     write_values)
 
 NF = dnnl.normalization_flags
 TRAINING = dnnl.prop_kind.forward_training
@@ -77,7 +78,7 @@ def representable(x, dt):
 
 
 def storage(x, dt):
-    """`x` as the NumPy array dnnl.arrays.write takes for data type `dt`."""
+    """`x` as the bits data type `dt` stores (for comparing raw contents)."""
     x = representable(x, dt)
     if dt == "bf16":
         return dnnl.arrays.bf16_from_float32(x)
@@ -101,16 +102,11 @@ def new_memory(engine, desc, kind="buffer"):
 def put(engine, x, dt, tag=None, kind="buffer"):
     """Memory holding `x` (already representable in dt) in a plain layout."""
     mem = new_memory(engine, md(np.shape(x), dt, tag), kind)
-    dnnl.arrays.write(mem, storage(x, dt))
+    write_values(mem, representable(x, dt))
     return mem
 
 
-def get(mem):
-    """Contents of plain-layout memory as float64."""
-    out = dnnl.arrays.read(mem)
-    if mem.get_desc().get_data_type() == DT.bf16:
-        return dnnl.arrays.float32_from_bf16(out).astype(np.float64)
-    return out.astype(np.float64)
+get = read_values
 
 
 def run(prim, stream, args):
@@ -165,7 +161,7 @@ def make_pd(key, factory):
 def scalar_memory(engine, values, dt="f32"):
     values = np.atleast_1d(np.asarray(values, dtype=np.float64))
     mem = dnnl.memory(md(values.shape, dt, TAG.a), engine)
-    dnnl.arrays.write(mem, storage(values, dt))
+    write_values(mem, representable(values, dt))
     return mem
 
 
