@@ -111,7 +111,8 @@ TYPE_CASES = [
     ("fill.deps[0]", EVENT_ITEM),
     # core
     ("memory.desc", PY_OBJECT),
-    ("memory.engine", PY_OBJECT),
+    # a number in the engine's place is C++'s memory(desc, value): a host scalar
+    ("memory.engine", ["text", None]),
     ("memory.handle", ["text", None, 1.5, True]),
     ("memory.set_data_handle", ["text", None, 1.5, True]),
     ("stream.engine", PY_OBJECT),

@@ -164,6 +164,7 @@ def test_opencl_invalid_device_is_runtime_error(cl_context, cl_device):
         usm.device_alloc(cl_context, sub_device, 64)
     _assert_raised_as(info.value, "runtime_error")
     assert "CL_INVALID_DEVICE (-33)" in str(info.value)
+    assert (info.value.cl_error, info.value.cl_error_name) == (-33, "CL_INVALID_DEVICE")
 
 
 def test_opencl_invalid_value_is_invalid_arguments(cl_context, cl_device):
@@ -172,6 +173,7 @@ def test_opencl_invalid_value_is_invalid_arguments(cl_context, cl_device):
         usm.device_alloc(cl_context, cl_device, 64, 3)
     _assert_raised_as(info.value, "invalid_arguments")
     assert "CL_INVALID_VALUE (-30)" in str(info.value)
+    assert (info.value.cl_error, info.value.cl_error_name) == (-30, "CL_INVALID_VALUE")
 
 
 def test_opencl_allocation_failure_is_out_of_memory(cl_context, cl_device):
@@ -179,6 +181,16 @@ def test_opencl_allocation_failure_is_out_of_memory(cl_context, cl_device):
         usm.device_alloc(cl_context, cl_device, 1 << 50)
     _assert_raised_as(info.value, "out_of_memory")
     assert str(1 << 50) in str(info.value)
+    # the OpenCL runtime's own code for the failure, with its name
+    assert isinstance(info.value.cl_error, int) and info.value.cl_error < 0
+    assert info.value.cl_error_name.startswith("CL_")
+    assert f"{info.value.cl_error_name} ({info.value.cl_error})" in str(info.value)
+
+
+def test_failure_without_an_opencl_call_has_no_cl_error():
+    with pytest.raises(dnnl.error) as info:
+        dnnl.memory.desc([2, 3], DT.f32, TAG.abcd)  # a 4-d tag for 2 dims
+    assert info.value.cl_error is None and info.value.cl_error_name is None
 
 
 def test_allocator_slots_exhausted_is_out_of_memory():

@@ -37,15 +37,21 @@ PyObject *type_of(dnnl_status_t status) {
     return i < status_types.size() && status_types[i] ? status_types[i] : error_type;
 }
 
-py::object make_error(dnnl_status_t status, const std::string &what) {
+py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS) {
     std::string message = what + " (status: " + status_name(status) + ")";
     py::object exc = py::reinterpret_borrow<py::object>(type_of(status))(message);
     exc.attr("status") = py::cast(status);
+    // oneDNN's own OpenCL failures reach the binding as a status only; the
+    // code is known where the binding made the OpenCL call itself.
+    bool from_cl = cl_code != CL_SUCCESS;
+    exc.attr("cl_error") = from_cl ? py::object(py::int_(cl_code)) : py::object(py::none());
+    exc.attr("cl_error_name") = from_cl ? py::object(py::str(cl_error_name(cl_code)))
+                                        : py::object(py::none());
     return exc;
 }
 
-void raise_error(dnnl_status_t status, const std::string &what) {
-    py::object exc = make_error(status, what);
+void raise_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS) {
+    py::object exc = make_error(status, what, cl_code);
     PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
 }
 
@@ -214,7 +220,8 @@ void check_cl(cl_int result, const char *what) {
     if (result == CL_SUCCESS) return;
     throw status_error(cl_status(result),
             std::string(what) + " failed: " + cl_error_name(result) + " ("
-                    + std::to_string(result) + ")");
+                    + std::to_string(result) + ")",
+            result);
 }
 
 std::string type_mismatch(const std::string &what, const char *expected, py::handle given) {
@@ -251,7 +258,10 @@ void bind_errors(py::module_ &m) {
 
     error_type = PyErr_NewExceptionWithDoc("dnnl_ocl_interop._core.error",
             "A oneDNN call failed, or the binding refused an argument on "
-            "oneDNN's behalf. `status` holds the dnnl.status. Raised as the "
+            "oneDNN's behalf. `status` holds the dnnl.status; `cl_error` and "
+            "`cl_error_name` the OpenCL error code and its name (e.g. -4, "
+            "'CL_MEM_OBJECT_ALLOCATION_FAILURE') when an OpenCL call the binding "
+            "made failed, None otherwise. Raised as the "
             "status's subclass where there is one (invalid_arguments, "
             "out_of_memory, unimplemented, runtime_error, invalid_graph, "
             "invalid_graph_op, invalid_shape, invalid_data_type), which also "
@@ -266,7 +276,7 @@ void bind_errors(py::module_ &m) {
             if (p) std::rethrow_exception(p);
         } catch (const dnnl::error &e) {
             raise_error(e.status, e.what());
-        } catch (const status_error &e) { raise_error(e.status, e.what()); }
+        } catch (const status_error &e) { raise_error(e.status, e.what(), e.cl_code); }
     });
 }
 

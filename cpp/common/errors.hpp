@@ -19,9 +19,10 @@ namespace dnnl_ocl_interop {
 
 // A refusal with a oneDNN status, raised by the binding itself.
 struct status_error : std::runtime_error {
-    status_error(dnnl_status_t status, const std::string &message)
-        : std::runtime_error(message), status(status) {}
+    status_error(dnnl_status_t status, const std::string &message, cl_int cl_code = CL_SUCCESS)
+        : std::runtime_error(message), status(status), cl_code(cl_code) {}
     dnnl_status_t status;
+    cl_int cl_code; // the failed OpenCL call's error code; CL_SUCCESS when none
 };
 
 [[noreturn]] inline void throw_invalid_argument(const std::string &message) {
@@ -33,7 +34,8 @@ struct status_error : std::runtime_error {
 // rest runtime_error.
 dnnl_status_t cl_status(cl_int result);
 
-// Throws status_error with cl_status(result), naming the OpenCL call and the
+// Throws status_error with cl_status(result) and the code (Python sees it as
+// error.cl_error and error.cl_error_name), naming the OpenCL call and the
 // error, when `result` is not CL_SUCCESS.
 void check_cl(cl_int result, const char *what);
 

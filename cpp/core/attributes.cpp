@@ -41,10 +41,31 @@ const arg_constant arg_constants[] = {
         ARG(ATTR_POST_OP_DW), ARG(ATTR_MULTIPLE_POST_OP_BASE), ARG(UNDEF)};
 #undef ARG
 
-void add_quantization_arg(attr_object &a, int arg) {
-    if (std::find(a.quantization_args.begin(), a.quantization_args.end(), arg)
-            == a.quantization_args.end())
-        a.quantization_args.push_back(arg);
+// Records (or, set again, updates) an execution argument the attributes ask for.
+void add_quantization_arg(attr_object &a, int arg, bool on_host = false) {
+    for (auto &q : a.quantization_args)
+        if (q.arg == arg) {
+            q.on_host = on_host;
+            return;
+        }
+    a.quantization_args.push_back({arg, on_host});
+}
+
+void remove_quantization_arg(attr_object &a, int arg) {
+    auto &args = a.quantization_args;
+    args.erase(std::remove_if(args.begin(), args.end(),
+                       [&](const quantization_arg &q) { return q.arg == arg; }),
+            args.end());
+}
+
+// Dropout's inputs, as the latest set_dropout asks for them.
+void set_dropout_args(attr_object &a, bool use_offset, bool on_host) {
+    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY, on_host);
+    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED, on_host);
+    if (use_offset)
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET, on_host);
+    else
+        remove_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET);
 }
 
 void bind_enums(py::module_ &m) {
@@ -97,6 +118,16 @@ void bind_enums(py::module_ &m) {
             .value("unidirectional_right2left", dnnl::rnn_direction::unidirectional_right2left)
             .value("bidirectional_concat", dnnl::rnn_direction::bidirectional_concat)
             .value("bidirectional_sum", dnnl::rnn_direction::bidirectional_sum)
+            .finalize();
+
+    py::native_enum<dnnl::quantization_mode>(m, "quantization_mode", "enum.Enum",
+            "How scales are given: static_sazp (given at execution, with zero "
+            "points), or computed by the primitive from the data (dynamic_mx: "
+            "OCP MX e8m0 scales, dynamic_fp: floating-point scales).")
+            .value("undef", dnnl::quantization_mode::undef)
+            .value("static_sazp", dnnl::quantization_mode::static_sazp)
+            .value("dynamic_mx", dnnl::quantization_mode::dynamic_mx)
+            .value("dynamic_fp", dnnl::quantization_mode::dynamic_fp)
             .finalize();
 
     py::native_enum<dnnl::rounding_mode>(m, "rounding_mode", "enum.Enum",
@@ -339,12 +370,25 @@ void bind_attr(py::module_ &m) {
             "with their own factor (0: one factor).");
     attr.def("set_scales", [](attr_object &a, int arg, int mask,
                                    const dnnl::memory::dims &groups,
-                                   dnnl::memory::data_type data_type) {
-        a.attr.set_scales(arg, mask, groups, data_type);
-        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
+                                   dnnl::memory::data_type data_type, bool is_on_host,
+                                   dnnl::quantization_mode qmode) {
+        a.attr.set_scales(arg, mask, groups, data_type, is_on_host, qmode);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, is_on_host);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
             py::arg_v("data_type", dnnl::memory::data_type::f32, "memory.data_type.f32"),
-            "Like set_scales_mask, with groups and the factors' data type.");
+            py::arg("is_on_host") = false,
+            py::arg_v("qmode", dnnl::quantization_mode::static_sazp,
+                    "quantization_mode.static_sazp"),
+            "Like set_scales_mask, with groups, the factors' data type, whether "
+            "the (single) factor is host-scalar memory, and the quantization mode.");
+    attr.def("set_host_scale", [](attr_object &a, int arg, dnnl::memory::data_type data_type) {
+        a.attr.set_host_scale(arg, data_type);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, /*on_host=*/true);
+    }, py::arg("arg"),
+            py::arg_v("data_type", dnnl::memory::data_type::f32, "memory.data_type.f32"),
+            "One scale factor of argument `arg`, passed at execution as host-scalar "
+            "memory (memory(memory.desc.host_scalar(data_type), value)) under "
+            "ARG_ATTR_SCALES | arg.");
     attr.def("set_zero_points_mask", [](attr_object &a, int arg, int mask) {
         a.attr.set_zero_points_mask(arg, mask);
         add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg);
@@ -353,12 +397,22 @@ void bind_attr(py::module_ &m) {
             "ARG_ATTR_ZERO_POINTS | arg.");
     attr.def("set_zero_points", [](attr_object &a, int arg, int mask,
                                         const dnnl::memory::dims &groups,
-                                        dnnl::memory::data_type data_type) {
-        a.attr.set_zero_points(arg, mask, groups, data_type);
-        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg);
+                                        dnnl::memory::data_type data_type, bool is_on_host) {
+        a.attr.set_zero_points(arg, mask, groups, data_type, is_on_host);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, is_on_host);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
             py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
-            "Like set_zero_points_mask, with groups and the zero points' data type.");
+            py::arg("is_on_host") = false,
+            "Like set_zero_points_mask, with groups, the zero points' data type and "
+            "whether the (single) zero point is host-scalar memory.");
+    attr.def("set_host_zero_point", [](attr_object &a, int arg,
+                                            dnnl::memory::data_type data_type) {
+        a.attr.set_host_zero_point(arg, data_type);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, /*on_host=*/true);
+    }, py::arg("arg"),
+            py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
+            "One zero point of argument `arg`, passed at execution as host-scalar "
+            "memory under ARG_ATTR_ZERO_POINTS | arg.");
     attr.def("set_precomputed_reductions", [](attr_object &a, int arg, int mask,
                                                    const dnnl::memory::dims &groups,
                                                    dnnl::memory::data_type data_type) {
@@ -380,22 +434,22 @@ void bind_attr(py::module_ &m) {
     }, py::arg("arg"), "Rounding mode of argument `arg`.");
     attr.def("set_dropout", [](attr_object &a, const dnnl::memory::desc &mask_desc) {
         a.attr.set_dropout(mask_desc);
-        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY);
-        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED);
+        set_dropout_args(a, /*use_offset=*/false, /*on_host=*/false);
     }, py::arg("mask_desc"),
             "Dropout on the destination: probability (f32) and seed (s32) passed "
             "at execution as ARG_ATTR_DROPOUT_PROBABILITY and ARG_ATTR_DROPOUT_SEED; "
             "the mask is written to ARG_ATTR_DROPOUT_MASK unless `mask_desc` is "
             "the zero descriptor.");
     attr.def("set_dropout", [](attr_object &a, const dnnl::memory::desc &mask_desc,
-                                    dnnl::memory::data_type seed_dt, bool use_offset) {
-        a.attr.set_dropout(mask_desc, seed_dt, use_offset, /*use_host_scalars=*/false);
-        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY);
-        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED);
-        if (use_offset) add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET);
+                                    dnnl::memory::data_type seed_dt, bool use_offset,
+                                    bool use_host_scalars) {
+        a.attr.set_dropout(mask_desc, seed_dt, use_offset, use_host_scalars);
+        set_dropout_args(a, use_offset, use_host_scalars);
     }, py::arg("mask_desc"), py::arg("seed_dt"), py::arg("use_offset"),
-            "Dropout with the seed's data type (s32 or s64) and, with "
-            "`use_offset`, an s64 ARG_ATTR_DROPOUT_OFFSET.");
+            py::arg("use_host_scalars") = false,
+            "Dropout with the seed's data type (s32 or s64), with `use_offset` an "
+            "s64 ARG_ATTR_DROPOUT_OFFSET, and with `use_host_scalars` the "
+            "probability, seed and offset passed as host-scalar memory.");
     attr.def("get_dropout", [](const attr_object &a) {
         dnnl::memory::desc mask;
         a.attr.get_dropout(mask);

@@ -1,4 +1,8 @@
+#include <cmath>
+#include <cstring>
+#include <functional>
 #include <sstream>
+#include <variant>
 #include <string>
 
 #include <pybind11/native_enum.h>
@@ -21,12 +25,14 @@ using tag = memory::format_tag;
 // Keeps a memory mapped while any NumPy view of the mapping lives; unmaps
 // when the last view goes, unless unmap_data came first.
 struct mapped_data {
-    mapped_data(memory_object owner, void *ptr) : owner(std::move(owner)), ptr(ptr) {}
+    mapped_data(memory_object owner, void *ptr, int index)
+        : owner(std::move(owner)), ptr(ptr), index(index) {}
     mapped_data(const mapped_data &) = delete; // one mapping, one unmap
     mapped_data &operator=(const mapped_data &) = delete;
 
     memory_object owner;
     void *ptr;
+    int index; // which buffer of the layout
     bool mapped = true;
 
     // unmap_data waits for the device (clFinish): without the GIL.
@@ -34,7 +40,7 @@ struct mapped_data {
         if (!mapped) return;
         mapped = false;
         py::gil_scoped_release release;
-        owner.memory.unmap_data(ptr);
+        owner.memory.unmap_data(ptr, index);
     }
     ~mapped_data() {
         try {
@@ -83,22 +89,70 @@ py::object numpy_dtype(dt t) {
     }
 }
 
-// A NumPy array over a mapped host copy: shaped and strided by the descriptor
-// when its layout is plain, raw bytes otherwise.
-py::array mapped_array(const memory::desc &desc, void *ptr, py::handle base) {
-    py::object dtype = numpy_dtype(desc.get_data_type());
-    bool plain = desc.get_format_kind() == memory::format_kind::blocked
-            && desc.get_inner_nblks() == 0 && !dtype.is_none();
-    if (!plain)
-        return py::array(py::dtype("uint8"),
-                {static_cast<py::ssize_t>(desc.get_size())}, {}, ptr, base);
-    auto item = py::reinterpret_borrow<py::dtype>(dtype).itemsize();
+// A NumPy array over buffer `index` of a mapped host copy: shaped and strided
+// by the descriptor when its layout is plain; flat and typed for a sparse
+// layout's buffers (values, indices) and a host scalar (0-d); raw bytes
+// otherwise.
+py::array mapped_array(const memory::desc &desc, int index, void *ptr, py::handle base) {
+    py::object dtype = numpy_dtype(desc.get_data_type(index));
+    auto kind = desc.get_format_kind();
+    auto bytes = static_cast<py::ssize_t>(desc.get_size(index));
+    if (dtype.is_none())
+        return py::array(py::dtype("uint8"), {bytes}, {}, ptr, base);
+    auto typed = py::reinterpret_borrow<py::dtype>(dtype);
+    auto item = typed.itemsize();
+    if (kind == memory::format_kind::host_scalar)
+        return py::array(typed, std::vector<py::ssize_t> {}, std::vector<py::ssize_t> {}, ptr, base);
+    if (kind == memory::format_kind::sparse)
+        return py::array(typed, {bytes / item}, {}, ptr, base);
+    if (kind != memory::format_kind::blocked || desc.get_inner_nblks() != 0)
+        return py::array(py::dtype("uint8"), {bytes}, {}, ptr, base);
     std::vector<py::ssize_t> shape, strides;
     for (auto d : desc.get_dims()) shape.push_back(d);
     for (auto s : desc.get_strides()) strides.push_back(s * item);
     char *first = static_cast<char *>(ptr) + desc.get_submemory_offset() * item;
     return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, strides,
             first, base);
+}
+
+// A Python number as the bytes of one `t` element (bf16 rounded to nearest
+// even from f32), for host-scalar memory.
+std::vector<uint8_t> host_scalar_bytes(dt t, py::handle value) {
+    if (!PyNumber_Check(value.ptr()) || PyUnicode_Check(value.ptr()))
+        throw_type_error("value", "a number", value);
+    if (t == dt::bf16) {
+        float f = value.cast<float>();
+        uint32_t bits;
+        std::memcpy(&bits, &f, sizeof(bits));
+        auto half = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+        if (std::isnan(f)) half = static_cast<uint16_t>((bits >> 16) | 0x40u);
+        return {static_cast<uint8_t>(half & 0xff), static_cast<uint8_t>(half >> 8)};
+    }
+    py::object dtype = numpy_dtype(t);
+    // f8 and e8m0 have NumPy dtypes for their bits, not for their values.
+    bool bits_only = t == dt::f8_e5m2 || t == dt::f8_e4m3 || t == dt::e8m0;
+    if (dtype.is_none() || bits_only)
+        throw_invalid_argument(std::string("host scalars of data type ") + data_type_name(t)
+                + " are not supported");
+    // NumPy's conversion: OverflowError for an int out of the type's range.
+    py::array converted = py::module_::import("numpy").attr("asarray")(value, dtype);
+    auto *data = static_cast<const uint8_t *>(converted.data());
+    return std::vector<uint8_t>(data, data + converted.itemsize());
+}
+
+py::object host_scalar_value(dt t, const std::vector<uint8_t> &bytes) {
+    if (t == dt::bf16) {
+        uint32_t bits = static_cast<uint32_t>(bytes[0] | (bytes[1] << 8)) << 16;
+        float f;
+        std::memcpy(&f, &bits, sizeof(f));
+        return py::float_(f);
+    }
+    py::object dtype = numpy_dtype(t);
+    if (dtype.is_none())
+        throw_invalid_argument(std::string("host scalars of data type ") + data_type_name(t)
+                + " are not supported");
+    py::bytes raw(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    return py::module_::import("numpy").attr("frombuffer")(raw, dtype)[py::int_(0)].attr("item")();
 }
 
 std::string desc_repr(const memory::desc &d) {
@@ -149,6 +203,15 @@ void bind_enums(py::class_<memory_object> &mem) {
             .value("blocked", memory::format_kind::blocked)
             .value("sparse", memory::format_kind::sparse)
             .value("opaque", memory::format_kind::opaque)
+            .value("host_scalar", memory::format_kind::host_scalar)
+            .finalize();
+
+    py::native_enum<memory::sparse_encoding>(mem, "sparse_encoding", "enum.Enum",
+            "Encodings of sparse descriptors (memory.desc.csr, coo, packed).")
+            .value("undef", memory::sparse_encoding::undef)
+            .value("csr", memory::sparse_encoding::csr)
+            .value("packed", memory::sparse_encoding::packed)
+            .value("coo", memory::sparse_encoding::coo)
             .finalize();
 
     // Every value of the headers' memory::format_tag, listed at build time
@@ -161,19 +224,32 @@ void bind_enums(py::class_<memory_object> &mem) {
 #undef TAG
 }
 
+// C++ gives an empty handle where allow_empty lets construction fail; Python
+// gets the zero descriptor the documentation promises.
+memory::desc or_zero(memory::desc d) { return d.get(/*allow_empty=*/true) ? d : memory::desc(); }
+
+// A descriptor-returning member or static function with allow_empty, as above.
+template <typename... Args, typename F> auto zero_if_empty(F f) {
+    return [f](Args... args) { return or_zero(std::invoke(f, args...)); };
+}
+
 void bind_desc(py::class_<memory_object> &mem) {
     py::class_<memory::desc> desc(mem, "desc",
             "A memory descriptor (dnnl::memory::desc): dimensions, data type "
             "and layout. Compare with ==.");
     desc.def(py::init<>(), "A zero descriptor (no dimensions, size 0).");
     desc.def(py::init<const memory::desc &>(), py::arg("other"), "A copy of `other`.");
-    desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag) {
-        return memory::desc(dims, data_type, format_tag);
+    desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag,
+                               bool allow_empty) {
+        return or_zero(memory::desc(dims, data_type, format_tag, allow_empty));
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("format_tag"),
-            "Descriptor of `dims` elements of `data_type` in layout `format_tag`.");
+            py::arg("allow_empty") = false,
+            "Descriptor of `dims` elements of `data_type` in layout `format_tag`; "
+            "with `allow_empty`, a zero descriptor instead of an error when "
+            "oneDNN refuses them.");
     desc.def(py::init([](const memory::dims &dims, dt data_type,
-                               const memory::dims &strides) {
+                               const memory::dims &strides, bool allow_empty) {
         if (strides.size() != dims.size()) // as oneDNN's C++ API checks it
             throw_invalid_argument("desc(): " + std::to_string(strides.size())
                     + " strides for " + std::to_string(dims.size()) + " dims");
@@ -181,13 +257,62 @@ void bind_desc(py::class_<memory_object> &mem) {
         for (auto s : strides)
             if (s < 0 && s != DNNL_RUNTIME_DIM_VAL)
                 throw py::value_error("desc(): strides must not be negative");
-        return memory::desc(dims, data_type, strides);
+        return or_zero(memory::desc(dims, data_type, strides, allow_empty));
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("strides"),
+            py::arg("allow_empty") = false,
             "Descriptor of `dims` elements of `data_type` with explicit "
-            "`strides` (in elements).");
+            "`strides` (in elements); `allow_empty` as above.");
+    desc.def(py::init([](const py::bytes &blob) {
+        // oneDNN reads a descriptor's worth of bytes from the blob without
+        // knowing its length: a short one would be read past its end.
+        std::string bytes = blob;
+        size_t expected = memory::desc().get_blob().size();
+        if (bytes.size() != expected)
+            throw_invalid_argument("desc(blob): the blob has " + std::to_string(bytes.size())
+                    + " bytes; one from memory.desc.get_blob() of this oneDNN has "
+                    + std::to_string(expected));
+        std::vector<uint8_t> data(bytes.begin(), bytes.end());
+        memory::desc result(data);
+        if (result.get_ndims() < 0 || result.get_ndims() > DNNL_MAX_NDIMS)
+            throw_invalid_argument("desc(blob): the blob is not a memory descriptor's");
+        return result;
+    }),
+            py::arg("blob"),
+            "The descriptor saved in `blob` (bytes from get_blob(), of the same "
+            "oneDNN build).");
+    desc.def("get_blob", [](memory::desc &d) { // oneDNN 3.13 declares it non-const
+        auto blob = d.get_blob();
+        return py::bytes(reinterpret_cast<const char *>(blob.data()), blob.size());
+    }, "The descriptor as bytes, for desc(blob).");
+    using dims = memory::dims;
+    desc.def_static("csr", zero_if_empty<const dims &, dt, memory::dim, dt, dt, bool>(&memory::desc::csr), py::arg("dims"), py::arg("data_type"),
+            py::arg("nnz"), py::arg("index_data_type"), py::arg("pointer_data_type"),
+            py::arg("allow_empty") = false,
+            "Sparse descriptor, CSR encoding: buffers 0 values, 1 column indices, "
+            "2 row pointers; `nnz` non-zero values.");
+    desc.def_static("coo", zero_if_empty<const dims &, dt, memory::dim, dt, bool>(&memory::desc::coo), py::arg("dims"), py::arg("data_type"),
+            py::arg("nnz"), py::arg("index_data_type"), py::arg("allow_empty") = false,
+            "Sparse descriptor, COO encoding: buffer 0 values, buffer 1 + d the "
+            "indices along dimension d; `nnz` non-zero values.");
+    desc.def_static("packed", zero_if_empty<const dims &, dt, memory::dim, bool>(&memory::desc::packed), py::arg("dims"), py::arg("data_type"),
+            py::arg("nnz"), py::arg("allow_empty") = false,
+            "Sparse descriptor, packed encoding: only for creating a primitive "
+            "descriptor, which gives the actual one (like format_tag.any).");
+    desc.def_static("host_scalar", &memory::desc::host_scalar, py::arg("data_type"),
+            "Descriptor of one `data_type` value held on the host (memory(desc, "
+            "value)), e.g. for primitive_attr.set_host_scale.");
+    desc.def("get_nnz", &memory::desc::get_nnz,
+            "Number of non-zero values of a sparse descriptor (0 otherwise).");
+    desc.def("get_num_handles", &memory::desc::get_num_handles,
+            "Number of buffers of the layout (1, more for sparse encodings).");
+    desc.def("get_padded_offsets", &memory::desc::get_padded_offsets,
+            "Per-dimension offsets of the padded area.");
+    desc.def("get_sparse_encoding", &memory::desc::get_sparse_encoding,
+            "Sparse encoding (undef for dense descriptors).");
     desc.def("get_size", &memory::desc::get_size, py::arg("index") = 0,
-            "Size in bytes (of the index-th buffer for multi-buffer layouts).");
+            "Size in bytes (of the index-th buffer for multi-buffer layouts, 0 "
+            "for an index past them).");
     desc.def("get_dims", &memory::desc::get_dims, "Dimensions.");
     desc.def("get_padded_dims", &memory::desc::get_padded_dims, "Padded dimensions.");
     desc.def("get_data_type", &memory::desc::get_data_type, py::arg("index") = 0,
@@ -204,11 +329,13 @@ void bind_desc(py::class_<memory_object> &mem) {
     desc.def("get_submemory_offset", &memory::desc::get_submemory_offset,
             "Offset of the first element, in elements.");
     desc.def("is_zero", &memory::desc::is_zero, "True for a zero descriptor.");
-    desc.def("reshape", &memory::desc::reshape, py::arg("dims"),
+    desc.def("reshape", zero_if_empty<const memory::desc &, const dims &, bool>(&memory::desc::reshape), py::arg("dims"),
             py::arg("allow_empty") = false, "Descriptor with new dimensions.");
-    desc.def("permute_axes", &memory::desc::permute_axes, py::arg("permutation"),
+    desc.def("permute_axes",
+            zero_if_empty<const memory::desc &, const std::vector<int> &, bool>(&memory::desc::permute_axes), py::arg("permutation"),
             py::arg("allow_empty") = false, "Descriptor with permuted axes.");
-    desc.def("submemory_desc", &memory::desc::submemory_desc, py::arg("dims"),
+    desc.def("submemory_desc",
+            zero_if_empty<const memory::desc &, const dims &, const dims &, bool>(&memory::desc::submemory_desc), py::arg("dims"),
             py::arg("offsets"), py::arg("allow_empty") = false,
             "Descriptor of a sub-tensor of `dims` starting at `offsets`.");
     desc.def("__eq__", [](const memory::desc &a, const memory::desc &b) {
@@ -249,9 +376,9 @@ void bind_memory(py::module_ &m) {
 
     mem.def(py::init([](const memory::desc &desc, const engine_object &engine,
                              py::handle handle) {
-        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
-        check_user_handle(desc, engine, /*usm=*/false, h);
-        return memory_object(memory(desc, engine, h), engine);
+        auto handles = memory_handles_from(handle, desc, engine, /*usm=*/false,
+                /*accept_mem_object=*/true);
+        return memory_object(memory(desc, engine, handles), engine);
     }),
             py::arg("desc"), py::arg("engine"),
             py::arg("handle") = memory_allocate,
@@ -259,7 +386,27 @@ void bind_memory(py::module_ &m) {
             "(oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the "
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
             "or int), which oneDNN retains and which must hold desc.get_size() "
-            "bytes.");
+            "bytes; a list gives one handle per buffer of a multi-buffer "
+            "(sparse) layout.");
+    // A number only, so that memory(desc, <not an engine>) fails overload
+    // resolution with pybind11's TypeError naming both signatures.
+    using number = std::variant<long long, double>;
+    mem.def(py::init([](const memory::desc &desc, const number &value) {
+        if (desc.get_format_kind() != memory::format_kind::host_scalar)
+            throw_invalid_argument("memory(desc, value): desc must be a host-scalar "
+                                   "descriptor (memory.desc.host_scalar)");
+        auto bytes = host_scalar_bytes(desc.get_data_type(),
+                std::visit([](auto v) { return py::object(py::cast(v)); }, value));
+        dnnl_memory_t created = nullptr;
+        dnnl::error::wrap_c_api(dnnl_memory_create_host_scalar(&created, desc.get(), bytes.data()),
+                "could not create a memory object");
+        return memory_object(memory(created), engine_object());
+    }),
+            py::arg("desc"), py::arg("value"),
+            "Host-scalar memory holding `value` (a Python number, converted to "
+            "the data type of `desc`, a memory.desc.host_scalar descriptor); it "
+            "lives on no engine and may be passed to any primitive's execute, "
+            "e.g. as the scale of primitive_attr.set_host_scale.");
     mem.def_static("data_type_size", &memory::data_type_size, py::arg("data_type"),
             "Bytes per element of `data_type` (0 for sub-byte types and undef).");
     mem.def_static("numpy_dtype", [](dt t) -> py::typing::Optional<py::dtype> {
@@ -270,45 +417,78 @@ void bind_memory(py::module_ &m) {
             "uint8 bits), or None for sub-byte types (shown as raw bytes).");
     mem.def("get_desc", [](const memory_object &m) { return m.desc; },
             "The memory descriptor.");
-    mem.def("get_engine", [](const memory_object &m) { return m.engine; },
-            "The engine the memory lives on.");
-    mem.def("get_data_handle", [](const memory_object &m) {
-        return reinterpret_cast<uintptr_t>(m.memory.get_data_handle());
-    }, "The storage handle as an int (a USM pointer or a cl_mem); 0 when none.");
-    mem.def("set_data_handle", [](memory_object &m, py::handle handle) {
+    mem.def("get_engine", [](const memory_object &m) -> py::typing::Optional<engine_object> {
+        if (m.host_scalar)
+            return py::reinterpret_borrow<py::typing::Optional<engine_object>>(py::none());
+        return py::cast(m.engine);
+    }, "The engine the memory lives on (None for host-scalar memory).");
+    mem.def("get_data_handle", [](const memory_object &m, int index) {
+        check_buffer_index(m, index);
+        return reinterpret_cast<uintptr_t>(m.memory.get_data_handle(index));
+    }, py::arg("index") = 0,
+            "The storage handle of buffer `index` as an int (a USM pointer or a "
+            "cl_mem); 0 when none.");
+    mem.def("set_data_handle", [](memory_object &m, py::handle handle, int index) {
+        check_buffer_index(m, index);
+        if (m.host_scalar)
+            throw_invalid_argument("set_data_handle(): host-scalar memory holds its value "
+                                   "(set_host_scalar_value)");
         void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a handle or "
                                   "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
-        check_user_handle(m.desc, m.engine, is_usm(m.memory), h);
-        m.memory.set_data_handle(h);
-    }, py::arg("handle"),
-            "Point the memory at other storage of the same kind (checked to "
-            "fit the descriptor), or at none with dnnl.MEMORY_NONE.");
-    mem.def("map_data", [](const memory_object &m) {
+        check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index);
+        m.memory.set_data_handle(h, index);
+    }, py::arg("handle"), py::arg("index") = 0,
+            "Point buffer `index` of the memory at other storage of the same "
+            "kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE.");
+    mem.def("get_host_scalar_value", [](const memory_object &m) {
+        if (!m.host_scalar)
+            throw_invalid_argument("get_host_scalar_value(): not host-scalar memory");
+        std::vector<uint8_t> bytes(m.desc.get_size());
+        dnnl::error::wrap_c_api(dnnl_memory_get_host_scalar_value(m.memory.get(), bytes.data()),
+                "could not get host scalar value from a memory object");
+        return host_scalar_value(m.desc.get_data_type(), bytes);
+    }, "The value of host-scalar memory, as a Python number.");
+    mem.def("set_host_scalar_value", [](const memory_object &m, py::handle value) {
+        if (!m.host_scalar)
+            throw_invalid_argument("set_host_scalar_value(): not host-scalar memory");
+        auto bytes = host_scalar_bytes(m.desc.get_data_type(), value);
+        dnnl::error::wrap_c_api(dnnl_memory_set_host_scalar_value(m.memory.get(), bytes.data()),
+                "could not set host scalar value to a memory object");
+    }, py::arg("value"),
+            "Set the value of host-scalar memory (converted to its data type).");
+    mem.def("map_data", [](const memory_object &m, int index) {
+        check_buffer_index(m, index);
         void *ptr = nullptr;
         {
             py::gil_scoped_release release; // waits for the device
-            ptr = m.memory.map_data<void>();
+            ptr = m.memory.map_data<void>(index);
         }
         if (!ptr)
             throw status_error(dnnl_invalid_arguments,
                     "map_data(): the memory has no storage to map");
-        py::object holder = py::cast(new mapped_data(m, ptr), py::return_value_policy::take_ownership);
-        return mapped_array(m.desc, ptr, holder);
-    }, "Map the memory for host access and return a NumPy array over the "
-       "mapping: typed by the data type (f16 as float16, bf16 as uint16) and "
-       "shaped and strided by the dims when the layout is plain, otherwise flat "
-       "uint8 bytes. Writes reach the memory at unmap_data(), which is also "
-       "done when the last view of the mapping is gone. Do not use the array "
-       "after unmap_data().");
-    mem.def("unmap_data", [](const memory_object &self, py::handle view) {
+        py::object holder = py::cast(new mapped_data(m, ptr, index),
+                py::return_value_policy::take_ownership);
+        return mapped_array(m.desc, index, ptr, holder);
+    }, py::arg("index") = 0,
+       "Map buffer `index` of the memory for host access and return a NumPy "
+       "array over the mapping: typed by the data type (f16 as float16, bf16 as "
+       "uint16) and shaped and strided by the dims when the layout is plain; "
+       "flat and typed for the buffers of a sparse layout, 0-d for host-scalar "
+       "memory; otherwise flat uint8 bytes. Writes reach the memory at "
+       "unmap_data(), which is also done when the last view of the mapping is "
+       "gone. Do not use the array after unmap_data().");
+    mem.def("unmap_data", [](const memory_object &self, py::handle view, int index) {
         for (py::handle obj = view; obj && !obj.is_none();
                 obj = py::getattr(obj, "base", py::none())) {
             if (py::isinstance<mapped_data>(obj)) {
                 auto &mapping = obj.cast<mapped_data &>();
                 if (mapping.owner.memory.get() != self.memory.get())
                     throw py::value_error("unmap_data(): view maps another memory");
+                if (mapping.index != index)
+                    throw py::value_error("unmap_data(): view maps buffer "
+                            + std::to_string(mapping.index) + ", not " + std::to_string(index));
                 if (!mapping.mapped)
                     throw py::value_error("unmap_data(): already unmapped");
                 mapping.unmap();
@@ -318,8 +498,9 @@ void bind_memory(py::module_ &m) {
         }
         throw py::type_error("unmap_data(): view must be an array returned by "
                              "map_data() (or a view of one)");
-    }, py::arg("view"), "Unmap a mapping made by map_data(), writing host "
-                        "changes back to the memory.");
+    }, py::arg("view"), py::arg("index") = 0,
+            "Unmap a mapping of buffer `index` made by map_data(index), writing "
+            "host changes back to the memory.");
 }
 
 } // namespace dnnl_ocl_interop

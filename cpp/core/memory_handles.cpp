@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 
 #include "common/cl_handles.hpp"
@@ -28,18 +29,52 @@ void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_obje
             obj);
 }
 
+std::vector<void *> memory_handles_from(py::handle obj, const dnnl::memory::desc &desc,
+        const dnnl::engine &engine, bool usm, bool accept_mem_object) {
+    std::vector<void *> handles;
+    if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+        auto items = py::reinterpret_borrow<py::sequence>(obj);
+        if (items.size() == 0)
+            throw_invalid_argument("handles: the list is empty (give one handle per buffer)");
+        for (size_t i = 0; i < items.size(); ++i)
+            handles.push_back(memory_handle_from(items[i],
+                    ("handles[" + std::to_string(i) + "]").c_str(), accept_mem_object));
+    } else {
+        void *handle = memory_handle_from(obj, "handle", accept_mem_object);
+        bool special = handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE;
+        handles.assign(special ? std::max(desc.get_num_handles(), 1) : 1, handle);
+    }
+    for (size_t i = 0; i < handles.size(); ++i)
+        check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i));
+    return handles;
+}
+
+void check_buffer_index(const memory_object &memory, int index) {
+    if (index < 0 || index >= memory.num_handles)
+        throw_invalid_argument("index " + std::to_string(index) + " is not a buffer of the "
+                "memory (its layout has " + std::to_string(memory.num_handles) + ")");
+}
+
 bool is_usm(const dnnl::memory &memory) {
+    const_dnnl_memory_desc_t md = nullptr;
+    dnnl_format_kind_t kind = dnnl_format_kind_undef;
+    if (dnnl_memory_get_memory_desc(memory.get(), &md) == dnnl_success
+            && dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind) == dnnl_success
+            && kind == dnnl_format_kind_host_scalar)
+        return false; // on no engine
     if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu) return false;
     return dnnl::ocl_interop::get_memory_kind(memory)
             == dnnl::ocl_interop::memory_kind::usm;
 }
 
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle) {
+        bool usm, void *handle, int index) {
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
     cl_context context = dnnl::ocl_interop::get_context(engine);
-    size_t needed = desc.get_size();
+    size_t needed = desc.get_size(index);
+    std::string needs = index == 0 ? "the memory descriptor needs "
+                                   : "buffer " + std::to_string(index) + " of the memory descriptor needs ";
     if (usm) {
         size_t available = usm::bytes_available(context, handle);
         if (available == 0)
@@ -47,8 +82,7 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
                                    "engine's OpenCL context");
         if (available < needed)
             throw_invalid_argument("USM allocation has " + std::to_string(available)
-                    + " bytes from the handle on, but the memory descriptor needs "
-                    + std::to_string(needed));
+                    + " bytes from the handle on, but " + needs + std::to_string(needed));
         return;
     }
     // An int handle cannot be validated as a cl_mem without dereferencing it,
@@ -69,7 +103,7 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
             "clGetMemObjectInfo(CL_MEM_SIZE)");
     if (size < needed)
         throw_invalid_argument("cl_mem has " + std::to_string(size)
-                + " bytes, but the memory descriptor needs " + std::to_string(needed));
+                + " bytes, but " + needs + std::to_string(needed));
 }
 
 } // namespace dnnl_ocl_interop

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -33,11 +34,17 @@ struct stream_object {
 };
 
 struct memory_object {
+    // `engine` is empty for host-scalar memory, which lives on no engine.
     memory_object(dnnl::memory memory, engine_object engine)
-        : engine(std::move(engine)), memory(std::move(memory)), desc(this->memory.get_desc()) {}
+        : engine(std::move(engine)), memory(std::move(memory)), desc(this->memory.get_desc()),
+          num_handles(desc.get_num_handles()),
+          host_scalar(desc.get_format_kind() == dnnl::memory::format_kind::host_scalar) {}
     engine_object engine;
     dnnl::memory memory;
-    dnnl::memory::desc desc; // fixed for the memory's life; cached for execute()
+    // Fixed for the memory's life; cached for execute().
+    dnnl::memory::desc desc;
+    int num_handles; // buffers of the layout: 1, or more for sparse encodings
+    bool host_scalar;
 };
 
 // dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.
@@ -53,12 +60,23 @@ inline const special_handle memory_none {DNNL_MEMORY_NONE, "MEMORY_NONE"};
 // object. TypeError names `param` for anything else.
 void *memory_handle_from(pybind11::handle obj, const char *param, bool accept_mem_object);
 
+// The handles of a memory made from Python: a list (one per buffer of the
+// layout, as C++'s std::vector<void *> overloads take), or one handle; a
+// special one (MEMORY_ALLOCATE, MEMORY_NONE) stands for every buffer, as in
+// C++'s memory(desc, engine). Each user handle is checked (check_user_handle).
+std::vector<void *> memory_handles_from(pybind11::handle obj, const dnnl::memory::desc &desc,
+        const dnnl::engine &engine, bool usm, bool accept_mem_object);
+
 // Refuses (dnnl.error, invalid_arguments) a user handle that oneDNN would use
-// past its end or in the wrong context: a cl_mem smaller than `desc` or from
-// another context, a USM pointer not allocated in the engine's context or
-// with fewer bytes left than `desc` needs. Special handles pass.
+// past its end or in the wrong context: a cl_mem smaller than buffer `index`
+// of `desc` or from another context, a USM pointer not allocated in the
+// engine's context or with fewer bytes left than that buffer needs. Special
+// handles pass.
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle);
+        bool usm, void *handle, int index = 0);
+
+// Refuses (invalid_arguments) a buffer index outside the memory's layout.
+void check_buffer_index(const memory_object &memory, int index);
 
 // Whether `memory` is USM-based (false for buffers and non-OpenCL engines).
 bool is_usm(const dnnl::memory &memory);

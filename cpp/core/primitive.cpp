@@ -115,7 +115,9 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
         dnnl_memory_desc_t copy;
         dnnl::error::wrap_c_api(dnnl_memory_desc_clone(&copy, md),
                 "could not copy a memory descriptor");
-        args.push_back({arg, dnnl::memory::desc(copy)});
+        dnnl::memory::desc desc(copy);
+        bool host_scalar = desc.get_format_kind() == dnnl::memory::format_kind::host_scalar;
+        args.push_back({arg, std::move(desc), host_scalar});
     };
     for (int arg : candidate_args) add_if_used(arg);
     int n_inputs = dnnl_primitive_desc_query_s32(
@@ -147,7 +149,8 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
                 add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
         }
     }
-    for (int arg : pdo.quantization_args) args.push_back({arg, dnnl::memory::desc()});
+    for (const auto &q : pdo.quantization_args)
+        args.push_back({q.arg, dnnl::memory::desc(), q.on_host});
     return args;
 }
 
@@ -332,6 +335,18 @@ std::vector<dnnl_exec_arg_t> execution_args(
         // passed to every primitive of a chain, the RNN examples' empty
         // iteration memories): so does the binding, checking nothing of them.
         if (!expected) continue;
+        if (mem.host_scalar != expected->host_scalar)
+            throw_invalid_argument(arg_name(arg)
+                    + (expected->host_scalar
+                                    ? " must be host-scalar memory (memory(memory.desc."
+                                      "host_scalar(data_type), value)), as the attributes say"
+                                    : " is host-scalar memory, where the primitive reads memory "
+                                      "on its engine (primitive_attr.set_host_scale and "
+                                      "set_host_zero_point ask for host scalars)"));
+        if (mem.host_scalar) { // on no engine, holding its value
+            converted.push_back({arg, mem.memory.get()});
+            continue;
+        }
         if (mem.engine.get() != p.engine.get())
             throw_invalid_argument(arg_name(arg) + " is memory on another engine "
                                                    "than the primitive's");
@@ -342,8 +357,11 @@ std::vector<dnnl_exec_arg_t> execution_args(
                         "the primitive's, " + why + " (query the primitive's with its "
                         "descriptor's *_desc() or query_md(exec_arg_md, arg))");
         }
-        if (!mem.memory.get_data_handle())
-            throw_invalid_argument(arg_name(arg) + " has no storage (dnnl.MEMORY_NONE)");
+        for (int i = 0; i < mem.num_handles; ++i)
+            if (!mem.memory.get_data_handle(i))
+                throw_invalid_argument(arg_name(arg) + " has no storage"
+                        + (i ? " for buffer " + std::to_string(i) : std::string())
+                        + " (dnnl.MEMORY_NONE)");
         converted.push_back({arg, mem.memory.get()});
     }
     if (p.copies_within_one_memory_kind) {

@@ -20,22 +20,31 @@
 
 namespace dnnl_ocl_interop {
 
+// An execution argument the attributes ask for (DNNL_ARG_ATTR_SCALES | arg,
+// zero points, dropout probability and seed, rounding seed, ...): oneDNN has
+// no descriptor for it, but knows whether it is host-scalar memory.
+struct quantization_arg {
+    int arg;
+    bool on_host; // host-scalar memory (set_host_scale, ...) rather than device memory
+};
+
 struct attr_object {
     dnnl::primitive_attr attr;
-    // Execution arguments the attributes ask for (DNNL_ARG_ATTR_SCALES | arg,
-    // zero points, dropout probability and seed, rounding seed, ...).
-    std::vector<int> quantization_args;
+    std::vector<quantization_arg> quantization_args;
 };
 
 struct primitive_desc_object { // engine first: see objects.hpp
     engine_object engine;
     dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
-    std::vector<int> quantization_args;
+    std::vector<quantization_arg> quantization_args;
 };
 
 struct expected_arg {
     int arg;
     dnnl::memory::desc desc; // zero: any descriptor (quantization arguments)
+    // Host-scalar memory is taken exactly where oneDNN reads one (its kernels
+    // would take any other memory for the other kind).
+    bool host_scalar = false;
 };
 
 struct primitive_object {

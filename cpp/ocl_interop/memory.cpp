@@ -13,9 +13,10 @@ namespace dnnl_ocl_interop {
 namespace {
 
 memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
-        oi::memory_kind kind, void *handle) {
-    check_user_handle(desc, engine, kind == oi::memory_kind::usm, handle);
-    return memory_object(oi::make_memory(desc, engine, kind, handle), engine);
+        oi::memory_kind kind, py::handle handle) {
+    auto handles = memory_handles_from(handle, desc, engine, kind == oi::memory_kind::usm,
+            /*accept_mem_object=*/kind == oi::memory_kind::buffer);
+    return memory_object(oi::make_memory(desc, engine, kind, handles), engine);
 }
 
 } // namespace
@@ -29,9 +30,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
 
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  oi::memory_kind kind, py::handle handle) {
-        void *h = memory_handle_from(handle, "handle",
-                /*accept_mem_object=*/kind == oi::memory_kind::buffer);
-        return make(desc, engine, kind, h);
+        return make(desc, engine, kind, handle);
     },
             py::arg("desc"), py::arg("engine"), py::arg("kind"),
             py::arg("handle") = memory_allocate,
@@ -39,14 +38,15 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM "
             "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
             "the engine's context for kind.buffer. User storage must hold "
-            "desc.get_size() bytes. Plain host pointers are refused even where "
+            "desc.get_size() bytes; a list gives one handle per buffer of a "
+            "multi-buffer (sparse) layout. Plain host pointers are refused even where "
             "the device could use system memory: their size cannot be "
             "checked. oneDNN does not free a user USM pointer, so "
             "keep it allocated while the memory uses it.");
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  cl_handles::mem_arg mem_object) {
-        cl_mem mem = mem_object.get("mem_object");
-        return make(desc, engine, oi::memory_kind::buffer, mem);
+        return make(desc, engine, oi::memory_kind::buffer,
+                py::cast(reinterpret_cast<uintptr_t>(mem_object.get("mem_object"))));
     },
             py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
             "Buffer-based memory for `desc` on the user's `mem_object`, which "

@@ -45,7 +45,10 @@ void bind_reorder(py::module_ &m) {
         // The reorder runs on the GPU engine of the two.
         const engine_object &runs_on
                 = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
-        return adopt<P>(runs_on, desc, a.quantization_args);
+        auto result = adopt<P>(runs_on, desc, a.quantization_args);
+        result.src_engine = src_engine;
+        result.dst_engine = dst_engine;
+        return result;
     };
     pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg(),
             allow_empty_arg());
@@ -53,6 +56,10 @@ void bind_reorder(py::module_ &m) {
                             const std::optional<attr_object> &attr, bool allow_empty) {
         return make(src.engine, src.desc, dst.engine, dst.desc, attr, allow_empty);
     }), "src"_a, "dst"_a, attr_arg(), allow_empty_arg());
+    pd.def("get_src_engine", [](const typed_pd<P> &p) { return p.src_engine; },
+            "The engine of the source.");
+    pd.def("get_dst_engine", [](const typed_pd<P> &p) { return p.dst_engine; },
+            "The engine of the destination.");
     // C++'s convenience forms: reorder(src, dst[, attr]) and
     // reorder.execute(stream, src, dst).
     py::class_<typed_primitive<P>, primitive_object> prim = m.attr("reorder");

@@ -33,6 +33,11 @@ using pd_base_t = std::conditional_t<
         std::is_base_of_v<dnnl::rnn_primitive_desc_base, typename P::primitive_desc>,
         rnn_primitive_desc_object, primitive_desc_object>;
 template <typename P> struct typed_pd : pd_base_t<P> {};
+// A reorder's descriptor also keeps both of its engines (get_src_engine(),
+// get_dst_engine()), owning as every engine the binding hands out.
+template <> struct typed_pd<dnnl::reorder> : primitive_desc_object {
+    engine_object src_engine, dst_engine;
+};
 template <typename P> struct typed_primitive : primitive_object {};
 
 // A backward constructor's `hint_fwd_pd` parameter, as Python passes it.
@@ -69,7 +74,7 @@ template <typename P> typename P::primitive_desc unwrap(const typed_pd<P> &hint_
 
 template <typename P>
 typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
-        const std::vector<int> &quantization_args) {
+        const std::vector<quantization_arg> &quantization_args) {
     typed_pd<P> result;
     static_cast<primitive_desc_object &>(result)
             = primitive_desc_object {engine, std::move(pd), quantization_args};
@@ -97,7 +102,7 @@ typed_pd<P> create(const engine_object &engine, const Args &...args,
 // Same, for descriptors whose engine is not the first argument (reorder).
 template <typename P>
 typed_pd<P> adopt(const engine_object &engine, dnnl::primitive_desc_base pd,
-        const std::vector<int> &quantization_args) {
+        const std::vector<quantization_arg> &quantization_args) {
     return family_detail::wrap<P>(engine, std::move(pd), quantization_args);
 }
 

@@ -43,7 +43,8 @@ uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
                         ? dnnl_out_of_memory
                         : cl_status(err),
                 "USM allocation of " + std::to_string(size) + " bytes failed: "
-                        + cl_error_name(err) + " (" + std::to_string(err) + ")");
+                        + cl_error_name(err) + " (" + std::to_string(err) + ")",
+                err);
     return reinterpret_cast<uintptr_t>(ptr);
 }
 

@@ -10,7 +10,7 @@ import typing
 from . import ocl_interop
 from . import graph
 from . import usm
-__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_OFFSET', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_PRECOMPUTED_REDUCTIONS', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_DIM_VAL', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_S32_VAL', 'RUNTIME_SEQ', 'RUNTIME_SIZE_VAL', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'accumulation_mode', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_desc_base', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_flags', 'rnn_primitive_desc_base', 'rounding_mode', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
+__all__: list = ['ARG_ATTR_DROPOUT_MASK', 'ARG_ATTR_DROPOUT_OFFSET', 'ARG_ATTR_DROPOUT_PROBABILITY', 'ARG_ATTR_DROPOUT_SEED', 'ARG_ATTR_MULTIPLE_POST_OP', 'ARG_ATTR_MULTIPLE_POST_OP_BASE', 'ARG_ATTR_POST_OP_DW', 'ARG_ATTR_PRECOMPUTED_REDUCTIONS', 'ARG_ATTR_ROUNDING_SEED', 'ARG_ATTR_SCALES', 'ARG_ATTR_ZERO_POINTS', 'ARG_AUGRU_ATTENTION', 'ARG_BIAS', 'ARG_DIFF_AUGRU_ATTENTION', 'ARG_DIFF_BIAS', 'ARG_DIFF_DST', 'ARG_DIFF_DST_0', 'ARG_DIFF_DST_1', 'ARG_DIFF_DST_2', 'ARG_DIFF_DST_ITER', 'ARG_DIFF_DST_ITER_C', 'ARG_DIFF_DST_LAYER', 'ARG_DIFF_SCALE', 'ARG_DIFF_SHIFT', 'ARG_DIFF_SRC', 'ARG_DIFF_SRC_0', 'ARG_DIFF_SRC_1', 'ARG_DIFF_SRC_2', 'ARG_DIFF_SRC_3', 'ARG_DIFF_SRC_ITER', 'ARG_DIFF_SRC_ITER_C', 'ARG_DIFF_SRC_LAYER', 'ARG_DIFF_WEIGHTS', 'ARG_DIFF_WEIGHTS_0', 'ARG_DIFF_WEIGHTS_1', 'ARG_DIFF_WEIGHTS_2', 'ARG_DIFF_WEIGHTS_3', 'ARG_DIFF_WEIGHTS_ITER', 'ARG_DIFF_WEIGHTS_LAYER', 'ARG_DIFF_WEIGHTS_PEEPHOLE', 'ARG_DIFF_WEIGHTS_PROJECTION', 'ARG_DST', 'ARG_DST_0', 'ARG_DST_1', 'ARG_DST_2', 'ARG_DST_ITER', 'ARG_DST_ITER_C', 'ARG_DST_LAYER', 'ARG_FROM', 'ARG_MEAN', 'ARG_MULTIPLE_DST', 'ARG_MULTIPLE_SRC', 'ARG_REDUCE', 'ARG_SCALE', 'ARG_SCRATCHPAD', 'ARG_SHIFT', 'ARG_SRC', 'ARG_SRC_0', 'ARG_SRC_1', 'ARG_SRC_2', 'ARG_SRC_3', 'ARG_SRC_ITER', 'ARG_SRC_ITER_C', 'ARG_SRC_LAYER', 'ARG_TO', 'ARG_UNDEF', 'ARG_VARIANCE', 'ARG_WEIGHTS', 'ARG_WEIGHTS_0', 'ARG_WEIGHTS_1', 'ARG_WEIGHTS_2', 'ARG_WEIGHTS_3', 'ARG_WEIGHTS_ITER', 'ARG_WEIGHTS_LAYER', 'ARG_WEIGHTS_PEEPHOLE', 'ARG_WEIGHTS_PROJECTION', 'ARG_WORKSPACE', 'MEMORY_ALLOCATE', 'MEMORY_NONE', 'RUNTIME_DIM_VAL', 'RUNTIME_NONE', 'RUNTIME_OCL', 'RUNTIME_OMP', 'RUNTIME_S32_VAL', 'RUNTIME_SEQ', 'RUNTIME_SIZE_VAL', 'RUNTIME_SYCL', 'RUNTIME_TBB', 'RUNTIME_THREADPOOL', 'accumulation_mode', 'algorithm', 'augru_backward', 'augru_forward', 'batch_normalization_backward', 'batch_normalization_forward', 'binary', 'build_type', 'concat', 'convolution_backward_data', 'convolution_backward_weights', 'convolution_forward', 'deconvolution_backward_data', 'deconvolution_backward_weights', 'deconvolution_forward', 'eltwise_backward', 'eltwise_forward', 'engine', 'error', 'fpmath_mode', 'get_default_fpmath_mode', 'get_primitive_cache_capacity', 'get_profiling_data', 'group_normalization_backward', 'group_normalization_forward', 'gru_backward', 'gru_forward', 'inner_product_backward_data', 'inner_product_backward_weights', 'inner_product_forward', 'invalid_arguments', 'invalid_data_type', 'invalid_graph', 'invalid_graph_op', 'invalid_shape', 'layer_normalization_backward', 'layer_normalization_forward', 'lbr_augru_backward', 'lbr_augru_forward', 'lbr_gru_backward', 'lbr_gru_forward', 'library_path', 'lrn_backward', 'lrn_forward', 'lstm_backward', 'lstm_forward', 'matmul', 'memory', 'normalization_flags', 'out_of_memory', 'pooling_backward', 'pooling_forward', 'post_ops', 'prelu_backward', 'prelu_forward', 'primitive', 'primitive_attr', 'primitive_desc', 'primitive_desc_base', 'primitive_kind', 'profiling_data_kind', 'prop_kind', 'quantization_mode', 'query', 'reduction', 'reorder', 'resampling_backward', 'resampling_forward', 'reset_profiling', 'rnn_direction', 'rnn_flags', 'rnn_primitive_desc_base', 'rounding_mode', 'runtime_error', 'scratchpad_mode', 'set_default_fpmath_mode', 'set_jit_dump', 'set_primitive_cache_capacity', 'set_verbose', 'shuffle_backward', 'shuffle_forward', 'softmax_backward', 'softmax_forward', 'status', 'stream', 'sum', 'unimplemented', 'vanilla_rnn_backward', 'vanilla_rnn_forward', 'version', 'version_t']
 class status(enum.Enum):
     """
     Status codes of oneDNN calls, carried by dnnl.error.status.
@@ -28,7 +28,7 @@ class status(enum.Enum):
     unimplemented = ...
 class error(Exception):
     """
-    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status. Raised as the status's subclass where there is one (invalid_arguments, out_of_memory, unimplemented, runtime_error, invalid_graph, invalid_graph_op, invalid_shape, invalid_data_type), which also derives from the matching Python exception.
+    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status; `cl_error` and `cl_error_name` the OpenCL error code and its name (e.g. -4, 'CL_MEM_OBJECT_ALLOCATION_FAILURE') when an OpenCL call the binding made failed, None otherwise. Raised as the status's subclass where there is one (invalid_arguments, out_of_memory, unimplemented, runtime_error, invalid_graph, invalid_graph_op, invalid_shape, invalid_data_type), which also derives from the matching Python exception.
     """
 class out_of_memory(error, MemoryError):
     """
@@ -220,8 +220,17 @@ class memory:
         """
         any = ...
         blocked = ...
+        host_scalar = ...
         opaque = ...
         sparse = ...
+        undef = ...
+    class sparse_encoding(enum.Enum):
+        """
+        Encodings of sparse descriptors (memory.desc.csr, coo, packed).
+        """
+        coo = ...
+        csr = ...
+        packed = ...
         undef = ...
     class format_tag(enum.Enum):
         """
@@ -1905,6 +1914,26 @@ class memory:
         A memory descriptor (dnnl::memory::desc): dimensions, data type and layout. Compare with ==.
         """
         __hash__: typing.ClassVar[None] = None  # type: ignore[assignment]
+        @staticmethod
+        def coo(dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, nnz: typing.SupportsInt | typing.SupportsIndex, index_data_type: memory.data_type, allow_empty: bool = False) -> memory.desc:
+            """
+            Sparse descriptor, COO encoding: buffer 0 values, buffer 1 + d the indices along dimension d; `nnz` non-zero values.
+            """
+        @staticmethod
+        def csr(dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, nnz: typing.SupportsInt | typing.SupportsIndex, index_data_type: memory.data_type, pointer_data_type: memory.data_type, allow_empty: bool = False) -> memory.desc:
+            """
+            Sparse descriptor, CSR encoding: buffers 0 values, 1 column indices, 2 row pointers; `nnz` non-zero values.
+            """
+        @staticmethod
+        def host_scalar(data_type: memory.data_type) -> memory.desc:
+            """
+            Descriptor of one `data_type` value held on the host (memory(desc, value)), e.g. for primitive_attr.set_host_scale.
+            """
+        @staticmethod
+        def packed(dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, nnz: typing.SupportsInt | typing.SupportsIndex, allow_empty: bool = False) -> memory.desc:
+            """
+            Sparse descriptor, packed encoding: only for creating a primitive descriptor, which gives the actual one (like format_tag.any).
+            """
         def __eq__(self, other: object) -> bool:
             ...
         @typing.overload
@@ -1918,19 +1947,28 @@ class memory:
             A copy of `other`.
             """
         @typing.overload
-        def __init__(self, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, format_tag: memory.format_tag) -> None:
+        def __init__(self, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, format_tag: memory.format_tag, allow_empty: bool = False) -> None:
             """
-            Descriptor of `dims` elements of `data_type` in layout `format_tag`.
+            Descriptor of `dims` elements of `data_type` in layout `format_tag`; with `allow_empty`, a zero descriptor instead of an error when oneDNN refuses them.
             """
         @typing.overload
-        def __init__(self, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> None:
+        def __init__(self, dims: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], data_type: memory.data_type, strides: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], allow_empty: bool = False) -> None:
             """
-            Descriptor of `dims` elements of `data_type` with explicit `strides` (in elements).
+            Descriptor of `dims` elements of `data_type` with explicit `strides` (in elements); `allow_empty` as above.
+            """
+        @typing.overload
+        def __init__(self, blob: bytes) -> None:
+            """
+            The descriptor saved in `blob` (bytes from get_blob(), of the same oneDNN build).
             """
         def __ne__(self, other: object) -> bool:
             ...
         def __repr__(self) -> str:
             ...
+        def get_blob(self) -> bytes:
+            """
+            The descriptor as bytes, for desc(blob).
+            """
         def get_data_type(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> memory.data_type:
             """
             Data type (of the index-th buffer for multi-buffer layouts).
@@ -1959,13 +1997,29 @@ class memory:
             """
             Number of dimensions.
             """
+        def get_nnz(self) -> int:
+            """
+            Number of non-zero values of a sparse descriptor (0 otherwise).
+            """
+        def get_num_handles(self) -> int:
+            """
+            Number of buffers of the layout (1, more for sparse encodings).
+            """
         def get_padded_dims(self) -> list[int]:
             """
             Padded dimensions.
             """
+        def get_padded_offsets(self) -> list[int]:
+            """
+            Per-dimension offsets of the padded area.
+            """
         def get_size(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
             """
-            Size in bytes (of the index-th buffer for multi-buffer layouts).
+            Size in bytes (of the index-th buffer for multi-buffer layouts, 0 for an index past them).
+            """
+        def get_sparse_encoding(self) -> memory.sparse_encoding:
+            """
+            Sparse encoding (undef for dense descriptors).
             """
         def get_strides(self) -> list[int]:
             """
@@ -2001,33 +2055,47 @@ class memory:
         """
         The NumPy dtype map_data() and dnnl.arrays use for elements of `data_type` (f16 as float16, bf16 as uint16 bits, f8 and e8m0 as uint8 bits), or None for sub-byte types (shown as raw bytes).
         """
+    @typing.overload
     def __init__(self, desc: memory.desc, engine: engine, handle: typing.Any = ...) -> None:
         """
-        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold desc.get_size() bytes.
+        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout.
         """
-    def get_data_handle(self) -> int:
+    @typing.overload
+    def __init__(self, desc: memory.desc, value: typing.SupportsInt | typing.SupportsIndex | typing.SupportsFloat | typing.SupportsIndex) -> None:
         """
-        The storage handle as an int (a USM pointer or a cl_mem); 0 when none.
+        Host-scalar memory holding `value` (a Python number, converted to the data type of `desc`, a memory.desc.host_scalar descriptor); it lives on no engine and may be passed to any primitive's execute, e.g. as the scale of primitive_attr.set_host_scale.
+        """
+    def get_data_handle(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
+        """
+        The storage handle of buffer `index` as an int (a USM pointer or a cl_mem); 0 when none.
         """
     def get_desc(self) -> memory.desc:
         """
         The memory descriptor.
         """
-    def get_engine(self) -> engine:
+    def get_engine(self) -> engine | None:
         """
-        The engine the memory lives on.
+        The engine the memory lives on (None for host-scalar memory).
         """
-    def map_data(self) -> numpy.ndarray:
+    def get_host_scalar_value(self) -> typing.Any:
         """
-        Map the memory for host access and return a NumPy array over the mapping: typed by the data type (f16 as float16, bf16 as uint16) and shaped and strided by the dims when the layout is plain, otherwise flat uint8 bytes. Writes reach the memory at unmap_data(), which is also done when the last view of the mapping is gone. Do not use the array after unmap_data().
+        The value of host-scalar memory, as a Python number.
         """
-    def set_data_handle(self, handle: typing.Any) -> None:
+    def map_data(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.ndarray:
         """
-        Point the memory at other storage of the same kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE.
+        Map buffer `index` of the memory for host access and return a NumPy array over the mapping: typed by the data type (f16 as float16, bf16 as uint16) and shaped and strided by the dims when the layout is plain; flat and typed for the buffers of a sparse layout, 0-d for host-scalar memory; otherwise flat uint8 bytes. Writes reach the memory at unmap_data(), which is also done when the last view of the mapping is gone. Do not use the array after unmap_data().
         """
-    def unmap_data(self, view: typing.Any) -> None:
+    def set_data_handle(self, handle: typing.Any, index: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
         """
-        Unmap a mapping made by map_data(), writing host changes back to the memory.
+        Point buffer `index` of the memory at other storage of the same kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE.
+        """
+    def set_host_scalar_value(self, value: typing.Any) -> None:
+        """
+        Set the value of host-scalar memory (converted to its data type).
+        """
+    def unmap_data(self, view: typing.Any, index: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        """
+        Unmap a mapping of buffer `index` made by map_data(index), writing host changes back to the memory.
         """
 class algorithm(enum.Enum):
     """
@@ -2125,6 +2193,14 @@ class rnn_direction(enum.Enum):
     undef = ...
     unidirectional_left2right = ...
     unidirectional_right2left = ...
+class quantization_mode(enum.Enum):
+    """
+    How scales are given: static_sazp (given at execution, with zero points), or computed by the primitive from the data (dynamic_mx: OCP MX e8m0 scales, dynamic_fp: floating-point scales).
+    """
+    dynamic_fp = ...
+    dynamic_mx = ...
+    static_sazp = ...
+    undef = ...
 class rounding_mode(enum.Enum):
     """
     How a primitive rounds an argument it writes: as the environment does, or stochastically (seeded by ARG_ATTR_ROUNDING_SEED).
@@ -2415,13 +2491,21 @@ class primitive_attr:
         Dropout on the destination: probability (f32) and seed (s32) passed at execution as ARG_ATTR_DROPOUT_PROBABILITY and ARG_ATTR_DROPOUT_SEED; the mask is written to ARG_ATTR_DROPOUT_MASK unless `mask_desc` is the zero descriptor.
         """
     @typing.overload
-    def set_dropout(self, mask_desc: memory.desc, seed_dt: memory.data_type, use_offset: bool) -> None:
+    def set_dropout(self, mask_desc: memory.desc, seed_dt: memory.data_type, use_offset: bool, use_host_scalars: bool = False) -> None:
         """
-        Dropout with the seed's data type (s32 or s64) and, with `use_offset`, an s64 ARG_ATTR_DROPOUT_OFFSET.
+        Dropout with the seed's data type (s32 or s64), with `use_offset` an s64 ARG_ATTR_DROPOUT_OFFSET, and with `use_host_scalars` the probability, seed and offset passed as host-scalar memory.
         """
     def set_fpmath_mode(self, mode: fpmath_mode, apply_to_int: bool = False) -> None:
         """
         Allow implicit down-conversions for floating-point math (and, with `apply_to_int`, for integer primitives' computation).
+        """
+    def set_host_scale(self, arg: typing.SupportsInt | typing.SupportsIndex, data_type: memory.data_type = ...) -> None:
+        """
+        One scale factor of argument `arg`, passed at execution as host-scalar memory (memory(memory.desc.host_scalar(data_type), value)) under ARG_ATTR_SCALES | arg.
+        """
+    def set_host_zero_point(self, arg: typing.SupportsInt | typing.SupportsIndex, data_type: memory.data_type = ...) -> None:
+        """
+        One zero point of argument `arg`, passed at execution as host-scalar memory under ARG_ATTR_ZERO_POINTS | arg.
         """
     def set_post_ops(self, ops: post_ops) -> None:
         """
@@ -2447,9 +2531,9 @@ class primitive_attr:
         """
         Rounding of the argument `arg` the primitive writes; stochastic rounding takes an s32 seed as ARG_ATTR_ROUNDING_SEED.
         """
-    def set_scales(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ...) -> None:
+    def set_scales(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ..., is_on_host: bool = False, qmode: quantization_mode = ...) -> None:
         """
-        Like set_scales_mask, with groups and the factors' data type.
+        Like set_scales_mask, with groups, the factors' data type, whether the (single) factor is host-scalar memory, and the quantization mode.
         """
     def set_scales_mask(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
@@ -2459,9 +2543,9 @@ class primitive_attr:
         """
         scratchpad_mode.library (oneDNN manages it) or scratchpad_mode.user (pass ARG_SCRATCHPAD of pd.scratchpad_desc() at execution).
         """
-    def set_zero_points(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ...) -> None:
+    def set_zero_points(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex, groups: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] = [], data_type: memory.data_type = ..., is_on_host: bool = False) -> None:
         """
-        Like set_zero_points_mask, with groups and the zero points' data type.
+        Like set_zero_points_mask, with groups, the zero points' data type and whether the (single) zero point is host-scalar memory.
         """
     def set_zero_points_mask(self, arg: typing.SupportsInt | typing.SupportsIndex, mask: typing.SupportsInt | typing.SupportsIndex) -> None:
         """
@@ -3855,6 +3939,14 @@ class reorder(primitive):
         @typing.overload
         def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def get_dst_engine(self) -> engine:
+            """
+            The engine of the destination.
+            """
+        def get_src_engine(self) -> engine:
+            """
+            The engine of the source.
+            """
     @typing.overload
     def __init__(self, pd: reorder.primitive_desc) -> None:
         """
