@@ -11,7 +11,10 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #define CL_TARGET_OPENCL_VERSION 300
@@ -73,6 +76,47 @@ F extension(cl_device_id device, const char *name) {
 
 clDeviceMemAllocINTEL_fn usm_device_alloc;
 clMemBlockingFreeINTEL_fn usm_free;
+clEnqueueMemFillINTEL_fn usm_fill;
+
+// Zeros in a memory's buffer: inputs hold the same values on both sides
+// (uninitialised floats can take slow paths).
+void zero(dnnl::memory &m) {
+    void *p = m.map_data();
+    std::memset(p, 0, m.get_desc().get_size());
+    m.unmap_data(p);
+}
+
+// Throughput of `threads` threads, each running `work(t)` (its share of the
+// calls, ending with a wait on its own stream), released together: median
+// over `repeats` of the wall time per call, `calls` calls in all.
+double threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work) {
+    std::vector<double> samples;
+    for (int r = 0; r < repeats; ++r) {
+        std::mutex m;
+        std::condition_variable cv;
+        bool go = false;
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                {
+                    std::unique_lock<std::mutex> lock(m);
+                    cv.wait(lock, [&] { return go; });
+                }
+                work(t);
+            });
+        auto t0 = std::chrono::steady_clock::now();
+        {
+            std::lock_guard<std::mutex> lock(m);
+            go = true;
+        }
+        cv.notify_all();
+        for (auto &th : pool) th.join();
+        auto t1 = std::chrono::steady_clock::now();
+        samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
+    }
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    return samples[samples.size() / 2];
+}
 
 // The C allocator of the graph row: USM device memory straight from the driver.
 void *c_malloc(size_t size, size_t alignment, cl_device_id device, cl_context context) {
@@ -105,6 +149,7 @@ int main(int argc, char **argv) try {
     check(err, "clCreateCommandQueue");
     usm_device_alloc = extension<clDeviceMemAllocINTEL_fn>(device, "clDeviceMemAllocINTEL");
     usm_free = extension<clMemBlockingFreeINTEL_fn>(device, "clMemBlockingFreeINTEL");
+    usm_fill = extension<clEnqueueMemFillINTEL_fn>(device, "clEnqueueMemFillINTEL");
 
     engine eng = ocl_interop::make_engine(device, context);
     stream s_in = ocl_interop::make_stream(eng, in_order);
@@ -249,6 +294,12 @@ int main(int argc, char **argv) try {
         for (auto &p : ports) {
             lt queried = cp.query_logical_tensor(p.get_id());
             void *ptr = usm_device_alloc(context, device, nullptr, queried.get_mem_size(), 0, &err);
+            check(err, "clDeviceMemAllocINTEL");
+            const float zero_pattern = 0.f;
+            check(usm_fill(in_order, ptr, &zero_pattern, sizeof(zero_pattern), queried.get_mem_size(),
+                          0, nullptr, nullptr),
+                    "clEnqueueMemFillINTEL");
+            check(clFinish(in_order), "clFinish");
             storage.push_back(ptr);
             ts.emplace_back(queried, geng, ptr);
         }
@@ -261,6 +312,48 @@ int main(int argc, char **argv) try {
     gs.wait();
     rows["graph execute with allocator"] = median_us(std::max(repeats * 2, 30), batch / 5,
             run_partition, [&] { gs.wait(); });
+
+    // Threads, each with its own queue and stream: a 128 x 128 matmul (one
+    // shared primitive, per-thread memory) and the partition above (shared,
+    // per-thread tensors), THREAD_CALLS executes per thread then a wait.
+    const int thread_calls = 20, thread_repeats = 7;
+    memory::desc mid({128, 128}, memory::data_type::f32, memory::format_tag::ab);
+    matmul mm_mid(matmul::primitive_desc(eng, mid, mid, mid));
+    for (int n : {1, 2, 4}) {
+        std::vector<cl_command_queue> queues;
+        std::vector<stream> streams, gstreams;
+        std::vector<std::unordered_map<int, memory>> margs;
+        std::vector<std::vector<tensor>> tins, touts;
+        for (int t = 0; t < n; ++t) {
+            queues.push_back(clCreateCommandQueueWithProperties(context, device, nullptr, &err));
+            check(err, "clCreateCommandQueue");
+            streams.push_back(dnnl::ocl_interop::make_stream(eng, queues.back()));
+            gstreams.push_back(dnnl::ocl_interop::make_stream(geng, queues.back()));
+            margs.push_back({{DNNL_ARG_SRC, memory(mid, eng)}, {DNNL_ARG_WEIGHTS, memory(mid, eng)},
+                    {DNNL_ARG_DST, memory(mid, eng)}});
+            for (auto &arg : margs.back()) zero(arg.second);
+            tins.push_back(make_tensors(part.get_input_ports()));
+            touts.push_back(make_tensors(part.get_output_ports()));
+        }
+        auto matmuls = [&](int t) {
+            for (int i = 0; i < thread_calls; ++i) mm_mid.execute(streams[t], margs[t]);
+            streams[t].wait();
+        };
+        auto partitions = [&](int t) {
+            for (int i = 0; i < thread_calls; ++i) cp.execute(gstreams[t], tins[t], touts[t]);
+            gstreams[t].wait();
+        };
+        matmuls(0);
+        partitions(0);
+        std::string suffix = std::to_string(n) + (n == 1 ? " thread" : " threads");
+        rows["matmul throughput, " + suffix]
+                = threaded_us(n, n * thread_calls, thread_repeats, matmuls);
+        rows["graph throughput, " + suffix]
+                = threaded_us(n, n * thread_calls, thread_repeats, partitions);
+        streams.clear();
+        gstreams.clear();
+        for (auto q : queues) clReleaseCommandQueue(q);
+    }
 
     // For reference: enqueue of a trivial OpenCL kernel.
     const char *source = "__kernel void touch(__global float *a) { a[get_global_id(0)] += 1.0f; }";

@@ -45,6 +45,7 @@ PER_CALL_GOAL_US = 1.5
 MATMUL_GOAL_RATIO = 1.02
 ALLOCATION_GOAL_US = 3.0
 BUSY_GOAL_RATIO = 2.0
+THREADS_GOAL_RATIO = 1 / 0.95  # Python's throughput at least 0.95 of C++'s
 # Rows whose reference is Python itself (no C++ counterpart): the note
 # holding the reference's time, per round.
 PYTHON_REFERENCES = {"execute beside a busy thread": "solo execute"}
@@ -64,13 +65,13 @@ def median_us(repeats, batch, call, after_batch=lambda: None):
 
 
 def build_baseline():
-    if os.path.exists(BASELINE):
-        return
+    """Builds (or brings up to date: an incremental build) the C++ baseline."""
     import pybind11
-    print(f"building the C++ baseline in {BUILD} ...", file=sys.stderr)
-    subprocess.run(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-                    "-DDNNL_OCL_INTEROP_BUILD_BENCHMARKS=ON", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}"],
-                   check=True, stdout=subprocess.DEVNULL)
+    if not os.path.exists(os.path.join(BUILD, "CMakeCache.txt")):
+        print(f"configuring the C++ baseline in {BUILD} ...", file=sys.stderr)
+        subprocess.run(["cmake", "-S", ROOT, "-B", BUILD, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                        "-DDNNL_OCL_INTEROP_BUILD_BENCHMARKS=ON", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}"],
+                       check=True, stdout=subprocess.DEVNULL)
     subprocess.run(["cmake", "--build", BUILD, "--target", "dnnl_ocl_interop_baseline"], check=True,
                    stdout=subprocess.DEVNULL)
 
@@ -191,8 +192,9 @@ def python_rows(iterations, warmup, matmul_size):
     run_matmul()
     rows["large matmul"] = median_us(9, 1, run_matmul)
 
-    rows["graph execute with allocator"], notes["allocations per execute"] = graph_row(
+    rows["graph execute with allocator"], notes["allocations per execute"], graph_parts = graph_row(
         device, context, in_order, repeats, warmup)
+    rows.update(thread_rows(engine, context, device, graph_parts))
 
     program = cl.Program(context, "__kernel void touch(__global float *a) "
                                   "{ a[get_global_id(0)] += 1.0f; }").build()
@@ -294,6 +296,8 @@ def graph_row(device, context, queue, repeats, warmup):
         for port in ports:
             queried = compiled.query_logical_tensor(port.get_id())
             storage.append(dnnl.usm.allocation(context, queried.get_mem_size(), "device", device))
+            dnnl.usm.fill(queue, storage[-1].ptr, np.float32(0).tobytes(), queried.get_mem_size())
+            queue.finish()
             result.append(g.tensor(queried, engine, storage[-1].ptr))
         return result
 
@@ -307,7 +311,75 @@ def graph_row(device, context, queue, repeats, warmup):
     stream.wait()
     per_execute = calls["malloc"] - before
     median = median_us(max(repeats * 2, 30), BATCH // 5, lambda: run(stream, ins, outs), stream.wait)
-    return median, per_execute
+    return median, per_execute, (engine, compiled, part, tensors)
+
+
+def threaded_us(threads, calls, repeats, work):
+    """Throughput of `threads` threads each running work(t) (its share of
+    the calls, ending with a wait on its own stream), released together:
+    median over `repeats` of the wall time per call, `calls` in all."""
+    samples = []
+    for _ in range(repeats):
+        gate = threading.Barrier(threads + 1)
+
+        def body(t):
+            gate.wait()
+            work(t)
+
+        pool = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
+        for th in pool:
+            th.start()
+        gate.wait()
+        start = time.perf_counter_ns()
+        for th in pool:
+            th.join()
+        samples.append((time.perf_counter_ns() - start) / 1e3 / calls)
+    return float(np.median(samples))
+
+
+THREAD_CALLS, THREAD_REPEATS = 20, 7
+
+
+def thread_rows(engine, context, device, graph_parts):
+    """1, 2 and 4 threads, each with its own queue and stream, as
+    baseline.cpp runs them: a 128 x 128 matmul (shared primitive, per-thread
+    memory) and the graph row's partition with its Python allocator (shared,
+    per-thread tensors), THREAD_CALLS executes per thread then a wait."""
+    oi, g = dnnl.ocl_interop, dnnl.graph
+    graph_engine, compiled, part, tensors = graph_parts
+    mid = dnnl.memory.desc([128, 128], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
+    matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
+    rows = {}
+    for n in (1, 2, 4):
+        queues = [cl.CommandQueue(context, device) for _ in range(n)]
+        streams = [oi.make_stream(engine, q) for q in queues]
+        graph_streams = [oi.make_stream(graph_engine, q) for q in queues]
+        margs = []
+        for _ in range(n):
+            args = {arg: dnnl.memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
+            for mem in args.values():
+                dnnl.arrays.write(mem, np.zeros((128, 128), np.float32))
+            margs.append(args)
+        tensor_sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
+
+        def matmuls(t):
+            s, a = streams[t], margs[t]
+            for _ in range(THREAD_CALLS):
+                matmul.execute(s, a)
+            s.wait()
+
+        def partitions(t):
+            s, (ins, outs) = graph_streams[t], tensor_sets[t]
+            for _ in range(THREAD_CALLS):
+                compiled.execute(s, ins, outs)
+            s.wait()
+
+        matmuls(0)
+        partitions(0)
+        suffix = f"{n} thread" + ("s" if n > 1 else "")
+        rows[f"matmul throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls)
+        rows[f"graph throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions)
+    return rows
 
 
 def bootstrap_interval(values, resamples=10000, confidence=0.95, seed=0):
@@ -349,6 +421,9 @@ def goal_of(name, notes):
     if name == "primitive creation (cached)":
         return (f"≤ {2 * PER_CALL_GOAL_US:g} µs over C++ (2 calls × {PER_CALL_GOAL_US})",
                 ("overhead", 2 * PER_CALL_GOAL_US))
+    if "throughput, " in name:
+        return (f"ratio ≤ {THREADS_GOAL_RATIO:.3f} (≥ 0.95 of C++'s throughput)",
+                ("ratio", THREADS_GOAL_RATIO))
     if name == "execute beside a busy thread":
         return (f"ratio ≤ {BUSY_GOAL_RATIO:g} against Python's execute alone (≥ {1 / BUSY_GOAL_RATIO:g} "
                 "of its solo rate)", ("ratio", BUSY_GOAL_RATIO))

@@ -244,7 +244,10 @@ void call_scope::raise_recorded(const char *onednn_failure) {
     auto &first = failures.front();
     std::string message = first.first + ": " + std::string(py::str(first.second));
     if (onednn_failure) message += " (oneDNN: " + std::string(onednn_failure) + ")";
-    throw_chained(dnnl_runtime_error, message, first.second);
+    // A malloc that ran out of memory (MemoryError, dnnl.out_of_memory among
+    // them) is what oneDNN calls out_of_memory; any other failure runtime_error.
+    bool exhausted = PyErr_GivenExceptionMatches(first.second.ptr(), PyExc_MemoryError);
+    throw_chained(exhausted ? dnnl_out_of_memory : dnnl_runtime_error, message, first.second);
 }
 
 allocator_object make(py::object malloc_fn, py::object free_fn) {

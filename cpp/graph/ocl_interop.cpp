@@ -75,7 +75,8 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "that needs memory; an exception (or a return that is not a USM "
             "pointer of the context with `size` bytes and a multiple of a "
             "non-zero `alignment`) is raised from that call as "
-            "dnnl.runtime_error chained to it; KeyboardInterrupt, SystemExit "
+            "dnnl.runtime_error chained to it (dnnl.out_of_memory for a "
+            "MemoryError); KeyboardInterrupt, SystemExit "
             "and GeneratorExit are raised from it unchanged. Each allocator "
             "gets only its own calls. At most 64 allocators are alive at once.");
 

@@ -113,12 +113,24 @@ class caching_pool:
     frees the cached blocks now; they are freed anyway once the pool and the
     engines using it are gone. ``stats`` counts memory handed out;
     ``hits``/``misses`` count reuse.
+
+    ``limit_bytes`` bounds the device memory the pool holds (handed out plus
+    cached): a malloc beyond it first frees cached blocks that are ready,
+    and when that is not enough raises ``MemoryError`` — the pool has run
+    dry — which the compile or execute that asked for the memory raises as
+    ``dnnl.out_of_memory`` (its ``__cause__`` is the ``MemoryError``). The
+    engine and pool stay usable: memory freed later serves later calls.
     """
 
-    def __init__(self, granularity: int = 256, reuse_without_event: bool = True):
+    def __init__(self, granularity: int = 256, reuse_without_event: bool = True,
+                 limit_bytes: "int | None" = None):
         stats = self.stats = allocation_statistics()
         cache = self._cache = _block_cache()
         counters = self._counters = {"hits": 0, "misses": 0}
+        limit: "list[int | None]" = [None]  # read at each malloc: the setter changes it
+        self._limit = limit
+        self.limit_bytes = limit_bytes
+        growing = threading.Lock()
 
         def rounded(size):
             return -(-size // granularity) * granularity
@@ -137,12 +149,35 @@ class caching_pool:
                 counters["misses"] += 1
                 return None
 
+        def make_room(size_class):
+            """Frees ready cached blocks until `size_class` more bytes fit
+            under the limit; MemoryError when they cannot."""
+            limit_bytes = limit[0]
+            with cache.lock:
+                held = stats.live_bytes + sum(size * len(blocks) for size, blocks in cache.blocks.items())
+                for block_size, blocks in cache.blocks.items():
+                    for entry in [e for e in blocks if ready(e[1])]:
+                        if held + size_class <= limit_bytes:
+                            break
+                        blocks.remove(entry)
+                        usm.free(entry[2], entry[0])
+                        held -= block_size
+            if held + size_class > limit_bytes:
+                raise MemoryError(f"caching_pool ran dry: {size_class} bytes asked for, "
+                                  f"{stats.live_bytes} in use and {held - stats.live_bytes} cached "
+                                  f"of limit_bytes={limit_bytes}")
+
         def malloc(size, alignment, device, context):
             size_class = rounded(size)
             ptr = take(size_class, alignment, context)
-            if ptr is None:
+            if ptr is not None:
+                stats.allocated(ptr, size_class)
+                return ptr
+            with growing:  # one thread at a time checks the limit and grows
+                if limit[0] is not None:
+                    make_room(size_class)
                 ptr = usm.device_alloc(context, device, size_class, alignment)
-            stats.allocated(ptr, size_class)
+                stats.allocated(ptr, size_class)
             return ptr
 
         def free(ptr, device, context, event):
@@ -154,6 +189,17 @@ class caching_pool:
                 cache.blocks.setdefault(size_class, []).append((ptr, event, context))
 
         self.allocator = ocl_interop.make_allocator(malloc, free)
+
+    @property
+    def limit_bytes(self) -> "int | None":
+        """The bound on device memory the pool holds (None: no bound); may be changed."""
+        return self._limit[0]
+
+    @limit_bytes.setter
+    def limit_bytes(self, value: "int | None") -> None:
+        if value is not None and value < 0:
+            raise ValueError(f"limit_bytes must not be negative, not {value}")
+        self._limit[0] = value
 
     @property
     def hits(self) -> int:

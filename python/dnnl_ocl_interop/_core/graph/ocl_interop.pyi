@@ -22,7 +22,7 @@ def make_allocator(malloc: typing.Any, free: typing.Any) -> dnnl_ocl_interop._co
         releases it once `event` has completed (with None, in-order work
         may still use it: free it only after that work is done, e.g.
         with a blocking USM free).
-    Called with the GIL held, from the compile, execute or tensor call that needs memory; an exception (or a return that is not a USM pointer of the context with `size` bytes and a multiple of a non-zero `alignment`) is raised from that call as dnnl.runtime_error chained to it; KeyboardInterrupt, SystemExit and GeneratorExit are raised from it unchanged. Each allocator gets only its own calls. At most 64 allocators are alive at once.
+    Called with the GIL held, from the compile, execute or tensor call that needs memory; an exception (or a return that is not a USM pointer of the context with `size` bytes and a multiple of a non-zero `alignment`) is raised from that call as dnnl.runtime_error chained to it (dnnl.out_of_memory for a MemoryError); KeyboardInterrupt, SystemExit and GeneratorExit are raised from it unchanged. Each allocator gets only its own calls. At most 64 allocators are alive at once.
     """
 def make_engine_with_allocator(device: pyopencl.Device | int, context: pyopencl.Context | int, allocator: dnnl_ocl_interop._core.graph.allocator, cache_blob: bytes | bytearray | None = None) -> dnnl_ocl_interop._core.engine:
     """
