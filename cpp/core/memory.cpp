@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 
 namespace py = pybind11;
@@ -286,6 +287,7 @@ void bind_memory(py::module_ &m) {
             "Point the memory at other storage of the same kind (checked to "
             "fit the descriptor), or at none with dnnl.MEMORY_NONE.");
     mem.def("map_data", [](const memory_object &m) {
+        fork_guard::check();
         void *ptr = nullptr;
         {
             py::gil_scoped_release release; // waits for the device

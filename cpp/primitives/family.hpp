@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace dnnl_ocl_interop {
@@ -72,7 +73,7 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
         const std::vector<int> &quantization_args) {
     typed_pd<P> result;
     static_cast<primitive_desc_object &>(result)
-            = primitive_desc_object {engine, std::move(pd), quantization_args};
+            = primitive_desc_object {engine, {}, std::move(pd), quantization_args};
     return result;
 }
 
@@ -87,6 +88,7 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
 template <typename P, typename... Args>
 typed_pd<P> create(const engine_object &engine, const Args &...args,
         const std::optional<attr_object> &attr, bool allow_empty) {
+    fork_guard::check();
     attr_object fresh;
     const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;

@@ -3855,6 +3855,14 @@ class reorder(primitive):
         @typing.overload
         def __init__(self, src: memory, dst: memory, attr: primitive_attr | None = None, allow_empty: bool = False) -> None:
             ...
+        def get_dst_engine(self) -> engine:
+            """
+            The engine of the reorder's destination memory (another than the source's for a reorder between two engines).
+            """
+        def get_src_engine(self) -> engine:
+            """
+            The engine of the reorder's source memory.
+            """
     @typing.overload
     def __init__(self, pd: reorder.primitive_desc) -> None:
         """
