@@ -1,6 +1,7 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
@@ -15,6 +16,7 @@ PYBIND11_MODULE(_core, m) {
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
     bind_errors(m);
+    fork_guard::install();
     bind_library(m);
     bind_engine(m);
     bind_stream(m);

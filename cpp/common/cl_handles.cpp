@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 
 namespace py = pybind11;
@@ -47,6 +48,7 @@ PyObject *accepted_class(family_t &family) {
 void initialize_system_loader() {
     static std::once_flag once;
     std::call_once(once, [] {
+        fork_guard::mark_used();
         cl_uint count = 0;
         clGetPlatformIDs(0, nullptr, &count);
     });

@@ -3,6 +3,7 @@
 #include <pybind11/native_enum.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -29,13 +30,17 @@ void bind_engine(py::module_ &m) {
             .value("gpu", dnnl::engine::kind::gpu)
             .finalize();
     engine.def(py::init([](dnnl::engine::kind kind, size_t index) {
+        fork_guard::check();
         py::gil_scoped_release release; // queries and may set up the device
         return engine_object(dnnl::engine(kind, index));
     }),
             py::arg("kind"), py::arg("index"),
             "Engine on the `index`-th device of `kind` that oneDNN enumerates "
             "itself (for OpenCL: Intel GPUs of Intel platforms).");
-    engine.def_static("get_count", &dnnl::engine::get_count, py::arg("kind"),
+    engine.def_static("get_count", [](dnnl::engine::kind kind) {
+        fork_guard::check();
+        return dnnl::engine::get_count(kind);
+    }, py::arg("kind"),
             "Number of devices of `kind` oneDNN can use.");
     engine.def("get_kind", [](const engine_object &e) { return e.get_kind(); },
             "The engine's kind.");

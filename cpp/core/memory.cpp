@@ -11,6 +11,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 
 namespace py = pybind11;
@@ -459,6 +460,7 @@ void bind_memory(py::module_ &m) {
     }, py::arg("value"),
             "Set the value of host-scalar memory (converted to its data type).");
     mem.def("map_data", [](const memory_object &m, int index) {
+        fork_guard::check();
         check_buffer_index(m, index);
         void *ptr = nullptr;
         {

@@ -1,8 +1,13 @@
 #include <algorithm>
+#include <cerrno>
 #include <string>
+
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
@@ -55,6 +60,52 @@ void check_buffer_index(const memory_object &memory, int index) {
                 "memory (its layout has " + std::to_string(memory.num_handles) + ")");
 }
 
+namespace {
+
+enum class readable { yes, no, unknown };
+
+// The pointer-sized word at `address`, read without faulting: process_vm_readv
+// on this process answers EFAULT for an address that is not mapped.
+readable read_word(const void *address, void *&word) {
+    iovec local {&word, sizeof(word)};
+    iovec remote {const_cast<void *>(address), sizeof(word)};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n == static_cast<ssize_t>(sizeof(word))) return readable::yes;
+    return n < 0 && errno == EFAULT ? readable::no : readable::unknown;
+}
+
+// The ICD dispatch table every cl_mem of `context`'s platform starts with.
+void *mem_dispatch_of(cl_context context) {
+    void *dispatch = *reinterpret_cast<void *const *>(context);
+    return dispatch;
+}
+
+// Whether an int handle given as a cl_mem can be one of `context`'s platform:
+// an OpenCL object starts with its platform's dispatch table (the ICD rule),
+// so a USM pointer of another context, host memory or an unmapped address is
+// told apart without handing it to the driver (which would dereference it;
+// the CPU runtime crashes). True when the memory cannot be read back (some
+// sandboxes refuse process_vm_readv): the handle is then taken at its word.
+bool may_be_cl_mem(cl_context context, const void *handle) {
+    void *word = nullptr;
+    switch (read_word(handle, word)) {
+        case readable::no: return false;
+        case readable::unknown: return true;
+        case readable::yes: break;
+    }
+    if (word == mem_dispatch_of(context)) return true;
+    // A platform whose objects of different kinds had different tables:
+    // compare with a real cl_mem of the context.
+    cl_int status = CL_SUCCESS;
+    cl_mem probe = clCreateBuffer(context, CL_MEM_READ_WRITE, 1, nullptr, &status);
+    if (status != CL_SUCCESS || !probe) return true;
+    void *probe_dispatch = *reinterpret_cast<void *const *>(probe);
+    clReleaseMemObject(probe);
+    return word == probe_dispatch;
+}
+
+} // namespace
+
 bool is_usm(const dnnl::memory &memory) {
     const_dnnl_memory_desc_t md = nullptr;
     dnnl_format_kind_t kind = dnnl_format_kind_undef;
@@ -69,6 +120,7 @@ bool is_usm(const dnnl::memory &memory) {
 
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
         bool usm, void *handle, int index) {
+    fork_guard::check(); // every memory creation and set_data_handle starts here
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
     cl_context context = dnnl::ocl_interop::get_context(engine);
@@ -90,6 +142,10 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
     if (usm::is_usm_pointer(context, handle))
         throw_invalid_argument("handle is a USM pointer, not a cl_mem: use "
                                "memory_kind.usm for USM memory");
+    if (!may_be_cl_mem(context, handle))
+        throw_invalid_argument("handle is not a cl_mem of the engine's OpenCL platform "
+                               "(a USM pointer of another context, or a released or "
+                               "wrong handle?)");
     auto mem = static_cast<cl_mem>(handle);
     cl_context mem_context = nullptr;
     size_t size = 0;

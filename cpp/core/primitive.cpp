@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace py = pybind11;
@@ -151,6 +152,19 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
     }
     for (const auto &q : pdo.quantization_args)
         args.push_back({q.arg, dnnl::memory::desc(), q.on_host});
+    // A reorder reads its source on its source engine and writes its
+    // destination on its destination engine (two engines for a cross-engine
+    // reorder; oneDNN then copies through the host).
+    if (pd.get_kind() == dnnl::primitive::kind::reorder)
+        for (auto &e : args) {
+            dnnl_query_t q = e.arg == DNNL_ARG_FROM ? dnnl_query_reorder_src_engine
+                    : e.arg == DNNL_ARG_TO          ? dnnl_query_reorder_dst_engine
+                                                    : dnnl_query_undef;
+            dnnl_engine_t engine = nullptr;
+            if (q != dnnl_query_undef
+                    && dnnl_primitive_desc_query(pd.get(), q, 0, &engine) == dnnl_success)
+                e.engine = engine;
+        }
     return args;
 }
 
@@ -173,7 +187,8 @@ dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int i
 
 primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive primitive) {
     bool direct_copy = std::strcmp(pd.pd.impl_info_str(), "gpu:direct_copy") == 0;
-    return primitive_object {pd.engine, std::move(primitive), expected_args(pd), direct_copy};
+    return primitive_object {pd.engine, pd.other_engine, std::move(primitive), expected_args(pd),
+            direct_copy};
 }
 
 // ---------------------------------------------------------------- cache blobs
@@ -280,6 +295,7 @@ void execute_primitive(const primitive_object &p, const stream_object &s, py::ha
 }
 
 primitive_object make_primitive(const primitive_desc_object &pd) {
+    fork_guard::check();
     dnnl::primitive primitive;
     {
         py::gil_scoped_release release; // compiles kernels
@@ -289,6 +305,7 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
 }
 
 primitive_object make_primitive(const primitive_desc_object &pd, const optional_bytes &cache_blob) {
+    fork_guard::check();
     if (cache_blob.is_none()) return make_primitive(pd);
     std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
     size_t payload = checked_payload(blob, cache_blob_id(pd.pd.get()));
@@ -309,6 +326,7 @@ primitive_object make_primitive(const primitive_desc_object &pd, const optional_
 
 std::vector<dnnl_exec_arg_t> execution_args(
         const primitive_object &p, const stream_object &stream, py::handle args) {
+    fork_guard::check(); // every execute starts here
     if (!PyDict_Check(args.ptr()))
         throw_type_error("args", "a dict of {ARG_*: dnnl.memory}", args);
     if (stream.engine.get() != p.engine.get())
@@ -347,9 +365,12 @@ std::vector<dnnl_exec_arg_t> execution_args(
             converted.push_back({arg, mem.memory.get()});
             continue;
         }
-        if (mem.engine.get() != p.engine.get())
-            throw_invalid_argument(arg_name(arg) + " is memory on another engine "
-                                                   "than the primitive's");
+        if (expected->engine ? mem.engine.get() != expected->engine
+                             : mem.engine.get() != p.engine.get())
+            throw_invalid_argument(arg_name(arg) + " is memory on another engine than the "
+                    + (!expected->engine ? "primitive's"
+                            : arg == DNNL_ARG_FROM ? "reorder's source engine"
+                                                   : "reorder's destination engine"));
         if (!expected->desc.is_zero() && mem.desc != expected->desc) {
             std::string why = unfit_descriptor(expected->desc, mem.desc);
             if (!why.empty())
@@ -503,6 +524,7 @@ void bind_primitive_base(py::module_ &m) {
     pd.def("get_kernel", [](const primitive_desc_object &p) { return p.pd.get_kernel(); },
             "Pooling kernel per spatial dimension.");
     pd.def("next_impl", [](primitive_desc_object &p) {
+        fork_guard::check();
         dnnl_status_t status;
         {
             py::gil_scoped_release release;
@@ -543,6 +565,7 @@ void bind_primitive_base(py::module_ &m) {
     prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); },
             "Primitive kind.");
     prim.def("get_cache_blob", [](const primitive_object &p) {
+        fork_guard::check();
         std::vector<uint8_t> blob;
         {
             py::gil_scoped_release release; // oneDNN reads the kernels' binaries back

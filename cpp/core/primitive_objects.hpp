@@ -33,8 +33,11 @@ struct attr_object {
     std::vector<quantization_arg> quantization_args;
 };
 
-struct primitive_desc_object { // engine first: see objects.hpp
+struct primitive_desc_object { // engines first: see objects.hpp
     engine_object engine;
+    // A reorder between two engines: the one of the two that `engine` is not
+    // (oneDNN keeps only a pointer to it). Empty otherwise.
+    engine_object other_engine;
     dnnl::primitive_desc_base pd; // reorder, concat and sum derive only from the base
     std::vector<quantization_arg> quantization_args;
 };
@@ -45,10 +48,14 @@ struct expected_arg {
     // Host-scalar memory is taken exactly where oneDNN reads one (its kernels
     // would take any other memory for the other kind).
     bool host_scalar = false;
+    // The engine the memory must be on: a reorder's source or destination
+    // engine; nullptr: the primitive's.
+    dnnl_engine_t engine = nullptr;
 };
 
 struct primitive_object {
     engine_object engine;
+    engine_object other_engine; // as primitive_desc_object's
     dnnl::primitive primitive;
     std::vector<expected_arg> args;
     // oneDNN 3.13's "gpu:direct_copy" reorder copies nothing between buffer

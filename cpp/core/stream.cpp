@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -65,6 +66,7 @@ void bind_stream(py::module_ &m) {
             .value("profiling", static_cast<dnnl::stream::flags>(0x4U))
             .finalize();
     stream.def(py::init([](const engine_object &engine, dnnl::stream::flags flags) {
+        fork_guard::check();
         py::gil_scoped_release release;
         unsigned bits = static_cast<unsigned>(flags);
         bool out_of_order = bits & dnnl_stream_out_of_order;
@@ -79,6 +81,7 @@ void bind_stream(py::module_ &m) {
             py::arg("engine"), py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
             "A stream on `engine` with its own queue (oneDNN creates it).");
     stream.def("wait", [](stream_object &s) {
+        fork_guard::check();
         py::gil_scoped_release release;
         s.stream.wait();
     }, "Block until all work submitted to the stream has completed. "
@@ -102,6 +105,7 @@ void bind_stream(py::module_ &m) {
         if (kind != profiling_data_kind::time)
             throw_invalid_argument("could not get profiling data: data_kind must be "
                                    "profiling_data_kind.time");
+        fork_guard::check();
         std::vector<uint64_t> data;
         dnnl_status_t status;
         {

@@ -32,13 +32,27 @@
 // matrix built-ins the CPU compiler lacks), float atomics, USM capabilities,
 // and partitioning: CL_DEVICE_PARTITION_MAX_SUB_DEVICES and clCreateSubDevices
 // counts are the runtime's compute units, not the presented EUs.
-// docs/emulation.md has the table; tests/test_emulation_device.py checks it.
+//  * Several devices (DNNL_OCL_INTEROP_EMULATED_DEVICES=N, N > 1): the CPU
+//    device is split with clCreateSubDevices(BY_COUNTS) over its compute
+//    units into N sub-devices, created once and held for the life of the
+//    process, and these are presented as N root GPU devices in place of the
+//    CPU device: clGetDeviceIDs and clCreateContextFromType answer them,
+//    CL_DEVICE_PARENT_DEVICE reads NULL (oneDNN's make_engine looks the
+//    top-level device up in the GPU device list), CL_DEVICE_PARTITION_TYPE
+//    reads as the CPU device's, each presents a whole 512-EU Xe-HP tile, and
+//    clRetainDevice/clReleaseDevice do nothing on them, as on root devices.
+//    With N == 1 (the default) none of this is installed.
+// docs/emulation.md has the table; tests/test_emulation_device.py checks it
+// (tests/test_multi_device.py the several devices).
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl_layer.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -83,6 +97,53 @@ std::once_flag init_once;
 std::mutex state_mutex;
 std::unordered_map<cl_device_id, bool> emulated_cache;
 std::unordered_map<cl_kernel, cl_program> kernel_program;
+
+// --- Several devices (DNNL_OCL_INTEROP_EMULATED_DEVICES) ------------------
+// How many devices each emulated CPU device is presented as: 1 (the CPU
+// device itself) unless the variable says more; 0 when the variable is not a
+// count, and then no emulated device is presented at all (an error message
+// says why) rather than silently one.
+constexpr char devices_variable[] = "DNNL_OCL_INTEROP_EMULATED_DEVICES";
+constexpr unsigned long max_devices = 64;
+cl_uint device_count = 1;
+
+std::mutex partition_mutex;
+// Emulated root device -> the sub-devices presented in its place (empty when
+// partitioning failed).
+std::unordered_map<cl_device_id, std::vector<cl_device_id>> partitions;
+// Presented sub-device -> the CPU device it was split from.
+std::unordered_map<cl_device_id, cl_device_id> partition_parent;
+
+bool several_devices() { return device_count != 1; }
+
+void report(const char *message) {
+    std::fprintf(stderr, "dnnl_ocl_interop emulation layer: %s\n", message);
+}
+
+void read_device_count() {
+    const char *value = std::getenv(devices_variable);
+    if (!value || !*value) return;
+    char *end = nullptr;
+    errno = 0;
+    unsigned long n = std::strtoul(value, &end, 10);
+    if (errno || *end || n < 1 || n > max_devices || value[0] == '-') {
+        char message[256];
+        std::snprintf(message, sizeof(message),
+                "%s=%s is not a device count between 1 and %lu: no emulated "
+                "device is presented",
+                devices_variable, value, max_devices);
+        report(message);
+        device_count = 0;
+        return;
+    }
+    device_count = cl_uint(n);
+}
+
+bool is_partition_device(cl_device_id device) {
+    if (!several_devices()) return false;
+    std::lock_guard<std::mutex> lock(partition_mutex);
+    return partition_parent.count(device) != 0;
+}
 
 bool is_emulated(cl_device_id device) {
     {
@@ -139,15 +200,16 @@ cl_int answer_value(const T &value, size_t param_value_size, void *param_value,
 }
 
 // The EUs presented for an emulated device: the 512-EU part for a root
-// device; for a sub-device, its share of the part by the runtime's compute
-// units, in whole sub-slices (at least one, so that oneDNN's sub-slice count,
-// eu_count / 16, is never 0).
+// device (a presented one of several devices included); for a sub-device,
+// its share of the part by the runtime's compute units, in whole sub-slices
+// (at least one, so that oneDNN's sub-slice count, eu_count / 16, is never 0).
 cl_int presented_eu_count(cl_device_id device, cl_uint &eus) {
     cl_uint units = 0;
     cl_int status = runtime_value(device, CL_DEVICE_MAX_COMPUTE_UNITS, units);
     if (status != CL_SUCCESS) return status;
     cl_device_id root = device;
     for (int depth = 0; depth < 64; ++depth) {
+        if (is_partition_device(root)) break; // presented as a root device
         cl_device_id parent = nullptr;
         status = runtime_value(root, CL_DEVICE_PARENT_DEVICE, parent);
         if (status != CL_SUCCESS) return status;
@@ -253,9 +315,38 @@ bool is_presented_property(cl_device_info name) {
     }
 }
 
+// CL_DEVICE_PARENT_DEVICE and CL_DEVICE_PARTITION_TYPE of a presented one
+// of several devices: a root device's answers (NULL; the CPU device's
+// partition type, which is a root's). False for every other question.
+bool answer_as_root(cl_device_id device, cl_device_info name,
+        size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret, cl_int &status) {
+    if (name != CL_DEVICE_PARENT_DEVICE && name != CL_DEVICE_PARTITION_TYPE)
+        return false;
+    cl_device_id cpu_device = nullptr;
+    {
+        if (!several_devices()) return false;
+        std::lock_guard<std::mutex> lock(partition_mutex);
+        auto it = partition_parent.find(device);
+        if (it == partition_parent.end()) return false;
+        cpu_device = it->second;
+    }
+    if (name == CL_DEVICE_PARENT_DEVICE)
+        status = answer_value(cl_device_id(nullptr), param_value_size,
+                param_value, param_value_size_ret);
+    else
+        status = target.clGetDeviceInfo(cpu_device, name, param_value_size,
+                param_value, param_value_size_ret);
+    return true;
+}
+
 cl_int CL_API_CALL get_device_info(cl_device_id device,
         cl_device_info param_name, size_t param_value_size, void *param_value,
         size_t *param_value_size_ret) {
+    cl_int root_status = CL_SUCCESS;
+    if (answer_as_root(device, param_name, param_value_size, param_value,
+                param_value_size_ret, root_status))
+        return root_status;
     if (!is_presented_property(param_name) || !is_emulated(device))
         return target.clGetDeviceInfo(device, param_name, param_value_size,
                 param_value, param_value_size_ret);
@@ -311,11 +402,86 @@ cl_int CL_API_CALL get_device_info(cl_device_id device,
     return CL_INVALID_VALUE;  // not reached: is_presented_property
 }
 
+// The sub-devices presented in place of an emulated CPU device `root` when
+// several devices are asked for: split once, BY_COUNTS over its compute
+// units (as evenly as they go), and held for the life of the process. Empty
+// (with a message on stderr, once) when the device cannot be split so.
+const std::vector<cl_device_id> &partition_of(cl_device_id root) {
+    std::lock_guard<std::mutex> lock(partition_mutex);
+    auto found = partitions.find(root);
+    if (found != partitions.end()) return found->second;
+    std::vector<cl_device_id> &subs = partitions[root];
+    cl_uint units = 0;
+    cl_int status = runtime_value(root, CL_DEVICE_MAX_COMPUTE_UNITS, units);
+    char message[320];
+    if (status != CL_SUCCESS || units < device_count) {
+        std::snprintf(message, sizeof(message),
+                "%s=%u: the CPU device has %u compute units, fewer than the "
+                "devices asked for: no emulated device is presented",
+                devices_variable, device_count, units);
+        report(message);
+        return subs;
+    }
+    std::vector<cl_device_partition_property> properties {
+            CL_DEVICE_PARTITION_BY_COUNTS};
+    for (cl_uint i = 0; i < device_count; ++i)
+        properties.push_back(cl_device_partition_property(
+                units / device_count + (i < units % device_count ? 1 : 0)));
+    properties.push_back(CL_DEVICE_PARTITION_BY_COUNTS_LIST_END);
+    properties.push_back(0);
+    std::vector<cl_device_id> created(device_count);
+    cl_uint made = 0;
+    status = target.clCreateSubDevices(
+            root, properties.data(), device_count, created.data(), &made);
+    if (status != CL_SUCCESS || made != device_count) {
+        std::snprintf(message, sizeof(message),
+                "%s=%u: clCreateSubDevices(BY_COUNTS) over the CPU device's %u "
+                "compute units failed (error %d, %u devices): no emulated "
+                "device is presented",
+                devices_variable, device_count, units, int(status), made);
+        report(message);
+        if (status == CL_SUCCESS)
+            for (cl_uint i = 0; i < made; ++i)
+                target.clReleaseDevice(created[i]);
+        return subs;
+    }
+    subs = created;
+    for (cl_device_id sub : subs)
+        partition_parent[sub] = root;
+    return subs;
+}
+
+// The devices presented for `device` (an answer of the runtime's
+// clGetDeviceIDs): itself, or with several devices, an emulated CPU device's
+// sub-devices (all of them, or the first only for a request of the default
+// device). A device count that is not a count presents no emulated device.
+void append_presented(cl_device_id device, bool default_request,
+        std::vector<cl_device_id> &out) {
+    if (!several_devices() || !is_emulated(device)) {
+        out.push_back(device);
+        return;
+    }
+    cl_device_id parent = nullptr;
+    if (runtime_value(device, CL_DEVICE_PARENT_DEVICE, parent) != CL_SUCCESS
+            || parent) {
+        out.push_back(device); // a sub-device the application made
+        return;
+    }
+    if (device_count == 0) return;
+    const std::vector<cl_device_id> &subs = partition_of(device);
+    if (subs.empty()) return;
+    if (default_request)
+        out.push_back(subs.front());
+    else
+        out.insert(out.end(), subs.begin(), subs.end());
+}
+
 cl_int CL_API_CALL get_device_ids(cl_platform_id platform,
         cl_device_type device_type, cl_uint num_entries, cl_device_id *devices,
         cl_uint *num_devices) {
-    if (device_type == CL_DEVICE_TYPE_ALL
-            || device_type == CL_DEVICE_TYPE_DEFAULT)
+    const bool all_or_default = device_type == CL_DEVICE_TYPE_ALL
+            || device_type == CL_DEVICE_TYPE_DEFAULT;
+    if (all_or_default && !several_devices())
         return target.clGetDeviceIDs(
                 platform, device_type, num_entries, devices, num_devices);
     if (!devices && !num_devices) return CL_INVALID_VALUE;
@@ -327,37 +493,78 @@ cl_int CL_API_CALL get_device_ids(cl_platform_id platform,
     if (status == CL_DEVICE_NOT_FOUND) count = 0;
     else if (status != CL_SUCCESS) return status;
 
-    cl_uint matched = 0;
+    std::vector<cl_device_id> shown;
     if (count > 0) {
-        auto *all = new cl_device_id[count];
+        std::vector<cl_device_id> all(count);
         status = target.clGetDeviceIDs(platform, runtime_type_for(device_type),
-                count, all, nullptr);
-        if (status != CL_SUCCESS) {
-            delete[] all;
-            return status;
+                count, all.data(), nullptr);
+        if (status != CL_SUCCESS) return status;
+        for (cl_device_id device : all) {
+            if (!all_or_default) {
+                cl_device_type real = 0;
+                target.clGetDeviceInfo(
+                        device, CL_DEVICE_TYPE, sizeof(real), &real, nullptr);
+                cl_device_type type
+                        = is_emulated(device) ? presented_type(real) : real;
+                if (!(type & device_type)) continue;
+            }
+            append_presented(
+                    device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
         }
-        for (cl_uint i = 0; i < count; ++i) {
-            cl_device_type real = 0;
-            target.clGetDeviceInfo(
-                    all[i], CL_DEVICE_TYPE, sizeof(real), &real, nullptr);
-            cl_device_type shown
-                    = is_emulated(all[i]) ? presented_type(real) : real;
-            if (!(shown & device_type)) continue;
-            if (devices && matched < num_entries) devices[matched] = all[i];
-            ++matched;
-        }
-        delete[] all;
     }
+    cl_uint matched = cl_uint(shown.size());
+    if (devices)
+        for (cl_uint i = 0; i < matched && i < num_entries; ++i)
+            devices[i] = shown[i];
     if (num_devices) *num_devices = matched;
     return matched ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
 }
 
+// With several devices, a context the runtime made from a type holds the
+// emulated CPU device: it is remade on the devices presented in its place.
 cl_context CL_API_CALL create_context_from_type(
         const cl_context_properties *properties, cl_device_type device_type,
         void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *),
         void *user_data, cl_int *errcode_ret) {
-    return target.clCreateContextFromType(properties,
+    cl_context context = target.clCreateContextFromType(properties,
             runtime_type_for(device_type), pfn_notify, user_data, errcode_ret);
+    if (!context || !several_devices()) return context;
+    size_t bytes = 0;
+    cl_int status = target.clGetContextInfo(
+            context, CL_CONTEXT_DEVICES, 0, nullptr, &bytes);
+    std::vector<cl_device_id> real(bytes / sizeof(cl_device_id));
+    if (status == CL_SUCCESS)
+        status = target.clGetContextInfo(context, CL_CONTEXT_DEVICES, bytes,
+                real.data(), nullptr);
+    if (status != CL_SUCCESS) {
+        target.clReleaseContext(context);
+        if (errcode_ret) *errcode_ret = status;
+        return nullptr;
+    }
+    std::vector<cl_device_id> shown;
+    for (cl_device_id device : real)
+        append_presented(
+                device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
+    if (shown == real) return context;
+    target.clReleaseContext(context);
+    if (shown.empty()) {
+        if (errcode_ret) *errcode_ret = CL_DEVICE_NOT_FOUND;
+        return nullptr;
+    }
+    return target.clCreateContext(properties, cl_uint(shown.size()),
+            shown.data(), pfn_notify, user_data, errcode_ret);
+}
+
+// The presented ones of several devices are root devices to the application:
+// it does not count references to them (the layer holds the one they need).
+cl_int CL_API_CALL retain_device(cl_device_id device) {
+    if (is_partition_device(device)) return CL_SUCCESS;
+    return target.clRetainDevice(device);
+}
+
+cl_int CL_API_CALL release_device(cl_device_id device) {
+    if (is_partition_device(device)) return CL_SUCCESS;
+    return target.clReleaseDevice(device);
 }
 
 void keep_program_alive(cl_kernel kernel, cl_program program) {
@@ -423,6 +630,7 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
     std::memcpy(&target, target_dispatch,
             std::min<size_t>(sizeof(target), num_entries * sizeof(void *)));
     layer = target;
+    read_device_count();
     layer.clGetDeviceInfo = get_device_info;
     layer.clGetDeviceIDs = get_device_ids;
     layer.clCreateContextFromType = create_context_from_type;
@@ -430,6 +638,10 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
     layer.clCreateKernelsInProgram = create_kernels_in_program;
     layer.clReleaseKernel = release_kernel;
     if (target.clCloneKernel) layer.clCloneKernel = clone_kernel;
+    if (several_devices()) {
+        layer.clRetainDevice = retain_device;
+        layer.clReleaseDevice = release_device;
+    }
 }
 
 } // namespace

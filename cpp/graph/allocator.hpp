@@ -11,6 +11,7 @@
 #include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
+#include "common/fork_guard.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
@@ -58,6 +59,7 @@ struct call_scope {
 
 template <typename F>
 auto with_callbacks(F &&call) -> decltype(call()) {
+    fork_guard::check(); // graph compile, tensors and execute start here
     call_scope scope;
     try {
         auto result = [&] {

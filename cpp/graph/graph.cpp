@@ -337,6 +337,7 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
 
 graph_execution graph_execution_args(const compiled_partition_object &cp,
         const stream_object &stream, py::handle inputs, py::handle outputs) {
+    fork_guard::check(); // both graph executes start here
     if (stream.engine.get() != cp.engine.get())
         throw_invalid_argument("the stream is on another engine than the compiled partition");
     graph_execution ex;

@@ -83,6 +83,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
     m.def("make_engine_with_allocator", [](cl_handles::device_arg device,
                                                  cl_handles::context_arg context,
                                                  const allocator_object &alloc, const optional_bytes &cache_blob) {
+        fork_guard::check();
         cl_device_id dev = device.get("device");
         cl_context ctx = context.get("context");
         dnnl::engine engine;

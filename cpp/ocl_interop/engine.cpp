@@ -2,6 +2,7 @@
 
 #include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
+#include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
@@ -14,6 +15,7 @@ namespace dnnl_ocl_interop {
 void bind_ocl_interop_engine(py::module_ &m) {
     m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,
                                  const optional_bytes &cache_blob) {
+        fork_guard::check();
         cl_device_id dev = device.get("device");
         cl_context ctx = context.get("context");
         if (cache_blob.is_none()) {
@@ -42,11 +44,13 @@ void bind_ocl_interop_engine(py::module_ &m) {
                           "and a sub-device stays valid while the engine (or any "
                           "object made on it) lives.");
     m.def("get_engine_cache_blob_id", [](cl_handles::device_arg device) {
+        fork_guard::check();
         cl_device_id dev = device.get("device");
         return to_bytes(oi::get_engine_cache_blob_id(dev));
     }, py::arg("device"), "Identifies the device, driver and oneDNN version a "
                           "cache blob is valid for (bytes).");
     m.def("get_engine_cache_blob", [](const engine_object &engine) {
+        fork_guard::check();
         std::vector<uint8_t> blob;
         {
             py::gil_scoped_release release;

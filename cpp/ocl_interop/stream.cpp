@@ -1,6 +1,7 @@
 #include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -11,6 +12,7 @@ namespace dnnl_ocl_interop {
 
 void bind_ocl_interop_stream(py::module_ &m) {
     m.def("make_stream", [](const engine_object &engine, cl_handles::queue_arg queue) {
+        fork_guard::check();
         cl_command_queue q = queue.get("queue");
         dnnl::stream stream = oi::make_stream(engine, q);
         cl_command_queue_properties props = 0;

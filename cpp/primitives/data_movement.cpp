@@ -35,6 +35,7 @@ void bind_reorder(py::module_ &m) {
     auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
                         const md &dst, const std::optional<attr_object> &attr,
                         bool allow_empty) {
+        fork_guard::check();
         attr_object fresh; // C++'s default_attr(), per call (see create())
         const attr_object &a = attr ? *attr : fresh;
         dnnl::primitive_desc_base desc;
@@ -42,24 +43,33 @@ void bind_reorder(py::module_ &m) {
             py::gil_scoped_release release;
             desc = P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
         }
-        // The reorder runs on the GPU engine of the two.
-        const engine_object &runs_on
-                = src_engine.get_kind() == dnnl::engine::kind::gpu ? src_engine : dst_engine;
-        auto result = adopt<P>(runs_on, desc, a.quantization_args);
-        result.src_engine = src_engine;
-        result.dst_engine = dst_engine;
+        // The reorder runs on the GPU engine of the two (the source's when
+        // both are), and keeps the other alive.
+        const bool on_src = src_engine.get_kind() == dnnl::engine::kind::gpu;
+        typed_pd<P> result = adopt<P>(on_src ? src_engine : dst_engine, desc, a.quantization_args);
+        if (src_engine.get() != dst_engine.get()) result.other_engine = on_src ? dst_engine : src_engine;
         return result;
     };
+    // The engines of the descriptor's memory, as oneDNN reports them.
+    auto engine_of = [](const typed_pd<P> &pd, dnnl_query_t what) {
+        dnnl_engine_t engine = nullptr;
+        dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd.pd.get(), what, 0, &engine),
+                "could not query a reorder's engine");
+        return pd.other_engine && pd.other_engine.get() == engine ? pd.other_engine : pd.engine;
+    };
+    pd.def("get_src_engine", [engine_of](const typed_pd<P> &pd) {
+        return engine_of(pd, dnnl_query_reorder_src_engine);
+    }, "The engine of the reorder's source memory.");
+    pd.def("get_dst_engine", [engine_of](const typed_pd<P> &pd) {
+        return engine_of(pd, dnnl_query_reorder_dst_engine);
+    }, "The engine of the reorder's destination memory (another than the source's for "
+       "a reorder between two engines).");
     pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg(),
             allow_empty_arg());
     pd.def(py::init([make](const memory_object &src, const memory_object &dst,
                             const std::optional<attr_object> &attr, bool allow_empty) {
         return make(src.engine, src.desc, dst.engine, dst.desc, attr, allow_empty);
     }), "src"_a, "dst"_a, attr_arg(), allow_empty_arg());
-    pd.def("get_src_engine", [](const typed_pd<P> &p) { return p.src_engine; },
-            "The engine of the source.");
-    pd.def("get_dst_engine", [](const typed_pd<P> &p) { return p.dst_engine; },
-            "The engine of the destination.");
     // C++'s convenience forms: reorder(src, dst[, attr]) and
     // reorder.execute(stream, src, dst).
     py::class_<typed_primitive<P>, primitive_object> prim = m.attr("reorder");

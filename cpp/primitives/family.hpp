@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace dnnl_ocl_interop {
@@ -33,11 +34,6 @@ using pd_base_t = std::conditional_t<
         std::is_base_of_v<dnnl::rnn_primitive_desc_base, typename P::primitive_desc>,
         rnn_primitive_desc_object, primitive_desc_object>;
 template <typename P> struct typed_pd : pd_base_t<P> {};
-// A reorder's descriptor also keeps both of its engines (get_src_engine(),
-// get_dst_engine()), owning as every engine the binding hands out.
-template <> struct typed_pd<dnnl::reorder> : primitive_desc_object {
-    engine_object src_engine, dst_engine;
-};
 template <typename P> struct typed_primitive : primitive_object {};
 
 // A backward constructor's `hint_fwd_pd` parameter, as Python passes it.
@@ -77,7 +73,7 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
         const std::vector<quantization_arg> &quantization_args) {
     typed_pd<P> result;
     static_cast<primitive_desc_object &>(result)
-            = primitive_desc_object {engine, std::move(pd), quantization_args};
+            = primitive_desc_object {engine, {}, std::move(pd), quantization_args};
     return result;
 }
 
@@ -92,6 +88,7 @@ typed_pd<P> wrap(const engine_object &engine, dnnl::primitive_desc_base pd,
 template <typename P, typename... Args>
 typed_pd<P> create(const engine_object &engine, const Args &...args,
         const std::optional<attr_object> &attr, bool allow_empty) {
+    fork_guard::check();
     attr_object fresh;
     const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;

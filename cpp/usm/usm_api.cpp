@@ -3,20 +3,28 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/errors.hpp"
+#include "common/fork_guard.hpp"
 
 namespace dnnl_ocl_interop {
 namespace usm {
 namespace {
 
+// The platform of the context's (first) device. A context may hold several
+// devices: the whole list is read, as OpenCL refuses a shorter buffer.
 cl_platform_id platform_of(cl_context context) {
-    cl_device_id device = nullptr;
-    check_cl(clGetContextInfo(context, CL_CONTEXT_DEVICES, sizeof(device),
-                     &device, nullptr),
+    size_t bytes = 0;
+    check_cl(clGetContextInfo(context, CL_CONTEXT_DEVICES, 0, nullptr, &bytes),
+            "clGetContextInfo(CL_CONTEXT_DEVICES)");
+    std::vector<cl_device_id> devices(bytes / sizeof(cl_device_id));
+    if (devices.empty())
+        throw status_error(dnnl_invalid_arguments, "the OpenCL context has no devices");
+    check_cl(clGetContextInfo(context, CL_CONTEXT_DEVICES, bytes, devices.data(), nullptr),
             "clGetContextInfo(CL_CONTEXT_DEVICES)");
     cl_platform_id platform = nullptr;
-    check_cl(clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof(platform),
+    check_cl(clGetDeviceInfo(devices[0], CL_DEVICE_PLATFORM, sizeof(platform),
                      &platform, nullptr),
             "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
     return platform;
@@ -35,6 +43,7 @@ void load(cl_platform_id platform, const char *name, F &fn) {
 } // namespace
 
 const api_t &api_for(cl_context context) {
+    fork_guard::check(); // every USM call starts here
     static std::mutex mutex;
     static std::map<cl_platform_id, api_t> apis;
     // Every USM call (allocator callbacks included) starts here, so the

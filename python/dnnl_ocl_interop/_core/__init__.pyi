@@ -3941,11 +3941,11 @@ class reorder(primitive):
             ...
         def get_dst_engine(self) -> engine:
             """
-            The engine of the destination.
+            The engine of the reorder's destination memory (another than the source's for a reorder between two engines).
             """
         def get_src_engine(self) -> engine:
             """
-            The engine of the source.
+            The engine of the reorder's source memory.
             """
     @typing.overload
     def __init__(self, pd: reorder.primitive_desc) -> None:

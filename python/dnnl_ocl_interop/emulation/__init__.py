@@ -8,6 +8,8 @@ a real OpenCL implementation: results are genuine, timings are a CPU's.
 
 Call :func:`enable` before the process makes its first OpenCL call, or run a
 command with ``python -m dnnl_ocl_interop.emulation COMMAND [ARGS...]``.
+``enable(devices=N)`` (or ``DNNL_OCL_INTEROP_EMULATED_DEVICES=N``) splits the
+CPU device into N emulated GPUs, one per share of its cores.
 :func:`ensure_device` picks a real Intel GPU when there is one and the
 emulated device otherwise (``DNNL_OCL_INTEROP_DEVICE=gpu|emulated`` forces
 either).
@@ -19,6 +21,7 @@ import importlib.util
 import os
 import subprocess
 import sys
+from typing import Optional
 
 __all__ = [
     "EmulationError",
@@ -32,6 +35,7 @@ __all__ = [
 
 _ENABLED_FLAG = "DNNL_OCL_INTEROP_EMULATION"
 _DEVICE_CHOICE = "DNNL_OCL_INTEROP_DEVICE"
+_DEVICE_COUNT = "DNNL_OCL_INTEROP_EMULATED_DEVICES"  # read by the layer too
 _LAYER_FILE = "libdnnl_ocl_interop_emulation_layer.so"
 _RUNTIME_FILE = "libintelocl.so"
 
@@ -104,13 +108,42 @@ def is_enabled() -> bool:
 
 
 def _description() -> str:
+    count = os.environ.get(_DEVICE_COUNT, "1") or "1"
+    what = ("emulated Intel GPU (Xe-HP identity)" if count == "1"
+            else f"{count} emulated Intel GPUs (Xe-HP identity, sub-devices of the CPU device)")
     return (
-        "emulated Intel GPU (Xe-HP identity) on Intel's CPU OpenCL runtime "
+        f"{what} on Intel's CPU OpenCL runtime "
         f"{os.environ.get('OCL_ICD_VENDORS')} through layer {os.environ.get('OPENCL_LAYERS')}"
     )
 
 
-def enable() -> str:
+def _device_count(devices: Optional[int]) -> int:
+    """The number of emulated devices asked for: `devices`, else
+    DNNL_OCL_INTEROP_EMULATED_DEVICES, else 1; EmulationError when it is not
+    a count between 1 and the number of CPUs this process may run on (the
+    CPU device's compute units, which the devices share out)."""
+    source = "devices"
+    if devices is None:
+        value = os.environ.get(_DEVICE_COUNT, "") or "1"
+        source = _DEVICE_COUNT
+        try:
+            devices = int(value, 10)
+        except ValueError:
+            raise EmulationError(f"{_DEVICE_COUNT} must be a device count, not {value!r}") from None
+    if isinstance(devices, bool) or not isinstance(devices, int):
+        raise TypeError(f"devices must be an int, not {type(devices).__name__}")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    if not 1 <= devices <= cpus:
+        raise EmulationError(
+            f"{source}={devices}: the emulated devices share out the CPU device's "
+            f"{cpus} compute units, so between 1 and {cpus} devices can be emulated")
+    return devices
+
+
+def enable(devices: Optional[int] = None) -> str:
     """Present Intel's CPU OpenCL runtime as an Intel GPU to this process.
 
     Sets the ICD loader's ``OCL_ICD_VENDORS`` (only the CPU runtime is
@@ -118,10 +151,24 @@ def enable() -> str:
     inherit both. Must run before the first OpenCL call. Returns a one-line
     description; raises :class:`EmulationError` when the runtime is missing
     or OpenCL is already initialized.
+
+    ``devices=N`` (default: ``DNNL_OCL_INTEROP_EMULATED_DEVICES``, else 1)
+    presents N emulated GPUs instead of one: the CPU device split into N
+    sub-devices over its compute units, each shown as a root GPU device. N
+    may not exceed the CPUs this process runs on (EmulationError). The
+    choice is kept in ``DNNL_OCL_INTEROP_EMULATED_DEVICES``, which children
+    inherit. Once OpenCL is initialized, asking for another count than the
+    process runs with raises EmulationError.
     """
-    if is_enabled():
+    count = _device_count(devices)
+    if is_enabled() and str(count) == (os.environ.get(_DEVICE_COUNT, "") or "1"):
         return _description()
     if _opencl_initialized():
+        if is_enabled():
+            raise EmulationError(
+                f"emulation runs with {os.environ.get(_DEVICE_COUNT, '') or '1'} device(s) "
+                f"in this process, and OpenCL is initialized: the count ({count} asked for) "
+                "is read at the first OpenCL call")
         raise EmulationError(
             "OpenCL is already initialized in this process: enable emulation "
             "before the first OpenCL call, or run the program with "
@@ -131,6 +178,10 @@ def enable() -> str:
     layer = layer_path()
     os.environ["OCL_ICD_VENDORS"] = runtime
     os.environ["OPENCL_LAYERS"] = layer
+    if count == 1:  # the default: the environment stays as it always was
+        os.environ.pop(_DEVICE_COUNT, None)
+    else:
+        os.environ[_DEVICE_COUNT] = str(count)
     os.environ[_ENABLED_FLAG] = "1"
     return _description()
 
