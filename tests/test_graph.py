@@ -1117,3 +1117,43 @@ def test_host_scalar_ports_are_matched(engine, stream):
         with pytest.raises(dnnl.error, match=words) as info:
             bad()
         assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_gated_mlp_combined_weights(engine, stream, buffers, cl_queue):
+    """oneDNN's examples/graph/gated_mlp_wei_combined.cpp: the gate and up
+    weights are two [ic, oc] views (row stride 2 * oc) into one [ic, 2 * oc]
+    tensor; the up view starts oc elements in, and ends at its last byte."""
+    mb, ic, oc = 4, 16, 8
+    src, combined = lt(0, F32, [mb, ic], STRIDED), lt(1, F32, [ic, 2 * oc], STRIDED)
+    wei0, wei1 = lt(2, F32, [ic, oc], [2 * oc, 1]), lt(3, F32, [ic, oc], [2 * oc, 1])
+    out0, out1, out2, out3, out4 = (lt(i, F32, [mb, oc], STRIDED) for i in range(4, 9))
+    wei2, dst = lt(9, F32, [oc, ic], STRIDED), lt(10, F32, [mb, ic], STRIDED)
+    graph = _finalized(
+        g.op(0, g.op.kind.MatMul, [src, wei0], [out0], "fc_gate"),
+        g.op(1, g.op.kind.MatMul, [src, wei1], [out1], "fc_up"),
+        g.op(2, g.op.kind.Sigmoid, [out0], [out2], "swish/sigmoid"),
+        g.op(3, g.op.kind.Multiply, [out0, out2], [out3], "swish/multiply"),
+        g.op(4, g.op.kind.Multiply, [out3, out1], [out4], "mul"),
+        g.op(5, g.op.kind.MatMul, [out4, wei2], [dst], "fc_down"))
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    compiled = partitions[0].compile([src, wei0, wei1, wei2], [dst], engine)
+
+    rng = np.random.default_rng(47)
+    x = rng.uniform(-1, 1, (mb, ic)).astype(np.float32)
+    w = rng.uniform(-1, 1, (ic, 2 * oc)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (oc, ic)).astype(np.float32)
+    ts_combined = buffers.tensor(combined, engine, w)
+    handle = ts_combined.get_data_handle()
+    ts_wei0 = g.tensor(wei0, engine, handle)
+    ts_wei1 = g.tensor(wei1, engine, handle + oc * 4)
+    out = buffers.tensor(dst, engine)
+    compiled.execute(stream, [buffers.tensor(src, engine, x), ts_wei0, ts_wei1,
+                              buffers.tensor(wei2, engine, w2)], [out])
+    stream.wait()
+    gate, up = x @ w[:, :oc], x @ w[:, oc:]
+    expected = (gate / (1 + np.exp(-gate)) * up) @ w2
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (mb, ic)), expected,
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(dnnl.error):
+        g.tensor(wei1, engine, handle + oc * 4 + 4)  # one float past the end
