@@ -6,8 +6,11 @@ logical tensor construction and queries, op attributes of every value type,
 finalize/get_partitions, fused partitions (MatMul+ReLU, an MLP block, an
 attention block) compiled and executed on the OpenCL engine of the session,
 layout `any` resolved through query_logical_tensor, tensors on user USM
-pointers and on memory the engine allocates, the constant tensor cache
-settings, and the checks the binding makes before executing. Data goes in
+pointers and on memory the engine allocates, tensors on strided views into
+one allocation (oneDNN's stacked-QKV SDPA and combined gate/up MLP
+examples), user scratchpads, host-scalar tensors, one-op partitions, graph
+dumps, the constant tensor cache settings, and the checks the binding makes
+before executing. Data goes in
 and out with dnnl.usm.memcpy; every expected value is computed with NumPy.
 Allocator engines are in test_graph_allocator.py.
 """

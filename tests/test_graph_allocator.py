@@ -11,7 +11,10 @@ once everything is dropped, the ready-made allocators of
 dnnl.graph.allocators, that each allocator gets only its own calls, failing
 allocators (exceptions and bad returns chained as __cause__ of dnnl.runtime_error,
 and recovery), execution ordered by OpenCL events on out-of-order queues,
-engines made from a cache blob, and the limit on live allocators.
+engines made from a cache blob, the limit on live allocators, oneDNN's
+default allocator and host allocators (dnnl.graph.allocator), engines of a
+device index (dnnl.graph.make_engine_with_allocator), and a user scratchpad
+keeping execute off the allocator.
 Results are compared with NumPy.
 """
 
