@@ -6,8 +6,11 @@ logical tensor construction and queries, op attributes of every value type,
 finalize/get_partitions, fused partitions (MatMul+ReLU, an MLP block, an
 attention block) compiled and executed on the OpenCL engine of the session,
 layout `any` resolved through query_logical_tensor, tensors on user USM
-pointers and on memory the engine allocates, the constant tensor cache
-settings, and the checks the binding makes before executing. Data goes in
+pointers and on memory the engine allocates, tensors on strided views into
+one allocation (oneDNN's stacked-QKV SDPA and combined gate/up MLP
+examples), user scratchpads, host-scalar tensors, one-op partitions, graph
+dumps, the constant tensor cache settings, and the checks the binding makes
+before executing. Data goes in
 and out with dnnl.usm.memcpy; every expected value is computed with NumPy.
 Allocator engines are in test_graph_allocator.py.
 """
@@ -19,7 +22,7 @@ import pytest
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import arrays
 from helpers import (F32, STRIDED, attention_partition, attention_reference, compile_partition,
-                     download, g, goi, lt, oi, upload, usm)
+                     compiled_partition_cache_capacity, download, g, goi, lt, oi, upload, usm)
 
 ANY = lt.layout_type.any
 GPU = dnnl.engine.kind.gpu
@@ -692,3 +695,468 @@ def test_execute_with_bad_deps(matmul_relu_case, stream):
         goi.execute(compiled, stream, [ta, tb], [td], deps=[1.5])
     with pytest.raises(TypeError):
         goi.execute(compiled, stream, [ta, tb], [td], deps=5)
+
+
+# ------------------------------------------- names added for oneDNN 3.13.1
+
+def test_logical_tensor_copy_constructor():
+    original = lt(4, F32, [2, 3, 5], [15, 5, 1], lt.property_type.constant)
+    copy = lt(original)
+    assert copy == original
+    assert copy is not original
+    assert (copy.get_id(), copy.get_dims(), copy.get_strides(), copy.get_property_type()) == \
+        (4, [2, 3, 5], [15, 5, 1], lt.property_type.constant)
+    opaque = lt(lt(8, F32, [3, 5], 7))
+    assert opaque.get_layout_id() == 7
+    with pytest.raises(TypeError):
+        lt("not a logical tensor")
+
+
+def test_partition_from_one_op(engine, stream, buffers, cl_queue):
+    """partition(op, engine_kind): a one-op partition without a graph."""
+    x, y = lt(0, F32, [3, 4], STRIDED), lt(1, F32, [3, 4], STRIDED)
+    softmax = g.op(0, g.op.kind.SoftMax, [x], [y], "softmax")
+    softmax.set_attr(g.op.attr.axis, 1)
+    partition = g.partition(softmax, GPU)
+    assert partition.is_supported()
+    assert partition.get_ops() == [0]
+    assert partition.get_engine_kind() == GPU
+    assert [p.get_id() for p in partition.get_input_ports()] == [0]
+    compiled = partition.compile([x], [y], engine)
+    data = np.random.default_rng(31).standard_normal((3, 4)).astype(np.float32)
+    out = buffers.tensor(y, engine)
+    compiled.execute(stream, [buffers.tensor(x, engine, data)], [out])
+    stream.wait()
+    e = np.exp(data - data.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (3, 4)),
+                               e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+    bad = g.op(1, g.op.kind.MatMul, [x], [y])  # one input: fails the schema
+    with pytest.raises(dnnl.error):
+        g.partition(bad, GPU)
+
+
+def test_add_op_allow_exception():
+    a, b, c = lt(0, F32, [2, 3], STRIDED), lt(1, F32, [3, 2], STRIDED), lt(2, F32, [2, 2], STRIDED)
+    graph = g.graph(GPU)
+    assert graph.add_op(g.op(0, g.op.kind.MatMul, [a, b], [c])) == dnnl.status.success
+    bad = g.op(1, g.op.kind.MatMul, [a, b], [c])
+    bad.set_attr(g.op.attr.transpose_b, 1)  # s64 where bool is wanted
+    assert graph.add_op(bad, allow_exception=False) == dnnl.status.invalid_graph_op
+    with pytest.raises(dnnl.error) as info:
+        graph.add_op(bad)
+    assert info.value.status == dnnl.status.invalid_graph_op
+    graph.finalize()
+    relu = g.op(2, g.op.kind.ReLU, [c], [lt(3, F32, [2, 2], STRIDED)])
+    assert graph.add_op(relu, False) != dnnl.status.success  # finalized
+    assert len(graph.get_partitions()) == 1  # neither refused op was added
+
+
+def test_graph_dump_mode_writes_json(engine, tmp_path, monkeypatch):
+    import json
+    monkeypatch.chdir(tmp_path)
+    assert g.graph_dump_mode.graph | g.graph_dump_mode.subgraph == 3
+    ops, (a, b, d) = _matmul_relu_ops(F32)
+    try:
+        g.set_dump_mode(g.graph_dump_mode.graph)
+        partition = _only_partition(*ops)
+        graph_files = sorted(tmp_path.glob("graph-*.json"))
+        assert graph_files, "partitioning wrote no graph dump"
+        dumped = json.loads(graph_files[0].read_text())
+        kinds = {op["kind"] for op in dumped["graph"]}
+        assert kinds == {"MatMul", "ReLU"}
+
+        g.set_dump_mode(g.graph_dump_mode.subgraph)
+        before = set(tmp_path.glob("graph-*.json"))
+        with compiled_partition_cache_capacity(0):  # a cache hit compiles (and dumps) nothing
+            partition.compile([a, b], [d], engine)
+        new = set(tmp_path.glob("graph-*.json")) - before
+        assert len(new) == 1 and f"graph-{partition.get_id()}-" in new.pop().name
+
+        g.set_dump_mode(g.graph_dump_mode.none)
+        before = set(tmp_path.glob("graph-*.json"))
+        with compiled_partition_cache_capacity(0):
+            _only_partition(*_matmul_relu_ops(F32)[0]).compile([a, b], [d], engine)
+        assert set(tmp_path.glob("graph-*.json")) == before
+    finally:
+        g.set_dump_mode(g.graph_dump_mode.none)
+    with pytest.raises(dnnl.error) as info:
+        g.set_dump_mode(g.graph_dump_mode(4))  # not a mode oneDNN knows
+    assert info.value.status == dnnl.status.invalid_arguments
+
+
+def _interpolate_linear_half_pixel(src, out_width):
+    """oneDNN's linear resampling along the last axis (half_pixel)."""
+    in_width = src.shape[-1]
+    coords = (np.arange(out_width) + 0.5) * in_width / out_width - 0.5
+    left = np.floor(coords).astype(int)
+    weight = (coords - left).astype(np.float32)
+    lo, hi = np.clip(left, 0, in_width - 1), np.clip(left + 1, 0, in_width - 1)
+    return src[..., lo] * (1 - weight) + src[..., hi] * weight
+
+
+def test_attr_coordinate_transformation_mode(engine, stream, buffers, cl_queue):
+    src = np.array([[[1.0, 4.0, -2.0, 3.0]]], np.float32)
+    x, y = lt(0, F32, [1, 1, 4], STRIDED), lt(1, F32, [1, 1, 10], STRIDED)
+
+    def interpolate(mode):
+        op = g.op(0, g.op.kind.Interpolate, [x], [y])
+        op.set_attr(g.op.attr.mode, "linear")
+        op.set_attr(g.op.attr.sizes, [10])
+        op.set_attr(g.op.attr.data_format, "NCX")
+        op.set_attr(g.op.attr.coordinate_transformation_mode, mode)
+        return op
+
+    compiled = _only_partition(interpolate("half_pixel")).compile([x], [y], engine)
+    out = buffers.tensor(y, engine)
+    compiled.execute(stream, [buffers.tensor(x, engine, src)], [out])
+    stream.wait()
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (1, 1, 10)),
+                               _interpolate_linear_half_pixel(src, 10), rtol=1e-5, atol=1e-6)
+
+    # oneDNN's backend takes only half_pixel: align_corners is a valid
+    # value it leaves unsupported, anything else fails the op's schema.
+    graph = g.graph(GPU)
+    graph.add_op(interpolate("align_corners"))
+    graph.finalize()
+    assert not any(p.is_supported() for p in graph.get_partitions())
+    assert g.graph(GPU).add_op(interpolate("corners"), False) == dnnl.status.invalid_graph_op
+
+
+def test_op_kind_conv_transpose_backward_weights(engine, stream, buffers, cl_queue):
+    """diff_weights of a 2x2 transposed convolution (IOX weights, NCX data)."""
+    n, ic, oc, h, k = 2, 3, 4, 4, 2
+    src_lt = lt(0, F32, [n, ic, h, h], STRIDED)
+    diff_dst_lt = lt(1, F32, [n, oc, h + k - 1, h + k - 1], STRIDED)
+    diff_weights_lt = lt(2, F32, [ic, oc, k, k], STRIDED)
+    op = g.op(0, g.op.kind.ConvTransposeBackwardWeights, [src_lt, diff_dst_lt],
+              [diff_weights_lt], "deconv_bwd_weights")
+    for name, value in (("strides", [1, 1]), ("pads_begin", [0, 0]), ("pads_end", [0, 0]),
+                        ("dilations", [1, 1]), ("data_format", "NCX"),
+                        ("weights_format", "IOX"), ("weights_shape", [ic, oc, k, k])):
+        op.set_attr(getattr(g.op.attr, name), value)
+    compiled = _only_partition(op).compile([src_lt, diff_dst_lt], [diff_weights_lt], engine)
+    rng = np.random.default_rng(37)
+    src = rng.standard_normal((n, ic, h, h)).astype(np.float32)
+    diff_dst = rng.standard_normal((n, oc, h + k - 1, h + k - 1)).astype(np.float32)
+    out = buffers.tensor(diff_weights_lt, engine)
+    compiled.execute(stream, [buffers.tensor(src_lt, engine, src),
+                              buffers.tensor(diff_dst_lt, engine, diff_dst)], [out])
+    stream.wait()
+    # forward: dst[n, o, y + i, x + j] += src[n, c, y, x] * w[c, o, i, j]
+    expected = np.empty((ic, oc, k, k), np.float32)
+    for i in range(k):
+        for j in range(k):
+            expected[:, :, i, j] = np.einsum("ncyx,noyx->co", src,
+                                             diff_dst[:, :, i:i + h, j:j + h])
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (ic, oc, k, k)),
+                               expected, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------- user scratchpad
+
+def test_scratchpad_logical_tensor(engine):
+    compiled = compile_partition(attention_partition(2, 16, 8), engine)
+    scratch = compiled.get_scratchpad_logical_tensor()
+    assert scratch.get_id() == 2 ** 64 - 1
+    assert scratch.get_data_type() == lt.data_type.u8
+    assert scratch.get_layout_type() == STRIDED
+    assert scratch.get_property_type() == lt.property_type.variable
+    (size,) = scratch.get_dims()
+    assert scratch.get_mem_size() == size
+    assert size > 0, "the attention partition was chosen because it needs a scratchpad"
+
+    x, y = lt(0, F32, [3, 4], STRIDED), lt(1, F32, [3, 4], STRIDED)
+    relu = _only_partition(g.op(0, g.op.kind.ReLU, [x], [y])).compile([x], [y], engine)
+    assert relu.get_scratchpad_logical_tensor().get_dims() == [0]
+
+
+@pytest.mark.parametrize("how", ["execute", "ocl_interop.execute"])
+def test_user_scratchpad(engine, stream, buffers, cl_queue, how):
+    batch, seq, head = 2, 16, 8
+    partition = attention_partition(batch, seq, head)
+    compiled = compile_partition(partition, engine)
+    rng = np.random.default_rng(41)
+    data = [rng.standard_normal((batch, seq, head)).astype(np.float32) for _ in range(3)]
+    ins = [buffers.tensor(p, engine, data[p.get_id()]) for p in partition.get_input_ports()]
+    out = buffers.tensor(partition.get_output_ports()[0], engine)
+    scratchpad = buffers.tensor(compiled.get_scratchpad_logical_tensor(), engine)
+    # garbage in the scratchpad must not matter
+    usm.fill(cl_queue, scratchpad.get_data_handle(), b"\xff",
+             compiled.get_scratchpad_logical_tensor().get_mem_size()).wait()
+    for _ in range(2):  # reused, as the user manages it
+        if how == "execute":
+            compiled.execute(stream, ins, [out], scratchpad)
+        else:
+            assert goi.execute(compiled, stream, ins, [out], scratchpad=scratchpad) is None
+        stream.wait()
+        result = download(cl_queue, out.get_data_handle(), (batch, seq, head))
+        np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-5, atol=1e-5)
+        upload(cl_queue, out.get_data_handle(), np.zeros((batch, seq, head), np.float32))
+
+
+def test_user_scratchpad_is_checked(engine, stream, buffers, cl_device, cl_context):
+    partition = attention_partition(2, 16, 8)
+    compiled = compile_partition(partition, engine)
+    ins = [buffers.tensor(p, engine) for p in partition.get_input_ports()]
+    outs = [buffers.tensor(partition.get_output_ports()[0], engine)]
+    size = compiled.get_scratchpad_logical_tensor().get_mem_size()
+    small = buffers.tensor(lt(99, lt.data_type.u8, [size - 1], STRIDED), engine)
+    other_engine = oi.make_engine(cl_device, cl_context)
+    cases = {
+        "addresses": small,
+        "no storage": g.tensor(compiled.get_scratchpad_logical_tensor(), engine,
+                               dnnl.MEMORY_NONE),
+        "another engine": g.tensor(compiled.get_scratchpad_logical_tensor(), other_engine),
+        "host scalar": g.tensor.make_scalar_tensor(
+            lt(98, F32, 0, STRIDED, lt.property_type.host_scalar), 1.0),
+    }
+    for words, scratchpad in cases.items():
+        for run in (lambda: compiled.execute(stream, ins, outs, scratchpad),
+                    lambda: goi.execute(compiled, stream, ins, outs, scratchpad=scratchpad)):
+            with pytest.raises(dnnl.error, match=words) as info:
+                run()
+            assert info.value.status == dnnl.status.invalid_arguments
+    with pytest.raises(TypeError, match="scratchpad"):
+        compiled.execute(stream, ins, outs, "scratchpad")
+    # a larger one is taken, as oneDNN takes it
+    large = buffers.tensor(lt(97, lt.data_type.u8, [size + 64], STRIDED), engine)
+    compiled.execute(stream, ins, outs, large)
+    stream.wait()
+
+
+# ------------------------------------------- tensors: default handle, views
+
+def test_tensor_without_handle_allocates(engine, cl_context):
+    t_lt = lt(0, F32, [4, 8], STRIDED)
+    t = g.tensor(t_lt, engine)
+    assert t.get_data_handle() != 0
+    assert usm.pointer_type(cl_context, t.get_data_handle()) != "unknown"
+    assert t.get_logical_tensor() == t_lt
+    assert t.get_engine() == engine
+
+
+def test_tensor_on_strided_views_into_one_allocation(engine, cl_context, cl_device):
+    """Views are measured by the elements they address, not by dims x strides:
+    Q, K and V of a [2, 16, 2, 3, 8] stacked tensor each start 8 floats
+    apart; V's last element is the allocation's last."""
+    mb, seq, heads, size = 2, 16, 2, 8
+    total = mb * seq * heads * 3 * size * 4
+    view = lt(1, F32, [mb, heads, seq, size],
+              [seq * heads * 3 * size, 3 * size, heads * 3 * size, 1])
+    assert view.get_mem_size() == total  # oneDNN's measure: the whole stack
+    addressed = total - 2 * size * 4
+    with usm.allocation(cl_context, total, "device", cl_device) as block:
+        for offset in (0, size * 4, 2 * size * 4):
+            t = g.tensor(view, engine, block.ptr + offset)
+            assert t.get_data_handle() == block.ptr + offset
+        with pytest.raises(dnnl.error, match=f"has {addressed - 4} bytes from the handle on, "
+                                             f"but the logical tensor addresses {addressed}") as info:
+            g.tensor(view, engine, block.ptr + 2 * size * 4 + 4)  # one float past the end
+        assert info.value.status == dnnl.status.invalid_arguments
+        t = g.tensor(view, engine, block.ptr)
+        t.set_data_handle(block.ptr + 2 * size * 4)
+        with pytest.raises(dnnl.error):
+            t.set_data_handle(block.ptr + 2 * size * 4 + 4)
+        assert t.get_data_handle() == block.ptr + 2 * size * 4
+
+    # plain and padded layouts: up to the last element
+    padded = lt(2, F32, [3, 5], [8, 1])
+    with usm.allocation(cl_context, (2 * 8 + 5) * 4, "device", cl_device) as block:
+        g.tensor(padded, engine, block.ptr)
+        with pytest.raises(dnnl.error):
+            g.tensor(padded, engine, block.ptr + 4)
+        g.tensor(lt(3, F32, [21], STRIDED), engine, block.ptr)
+        with pytest.raises(dnnl.error):
+            g.tensor(lt(3, F32, [22], STRIDED), engine, block.ptr)
+        # s4: two elements a byte, the last one rounded up
+        g.tensor(lt(4, lt.data_type.s4, [2 * 84], STRIDED), engine, block.ptr)
+        with pytest.raises(dnnl.error):
+            g.tensor(lt(4, lt.data_type.s4, [2 * 84 + 1], STRIDED), engine, block.ptr)
+
+
+def _stacked_qkv_sdpa(mb, seq, heads, size, scale_kind):
+    """oneDNN's examples/graph/sdpa_stacked_qkv.cpp: Q, K and V are strided
+    views into one [mb, seq, heads, 3, size] tensor. Returns the logical
+    tensors and the graph's one partition. `scale_kind`: "tensor" (a [1]
+    tensor, as the example) or "host_scalar" (as examples/graph/gqa.cpp)."""
+    stacked = lt(0, F32, [mb, seq, heads, 3, size], STRIDED)
+    strides = [seq * heads * 3 * size, 3 * size, heads * 3 * size, 1]
+    qkv_dims, score_dims = [mb, heads, seq, size], [mb, heads, seq, seq]
+    query, key, value = (lt(i, F32, qkv_dims, strides) for i in (1, 2, 3))
+    score, scaled, masked, probs = (lt(i, F32, score_dims, STRIDED) for i in (4, 5, 6, 7))
+    if scale_kind == "host_scalar":
+        scale = lt(8, F32, 0, STRIDED, lt.property_type.host_scalar)
+    else:
+        scale = lt(8, F32, [1], STRIDED)
+    mask = lt(9, F32, [mb, 1, 1, seq], STRIDED)
+    output = lt(10, F32, qkv_dims, STRIDED)
+    bmm1 = g.op(0, g.op.kind.MatMul, [query, key], [score], "bmm1")
+    bmm1.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(3, g.op.kind.SoftMax, [masked], [probs], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    softmax.set_attr(g.op.attr.mode, "inf_as_zero")
+    graph = g.graph(GPU)
+    for op in (bmm1, g.op(1, g.op.kind.Divide, [score, scale], [scaled], "scale_div"),
+               g.op(2, g.op.kind.Add, [scaled, mask], [masked], "mask_add"), softmax,
+               g.op(4, g.op.kind.MatMul, [probs, value], [output], "bmm2")):
+        graph.add_op(op)
+    graph.finalize()
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    return (stacked, query, key, scale, mask, value, output), partitions[0]
+
+
+@pytest.mark.parametrize("scale_kind", ["tensor", "host_scalar"])
+def test_sdpa_stacked_qkv(scale_kind):
+    """The example's flow: an engine of index 0 with an allocator
+    (make_engine_with_allocator(kind, index, allocator)), tensors on views
+    of one allocation, and the scale as a tensor or a host scalar."""
+    mb, seq, heads, size = 2, 16, 2, 8
+    (stacked, query, key, scale, mask, value, output), partition = \
+        _stacked_qkv_sdpa(mb, seq, heads, size, scale_kind)
+    pool = g.allocators.caching_pool()
+    engine = g.make_engine_with_allocator(GPU, 0, pool.allocator)
+    stream = dnnl.stream(engine)
+    queue = oi.get_command_queue(stream)
+    compiled = partition.compile([query, key, scale, mask, value], [output], engine)
+
+    rng = np.random.default_rng(43)
+    qkv_data = rng.uniform(-1, 1, stacked.get_dims()).astype(np.float32)
+    mask_data = np.zeros((mb, 1, 1, seq), np.float32)
+    mask_data[..., seq * 3 // 4:] = -np.inf
+    scale_value = np.float32(np.sqrt(size))
+
+    ts_qkv, ts_mask, ts_output = (g.tensor(t, engine) for t in (stacked, mask, output))
+    upload(queue, ts_qkv.get_data_handle(), qkv_data)
+    upload(queue, ts_mask.get_data_handle(), mask_data)
+    if scale_kind == "host_scalar":
+        ts_scale = g.tensor.make_scalar_tensor(scale, float(scale_value))
+        assert ts_scale.get_engine() is None and ts_scale.get_data_handle() == 0
+    else:
+        ts_scale = g.tensor(scale, engine)
+        upload(queue, ts_scale.get_data_handle(), np.array([scale_value]))
+    handle = ts_qkv.get_data_handle()
+    ts_query = g.tensor(query, engine, handle)
+    ts_key = g.tensor(key, engine, handle + size * 4)
+    ts_value = g.tensor(value, engine, handle + 2 * size * 4)
+    compiled.execute(stream, [ts_query, ts_key, ts_scale, ts_mask, ts_value], [ts_output])
+    stream.wait()
+    result = download(queue, ts_output.get_data_handle(), (mb, heads, seq, size))
+
+    q, k, v = (qkv_data[:, :, :, i, :].transpose(0, 2, 1, 3) for i in range(3))
+    scores = q @ k.swapaxes(-1, -2) / scale_value + mask_data
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    expected = weights / weights.sum(axis=-1, keepdims=True) @ v
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+    assert pool.stats.allocations > 0  # the engine's allocator was used
+
+
+# ------------------------------------------------------ host-scalar tensors
+
+HOST_SCALAR = lt.property_type.host_scalar
+
+
+@pytest.mark.parametrize("dtype, value", [("f32", 2.5), ("f32", 3), ("f32", np.float32(-1.5)),
+                                          ("s32", -7), ("s32", 2 ** 31 - 1), ("s64", -2 ** 63),
+                                          ("s64", np.int64(5))])
+def test_make_scalar_tensor(dtype, value):
+    scalar_lt = lt(5, getattr(lt.data_type, dtype), 0, STRIDED, HOST_SCALAR)
+    t = g.tensor.make_scalar_tensor(scalar_lt, value)
+    assert t.get_logical_tensor() == scalar_lt
+    assert t.get_engine() is None
+    assert t.get_data_handle() == 0
+    with pytest.raises(dnnl.error):
+        t.set_data_handle(dnnl.MEMORY_NONE)
+
+
+def test_make_scalar_tensor_bad_input(engine):
+    f32_lt = lt(5, F32, 0, STRIDED, HOST_SCALAR)
+    s32_lt = lt(6, lt.data_type.s32, 0, STRIDED, HOST_SCALAR)
+    for not_host_scalar in (lt(5, F32, [], STRIDED), lt(5, F32, [1], STRIDED, lt.property_type.constant)):
+        with pytest.raises(dnnl.error, match="host_scalar") as info:
+            g.tensor.make_scalar_tensor(not_host_scalar, 1.0)
+        assert info.value.status == dnnl.status.invalid_arguments
+    with pytest.raises(dnnl.error) as info:  # oneDNN holds only s32, s64 and f32 host scalars
+        lt(5, lt.data_type.f16, 0, STRIDED, HOST_SCALAR)
+    assert info.value.status == dnnl.status.invalid_arguments
+    for bad in ("1.0", None, True, [1.0]):
+        with pytest.raises(TypeError):
+            g.tensor.make_scalar_tensor(f32_lt, bad)
+    for bad in (1.5, "1", True, None):
+        with pytest.raises(TypeError):
+            g.tensor.make_scalar_tensor(s32_lt, bad)
+    with pytest.raises(ValueError, match="s32"):
+        g.tensor.make_scalar_tensor(s32_lt, 2 ** 31)
+    with pytest.raises(ValueError, match="s64"):
+        g.tensor.make_scalar_tensor(lt(7, lt.data_type.s64, 0, STRIDED, HOST_SCALAR), 2 ** 63)
+    with pytest.raises(ValueError, match="f32"):
+        g.tensor.make_scalar_tensor(f32_lt, 1e39)
+    with pytest.raises(dnnl.error, match="make_scalar_tensor"):
+        g.tensor(f32_lt, engine)  # not on an engine
+
+
+def test_host_scalar_ports_are_matched(engine, stream):
+    """A host scalar goes only to a host_scalar port, of its data type, and a
+    device tensor never to one (oneDNN would dereference the wrong kind of
+    pointer)."""
+    (stacked, query, key, scale, mask, value, output), partition = \
+        _stacked_qkv_sdpa(1, 16, 1, 8, "host_scalar")
+    compiled = partition.compile([query, key, scale, mask, value], [output], engine)
+    ts = {t.get_id(): g.tensor(t, engine) for t in (query, key, mask, value, output)}
+    good_scale = g.tensor.make_scalar_tensor(scale, 2.0)
+
+    def run(scale_tensor, mask_tensor=ts[9]):
+        compiled.execute(stream, [ts[1], ts[2], scale_tensor, mask_tensor, ts[3]], [ts[10]])
+
+    run(good_scale)
+    stream.wait()
+    device_scale = g.tensor(lt(8, F32, [1], STRIDED), engine)
+    s32_scale = g.tensor.make_scalar_tensor(lt(8, lt.data_type.s32, 0, STRIDED, HOST_SCALAR), 2)
+    host_mask = g.tensor.make_scalar_tensor(lt(9, F32, 0, STRIDED, HOST_SCALAR), 0.0)
+    for bad, words in ((lambda: run(device_scale), "is not a host scalar"),
+                       (lambda: run(s32_scale), "host scalar of data_type.s32"),
+                       (lambda: run(good_scale, host_mask), "port is not host_scalar")):
+        with pytest.raises(dnnl.error, match=words) as info:
+            bad()
+        assert info.value.status == dnnl.status.invalid_arguments
+
+
+def test_gated_mlp_combined_weights(engine, stream, buffers, cl_queue):
+    """oneDNN's examples/graph/gated_mlp_wei_combined.cpp: the gate and up
+    weights are two [ic, oc] views (row stride 2 * oc) into one [ic, 2 * oc]
+    tensor; the up view starts oc elements in, and ends at its last byte."""
+    mb, ic, oc = 4, 16, 8
+    src, combined = lt(0, F32, [mb, ic], STRIDED), lt(1, F32, [ic, 2 * oc], STRIDED)
+    wei0, wei1 = lt(2, F32, [ic, oc], [2 * oc, 1]), lt(3, F32, [ic, oc], [2 * oc, 1])
+    out0, out1, out2, out3, out4 = (lt(i, F32, [mb, oc], STRIDED) for i in range(4, 9))
+    wei2, dst = lt(9, F32, [oc, ic], STRIDED), lt(10, F32, [mb, ic], STRIDED)
+    graph = _finalized(
+        g.op(0, g.op.kind.MatMul, [src, wei0], [out0], "fc_gate"),
+        g.op(1, g.op.kind.MatMul, [src, wei1], [out1], "fc_up"),
+        g.op(2, g.op.kind.Sigmoid, [out0], [out2], "swish/sigmoid"),
+        g.op(3, g.op.kind.Multiply, [out0, out2], [out3], "swish/multiply"),
+        g.op(4, g.op.kind.Multiply, [out3, out1], [out4], "mul"),
+        g.op(5, g.op.kind.MatMul, [out4, wei2], [dst], "fc_down"))
+    partitions = graph.get_partitions()
+    assert len(partitions) == 1 and partitions[0].is_supported()
+    compiled = partitions[0].compile([src, wei0, wei1, wei2], [dst], engine)
+
+    rng = np.random.default_rng(47)
+    x = rng.uniform(-1, 1, (mb, ic)).astype(np.float32)
+    w = rng.uniform(-1, 1, (ic, 2 * oc)).astype(np.float32)
+    w2 = rng.uniform(-1, 1, (oc, ic)).astype(np.float32)
+    ts_combined = buffers.tensor(combined, engine, w)
+    handle = ts_combined.get_data_handle()
+    ts_wei0 = g.tensor(wei0, engine, handle)
+    ts_wei1 = g.tensor(wei1, engine, handle + oc * 4)
+    out = buffers.tensor(dst, engine)
+    compiled.execute(stream, [buffers.tensor(src, engine, x), ts_wei0, ts_wei1,
+                              buffers.tensor(wei2, engine, w2)], [out])
+    stream.wait()
+    gate, up = x @ w[:, :oc], x @ w[:, oc:]
+    expected = (gate / (1 + np.exp(-gate)) * up) @ w2
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (mb, ic)), expected,
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(dnnl.error):
+        g.tensor(wei1, engine, handle + oc * 4 + 4)  # one float past the end

@@ -11,7 +11,10 @@ once everything is dropped, the ready-made allocators of
 dnnl.graph.allocators, that each allocator gets only its own calls, failing
 allocators (exceptions and bad returns chained as __cause__ of dnnl.runtime_error,
 and recovery), execution ordered by OpenCL events on out-of-order queues,
-engines made from a cache blob, and the limit on live allocators.
+engines made from a cache blob, the limit on live allocators, oneDNN's
+default allocator and host allocators (dnnl.graph.allocator), engines of a
+device index (dnnl.graph.make_engine_with_allocator), and a user scratchpad
+keeping execute off the allocator.
 Results are compared with NumPy.
 """
 
@@ -720,3 +723,154 @@ def test_live_allocator_limit(cl_device, cl_context):
     final.clear()
     gc.collect()
     goi.make_allocator(lambda *args: 0, lambda *args: None)
+
+
+# ------------------------------- dnnl.graph.allocator and engines of an index
+
+def test_default_allocator_engines(partition, data, cl_device, cl_context, cl_queue,
+                                   user_buffers):
+    """allocator(): oneDNN's own USM memory, on an engine of the user's
+    context and on the engine of index 0 (make_engine_with_allocator(kind,
+    index, allocator))."""
+    default = g.allocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, default)
+    stream = oi.make_stream(engine, cl_queue)
+    result = _run_flow(partition, engine, stream, cl_queue, data)
+    _check(result, data)
+
+    indexed = g.make_engine_with_allocator(dnnl.engine.kind.gpu, 0, default)
+    assert indexed.get_kind() == dnnl.engine.kind.gpu
+    stream = dnnl.stream(indexed)
+    queue = oi.get_command_queue(stream)
+    _check(_run_flow(partition, indexed, stream, queue, data), data)
+    allocated = g.tensor(partition.get_output_ports()[0], indexed)
+    assert usm.pointer_type(oi.get_context(indexed), allocated.get_data_handle()) == "device"
+
+    with pytest.raises(dnnl.error, match="default allocator"):
+        default._malloc_and_free(64, 0, cl_device, cl_context)
+    with pytest.raises(dnnl.error):
+        g.make_engine_with_allocator(dnnl.engine.kind.gpu, dnnl.engine.get_count(
+            dnnl.engine.kind.gpu), default)  # no such device
+    with pytest.raises(TypeError):
+        g.make_engine_with_allocator(dnnl.engine.kind.gpu, 0, "allocator")
+
+
+def test_engine_of_index_with_python_allocator(partition, data):
+    """make_engine_with_allocator(kind.gpu, 0, ...) sends the engine's graph
+    memory to the Python allocator, as the engine of the user's context does."""
+    recorder = _Recorder()
+    engine = g.make_engine_with_allocator(dnnl.engine.kind.gpu, 0, recorder.allocator)
+    stream = dnnl.stream(engine)
+    queue = oi.get_command_queue(stream)
+    context = oi.get_context(engine)
+    _check(_run_flow(partition, engine, stream, queue, data), data)
+    assert recorder.log["malloc"], "the engine did not ask its allocator for memory"
+    assert all(call[3] == context for call in recorder.log["malloc"])
+    del recorder  # the engine keeps the callables
+    gc.collect()
+    _check(_run_flow(partition, engine, stream, queue, data), data)
+
+
+def test_user_scratchpad_keeps_execute_off_the_allocator(partition, data, cl_device, cl_context,
+                                                         cl_queue, user_buffers):
+    """A partition executed with the user's scratchpad asks the engine's
+    allocator for nothing; without one, oneDNN allocates it per execute."""
+    statistics = g.allocators.statistics_allocator()
+    stats = statistics.stats
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                       statistics.allocator, cl_queue)
+    ins, outs = user_buffers.tensors(partition, engine)
+    size = compiled.get_scratchpad_logical_tensor().get_mem_size()
+    assert size > 0
+    with usm.allocation(cl_context, size, "device", cl_device) as block:
+        scratchpad = g.tensor(compiled.get_scratchpad_logical_tensor(), engine, block.ptr)
+        before = stats.allocations
+        compiled.execute(stream, ins, outs, scratchpad)
+        goi.execute(compiled, stream, ins, outs, scratchpad=scratchpad)
+        stream.wait()
+        assert stats.allocations == before
+        _check(user_buffers.result(), data)
+        compiled.execute(stream, ins, outs)
+        stream.wait()
+        assert stats.allocations > before
+
+
+class _HostRecorder:
+    """host_malloc/host_free over ctypes buffers, logging calls."""
+
+    def __init__(self, fail=None):
+        import ctypes
+        log = self.log = {"malloc": [], "free": []}
+        live = self.live = {}
+
+        def host_malloc(size, alignment):
+            log["malloc"].append((size, alignment))
+            if fail is not None:
+                return fail(size, alignment)
+            buffer = ctypes.create_string_buffer(size + max(alignment, 1))
+            address = ctypes.addressof(buffer)
+            if alignment > 1:
+                address += -address % alignment
+            live[address] = buffer
+            return address
+
+        def host_free(ptr):
+            log["free"].append(ptr)
+            live.pop(ptr, None)
+
+        self.allocator = g.allocator(host_malloc, host_free)
+
+
+def test_host_allocator_callbacks():
+    recorder = _HostRecorder()
+    recorder.allocator._host_malloc_and_free(100, 64, count=3)
+    assert recorder.log["malloc"] == [(100, 64)] * 3
+    assert len(recorder.log["free"]) == 3 and len(set(recorder.log["free"])) == 3
+    assert all(ptr % 64 == 0 for ptr in recorder.log["free"])
+    assert recorder.live == {}
+    with pytest.raises(dnnl.error, match="not an OpenCL allocator"):
+        recorder.allocator._malloc_and_free(64, 0, 1, 1)
+    ocl = goi.make_allocator(lambda *args: 0, lambda *args: None)
+    with pytest.raises(dnnl.error, match="not a host allocator"):
+        ocl._host_malloc_and_free(64, 0)
+
+
+@pytest.mark.parametrize("returned, cause_type", [
+    (_Boom, _Boom), (0, MemoryError), ("0x1000", TypeError), (True, TypeError),
+    (-1, ValueError), (4096 + 8, ValueError),  # not aligned to 64
+])
+def test_failing_host_allocator_raises_chained_error(returned, cause_type):
+    def fail(size, alignment):
+        if returned is _Boom:
+            raise _Boom("no host memory today")
+        return returned
+
+    recorder = _HostRecorder(fail=fail)
+    with pytest.raises(dnnl.error) as info:
+        recorder.allocator._host_malloc_and_free(128, 64)
+    error = info.value
+    assert type(error) is dnnl.runtime_error
+    assert isinstance(error.__cause__, cause_type), f"{type(error.__cause__)}: {error.__cause__}"
+    assert "host_malloc" in str(error)
+    # the binding's own memory stood in, and was not passed to host_free
+    assert recorder.log["free"] == ([4096 + 8] if returned == 4096 + 8 else [])
+
+
+def test_host_allocator_on_opencl_engines(partition, data, cl_device, cl_context, cl_queue):
+    """oneDNN asks a host allocator only for CPU engines (this oneDNN has
+    none): OpenCL engines made with one get oneDNN's default OpenCL memory."""
+    recorder = _HostRecorder()
+    for engine in (goi.make_engine_with_allocator(cl_device, cl_context, recorder.allocator),
+                   g.make_engine_with_allocator(dnnl.engine.kind.gpu, 0, recorder.allocator)):
+        stream = dnnl.stream(engine)
+        _check(_run_flow(partition, engine, stream, oi.get_command_queue(stream), data), data)
+    assert recorder.log == {"malloc": [], "free": []}
+
+
+def test_host_allocator_argument_errors():
+    with pytest.raises(TypeError, match="host_malloc"):
+        g.allocator(1, lambda ptr: None)
+    with pytest.raises(TypeError, match="host_free"):
+        g.allocator(lambda size, alignment: 0, None)
+    with pytest.raises(TypeError):
+        g.allocator(lambda size, alignment: 0)

@@ -1,7 +1,9 @@
 #include "graph/allocator.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_set>
 #include <utility>
@@ -21,6 +23,7 @@ constexpr size_t slot_count = 64;
 
 struct state {
     py::object malloc_fn, free_fn;
+    bool host = false; // host_malloc(size, alignment), host_free(ptr)
     size_t slot = SIZE_MAX;
     // pyopencl objects for the (device, context) oneDNN passes, made once:
     // wrapping handles on every allocation would dominate its cost.
@@ -28,7 +31,8 @@ struct state {
     cl_context context = nullptr;
     py::object py_device, py_context;
     // Allocations the binding made itself after the Python malloc failed
-    // (guarded by the GIL, which every callback holds).
+    // (USM device memory, or host memory for a host allocator; guarded by
+    // the GIL, which every callback holds).
     std::unordered_set<void *> fallbacks;
 
     ~state();
@@ -196,6 +200,76 @@ void deallocate(size_t slot, void *buf, cl_device_id device, cl_context context,
     }
 }
 
+// A host allocator: oneDNN asks it for CPU engines' memory, with the same
+// contract (no check for a failed allocation), so a failure is recorded and
+// the binding's own aligned host memory is used instead.
+void *host_fallback(state &s, size_t size, size_t alignment) {
+    void *ptr = nullptr;
+    size_t align = std::max(alignment, sizeof(void *));
+    if (posix_memalign(&ptr, align, std::max<size_t>(size, 1)) != 0) return nullptr;
+    s.fallbacks.insert(ptr);
+    return ptr;
+}
+
+void *host_allocate(size_t slot, size_t size, size_t alignment) {
+    state *s = slots[slot].load();
+    if (!s || interpreter_finalizing()) return nullptr;
+    py::gil_scoped_acquire gil;
+    if (current_scope && current_scope->interrupt) return host_fallback(*s, size, alignment);
+    auto failed = [&](const char *what, py::object exc) {
+        record(what, std::move(exc));
+        return host_fallback(*s, size, alignment);
+    };
+    try {
+        py::object result = s->malloc_fn(size, alignment);
+        if (!is_int(result))
+            return failed("the allocator's host_malloc failed",
+                    make_exception(PyExc_TypeError,
+                            type_mismatch("host_malloc's return value", "an int pointer", result)));
+        void *ptr = nullptr;
+        if (!int_to_pointer(result, ptr))
+            return failed("the allocator's host_malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "host_malloc returned " + std::string(py::str(result))
+                                    + ", which is not a pointer (0 to 2**64-1)"));
+        if (!ptr)
+            return failed("the allocator's host_malloc failed",
+                    make_exception(PyExc_MemoryError,
+                            "host_malloc returned 0 for " + std::to_string(size) + " bytes"));
+        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
+            s->free_fn(reinterpret_cast<uintptr_t>(ptr));
+            return failed("the allocator's host_malloc failed",
+                    make_exception(PyExc_ValueError,
+                            "host_malloc returned a pointer that is not aligned to the "
+                            "requested " + std::to_string(alignment)
+                                    + " bytes (it was passed back to host_free)"));
+        }
+        return ptr;
+    } catch (py::error_already_set &e) {
+        return failed("the allocator's host_malloc raised", raised(e));
+    } catch (const std::exception &e) {
+        return failed("the allocator's host_malloc failed",
+                make_exception(PyExc_RuntimeError, e.what()));
+    }
+}
+
+void host_deallocate(size_t slot, void *buf) {
+    state *s = slots[slot].load();
+    if (!s || !buf || interpreter_finalizing()) return;
+    py::gil_scoped_acquire gil;
+    if (s->fallbacks.erase(buf)) { // ours, not the Python allocator's
+        std::free(buf);
+        return;
+    }
+    try {
+        s->free_fn(reinterpret_cast<uintptr_t>(buf));
+    } catch (py::error_already_set &e) {
+        record("the allocator's host_free raised", raised(e));
+    } catch (const std::exception &e) {
+        record("the allocator's host_free failed", make_exception(PyExc_RuntimeError, e.what()));
+    }
+}
+
 template <size_t I>
 void *allocate_in_slot(size_t size, size_t alignment, cl_device_id device, cl_context context) {
     return allocate(I, size, alignment, device, context);
@@ -205,12 +279,55 @@ void deallocate_in_slot(void *buf, cl_device_id device, cl_context context, cl_e
     deallocate(I, buf, device, context, event);
 }
 
+template <size_t I>
+void *host_allocate_in_slot(size_t size, size_t alignment) {
+    return host_allocate(I, size, alignment);
+}
+template <size_t I>
+void host_deallocate_in_slot(void *buf) {
+    host_deallocate(I, buf);
+}
+
 template <size_t... I>
 constexpr std::array<std::pair<dnnl_graph_ocl_allocate_f, dnnl_graph_ocl_deallocate_f>, slot_count>
 trampolines(std::index_sequence<I...>) {
     return {{{&allocate_in_slot<I>, &deallocate_in_slot<I>}...}};
 }
 constexpr auto slot_functions = trampolines(std::make_index_sequence<slot_count>());
+
+template <size_t... I>
+constexpr std::array<std::pair<dnnl_graph_host_allocate_f, dnnl_graph_host_deallocate_f>, slot_count>
+host_trampolines(std::index_sequence<I...>) {
+    return {{{&host_allocate_in_slot<I>, &host_deallocate_in_slot<I>}...}};
+}
+constexpr auto host_slot_functions = host_trampolines(std::make_index_sequence<slot_count>());
+
+// The callables' state, in a free slot of the table. `who` names the call in
+// errors.
+std::shared_ptr<state> claim_slot(
+        py::object malloc_fn, py::object free_fn, bool host, const char *who) {
+    const char *malloc_name = host ? "host_malloc" : "malloc";
+    const char *free_name = host ? "host_free" : "free";
+    if (!PyCallable_Check(malloc_fn.ptr()))
+        throw py::type_error(std::string(malloc_name) + " must be callable");
+    if (!PyCallable_Check(free_fn.ptr()))
+        throw py::type_error(std::string(free_name) + " must be callable");
+    auto s = std::make_shared<state>();
+    s->malloc_fn = std::move(malloc_fn);
+    s->free_fn = std::move(free_fn);
+    s->host = host;
+    std::lock_guard<std::mutex> lock(slots_mutex);
+    size_t i = 0;
+    while (i < slot_count && slots[i].load()) ++i;
+    if (i == slot_count)
+        throw status_error(dnnl_out_of_memory,
+                std::string(who) + ": " + std::to_string(slot_count)
+                        + " allocators are alive already; drop unused ones "
+                          "(and the engines made with them)");
+    s->slot = i;
+    slots[i].store(s.get());
+    return s;
+}
 
 } // namespace
 
@@ -251,35 +368,50 @@ void call_scope::raise_recorded(const char *onednn_failure) {
 }
 
 allocator_object make(py::object malloc_fn, py::object free_fn) {
-    if (!PyCallable_Check(malloc_fn.ptr()))
-        throw py::type_error("malloc must be callable");
-    if (!PyCallable_Check(free_fn.ptr())) throw py::type_error("free must be callable");
-    auto s = std::make_shared<state>();
-    s->malloc_fn = std::move(malloc_fn);
-    s->free_fn = std::move(free_fn);
-    {
-        std::lock_guard<std::mutex> lock(slots_mutex);
-        size_t i = 0;
-        while (i < slot_count && slots[i].load()) ++i;
-        if (i == slot_count)
-            throw status_error(dnnl_out_of_memory,
-                    "make_allocator(): " + std::to_string(slot_count)
-                            + " allocators are alive already; drop unused ones "
-                              "(and the engines made with them)");
-        s->slot = i;
-        slots[i].store(s.get());
-    }
+    auto s = claim_slot(std::move(malloc_fn), std::move(free_fn), false, "make_allocator()");
     auto fns = slot_functions[s->slot];
     return {dnnl::graph::ocl_interop::make_allocator(fns.first, fns.second), s};
 }
 
+allocator_object make_host(py::object malloc_fn, py::object free_fn) {
+    auto s = claim_slot(std::move(malloc_fn), std::move(free_fn), true, "allocator()");
+    auto fns = host_slot_functions[s->slot];
+    return {dnnl::graph::allocator(fns.first, fns.second), s};
+}
+
+allocator_object make_default() {
+    return {dnnl::graph::allocator(), nullptr};
+}
+
+namespace {
+const state &callbacks_of(const allocator_object &allocator, bool host) {
+    if (!allocator.callbacks)
+        throw_invalid_argument("oneDNN's default allocator has no Python callables");
+    if (allocator.callbacks->host != host)
+        throw_invalid_argument(host ? "not a host allocator (it has OpenCL callables)"
+                                    : "not an OpenCL allocator (it has host callables)");
+    return *allocator.callbacks;
+}
+} // namespace
+
 void malloc_and_free(const allocator_object &allocator, size_t size, size_t alignment,
         cl_device_id device, cl_context context, size_t count) {
-    auto fns = slot_functions[allocator.callbacks->slot];
+    auto fns = slot_functions[callbacks_of(allocator, false).slot];
     with_callbacks([&] {
         std::vector<void *> ptrs;
         for (size_t i = 0; i < count; ++i) ptrs.push_back(fns.first(size, alignment, device, context));
         for (void *ptr : ptrs) fns.second(ptr, device, context, nullptr);
+        return 0;
+    });
+}
+
+void host_malloc_and_free(
+        const allocator_object &allocator, size_t size, size_t alignment, size_t count) {
+    auto fns = host_slot_functions[callbacks_of(allocator, true).slot];
+    with_callbacks([&] {
+        std::vector<void *> ptrs;
+        for (size_t i = 0; i < count; ++i) ptrs.push_back(fns.first(size, alignment));
+        for (void *ptr : ptrs) fns.second(ptr);
         return 0;
     });
 }

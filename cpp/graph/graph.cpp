@@ -2,6 +2,9 @@
 // and tensors. Calls that may reach a graph allocator go through
 // graph_allocator::with_callbacks.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
 
 #include <pybind11/native_enum.h>
 #include <pybind11/stl.h>
@@ -72,6 +75,7 @@ void bind_logical_tensor(py::module_ &m) {
     cls.def(py::init<size_t, lt::data_type, const dims &, size_t, lt::property_type>(),
             py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"),
             ptype, "Known dims in an opaque layout chosen by a compiled partition.");
+    cls.def(py::init<const lt &>(), py::arg("other"), "A copy of `other`.");
     cls.def("get_id", &lt::get_id, "The tensor id.");
     cls.def("get_data_type", &lt::get_data_type, "The element data type.");
     cls.def("get_dims", &lt::get_dims, "The dimensions (raises when they are unknown).");
@@ -159,7 +163,7 @@ void bind_op(py::module_ &m) {
             KIND(SoftPlus) KIND(SoftPlusBackward) KIND(Sqrt) KIND(SqrtBackward)
             KIND(Square) KIND(SquaredDifference) KIND(StaticReshape) KIND(StaticTranspose)
             KIND(Subtract) KIND(Tanh) KIND(TanhBackward) KIND(TypeCast) KIND(Wildcard)
-            KIND(GenIndex) KIND(GreaterEqual) KIND(Dropout)
+            KIND(GenIndex) KIND(GreaterEqual) KIND(Dropout) KIND(ConvTransposeBackwardWeights)
             .finalize();
 #undef KIND
     using a = g::op::attr;
@@ -175,6 +179,7 @@ void bind_op(py::module_ &m) {
             ATTR(special_zero) ATTR(transpose_a) ATTR(transpose_b) ATTR(use_affine)
             ATTR(use_dst) ATTR(auto_broadcast) ATTR(auto_pad) ATTR(data_format) ATTR(mode)
             ATTR(qtype) ATTR(rounding_type) ATTR(weights_format) ATTR(accumulation_mode)
+            ATTR(coordinate_transformation_mode)
             .finalize();
 #undef ATTR
     cls.def(py::init<size_t, k, const std::string &>(), py::arg("id"), py::arg("kind"),
@@ -206,6 +211,9 @@ void bind_graph_and_partition(py::module_ &m) {
     py::class_<g::partition> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
     part.attr("policy") = m.attr("partition_policy");
+    part.def(py::init<const g::op &, dnnl::engine::kind>(), py::arg("op"), py::arg("engine_kind"),
+            "A partition of the one op `op` (copied) for engines of `engine_kind`, "
+            "without a graph.");
     part.def("is_supported", &g::partition::is_supported,
             "Whether the engine kind can compile and run the partition.");
     part.def("get_input_ports", &g::partition::get_input_ports,
@@ -231,8 +239,12 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def(py::init<dnnl::engine::kind>(), py::arg("engine_kind"));
     graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
             py::arg("fpmath_mode"));
-    graph.def("add_op", [](g::graph &gr, const g::op &op) { gr.add_op(op); }, py::arg("op"),
-            "Add an op (copied) to the graph.");
+    graph.def("add_op", [](g::graph &gr, const g::op &op, bool allow_exception) {
+        return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception));
+    }, py::arg("op"), py::arg("allow_exception") = true,
+            "Add an op (copied) to the graph; returns status.success. When the op "
+            "is refused (schema check, finalized graph), raises dnnl.error, or "
+            "with allow_exception=False returns oneDNN's status instead.");
     graph.def("finalize", &g::graph::finalize,
             "Close the graph to new ops; needed before get_partitions().");
     graph.def("is_finalized", &g::graph::is_finalized, "Whether finalize() was called.");
@@ -253,6 +265,63 @@ void bind_graph_and_partition(py::module_ &m) {
     }, "(fpmath_mode, apply_to_int)");
 }
 
+// Bits of one element of `dt` (0 when unknown).
+size_t element_bits(lt::data_type dt) {
+    using t = lt::data_type;
+    switch (dt) {
+        case t::s4:
+        case t::u4: return 4;
+        case t::s8:
+        case t::u8:
+        case t::boolean:
+        case t::f8_e5m2:
+        case t::f8_e4m3: return 8;
+        case t::f16:
+        case t::bf16: return 16;
+        case t::f32:
+        case t::s32: return 32;
+        case t::s64: return 64;
+        default: return 0;
+    }
+}
+
+bool is_host_scalar(const lt &desc) {
+    return desc.get_property_type() == lt::property_type::host_scalar;
+}
+
+// Bytes from the handle on that a tensor of `desc` addresses. For a strided
+// layout: up to its furthest element, sum((dim - 1) * stride) + 1 elements.
+// get_mem_size() counts max(dim * stride) elements, which a view into a
+// larger allocation (stacked Q/K/V, combined gate/up weights) overstates.
+// Other layouts (opaque, any, unknown dims): get_mem_size().
+size_t addressed_bytes(const lt &desc) {
+    if (desc.get_layout_type() != lt::layout_type::strided) return desc.get_mem_size();
+    size_t bits = element_bits(desc.get_data_type());
+    lt::dims dims, strides;
+    try {
+        dims = desc.get_dims();
+        strides = desc.get_strides();
+    } catch (const dnnl::error &) {
+        return desc.get_mem_size(); // unknown rank
+    }
+    if (bits == 0 || dims.empty() || strides.size() != dims.size()) return desc.get_mem_size();
+    uint64_t furthest = 0; // element offset of the furthest element
+    for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] == 0) return 0;
+        if (dims[i] < 0) return desc.get_mem_size(); // unknown dims
+        if (strides[i] <= 0) continue; // never past the handle's end
+        uint64_t step = 0;
+        if (__builtin_mul_overflow(static_cast<uint64_t>(dims[i] - 1),
+                    static_cast<uint64_t>(strides[i]), &step)
+                || __builtin_add_overflow(furthest, step, &furthest))
+            return SIZE_MAX;
+    }
+    uint64_t total_bits = 0;
+    if (__builtin_mul_overflow(furthest + 1, static_cast<uint64_t>(bits), &total_bits))
+        return SIZE_MAX;
+    return static_cast<size_t>((total_bits + 7) / 8);
+}
+
 void check_tensor_storage(const lt &desc, const engine_object &engine, void *handle) {
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
@@ -260,41 +329,112 @@ void check_tensor_storage(const lt &desc, const engine_object &engine, void *han
     size_t available = usm::bytes_available(context, handle);
     if (available == 0)
         throw_invalid_argument("handle is not a USM allocation of the engine's OpenCL context");
-    size_t needed = desc.get_mem_size();
+    size_t needed = addressed_bytes(desc);
     if (available < needed)
         throw_invalid_argument("USM allocation has " + std::to_string(available)
-                + " bytes from the handle on, but the logical tensor needs "
+                + " bytes from the handle on, but the logical tensor addresses "
                 + std::to_string(needed));
+}
+
+// make_scalar_tensor's value, stored as the logical tensor's data type (the
+// types oneDNN 3.13 keeps in a host-scalar tensor).
+union scalar_value {
+    int32_t s32;
+    int64_t s64;
+    float f32;
+};
+
+scalar_value scalar_from(const lt &desc, py::handle value) {
+    scalar_value v {};
+    auto dt = desc.get_data_type();
+    bool is_bool = PyBool_Check(value.ptr());
+    if (dt == lt::data_type::f32) {
+        if (is_bool || (!PyFloat_Check(value.ptr()) && !PyLong_Check(value.ptr())
+                               && !PyIndex_Check(value.ptr())
+                               && !py::hasattr(value, "__float__"))
+                || PyUnicode_Check(value.ptr()) || PyBytes_Check(value.ptr()))
+            throw_type_error("make_scalar_tensor(): scalar", "a real number for an f32 scalar",
+                    value);
+        double d = py::float_(py::reinterpret_borrow<py::object>(value));
+        if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max())
+            throw py::value_error("make_scalar_tensor(): scalar " + std::string(py::repr(value))
+                    + " is out of range for f32");
+        v.f32 = static_cast<float>(d);
+    } else if (dt == lt::data_type::s32 || dt == lt::data_type::s64) {
+        if (is_bool || !PyIndex_Check(value.ptr()))
+            throw_type_error("make_scalar_tensor(): scalar",
+                    "an int for an s32 or s64 scalar", value);
+        py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+        if (!i) throw py::error_already_set();
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+        bool s32 = dt == lt::data_type::s32;
+        if (overflow || (s32 && (x < INT32_MIN || x > INT32_MAX)))
+            throw py::value_error("make_scalar_tensor(): scalar " + std::string(py::repr(i))
+                    + " is out of range for " + (s32 ? "s32" : "s64"));
+        if (s32) v.s32 = static_cast<int32_t>(x);
+        else v.s64 = static_cast<int64_t>(x);
+    } else {
+        throw_invalid_argument("make_scalar_tensor(): a host-scalar tensor holds s32, s64 or f32 "
+                               "(what oneDNN 3.13 stores), not "
+                + std::string(py::str(py::cast(dt))));
+    }
+    return v;
 }
 
 void bind_tensor(py::module_ &m) {
     py::class_<tensor_object> cls(m, "tensor",
-            "Data for a logical tensor on an engine (dnnl::graph::tensor).");
+            "Data for a logical tensor on an engine (dnnl::graph::tensor), or a "
+            "host scalar (make_scalar_tensor).");
     cls.def(py::init([](const lt &desc, const engine_object &engine, py::handle handle) {
         void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false);
+        if (is_host_scalar(desc))
+            throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
+                                   "tensor with tensor.make_scalar_tensor, not on an engine");
         check_tensor_storage(desc, engine, h);
         g::tensor t = graph_allocator::with_callbacks([&] {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
                                              : g::tensor(desc, engine, h);
         });
         return tensor_object(t, engine);
-    }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle"),
-            "`handle`: a USM pointer (int) of the engine's context with room for "
-            "logical_tensor.get_mem_size() bytes, dnnl.MEMORY_ALLOCATE (the "
-            "engine's allocator provides it) or dnnl.MEMORY_NONE.");
+    }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle") = memory_allocate,
+            "`handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator "
+            "provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a "
+            "USM pointer (int) of the engine's context with room, from the "
+            "pointer on, for every element the logical tensor addresses (for "
+            "strided layouts the furthest element, so a view into a larger "
+            "allocation is taken). oneDNN does not free a user pointer.");
+    cls.def_static("make_scalar_tensor", [](const lt &desc, py::handle scalar) {
+        if (!is_host_scalar(desc))
+            throw_invalid_argument("make_scalar_tensor(): the logical tensor must have "
+                                   "property_type.host_scalar, not "
+                    + std::string(py::str(py::cast(desc.get_property_type()))));
+        scalar_value value = scalar_from(desc, scalar);
+        // oneDNN copies the value into the tensor.
+        return tensor_object(g::tensor::make_scalar_tensor(desc, &value), engine_object());
+    }, py::arg("logical_tensor"), py::arg("scalar"),
+            "A host-scalar tensor holding `scalar` (copied), for an input port of "
+            "property_type.host_scalar: an int for s32 and s64, a real number for "
+            "f32 (the types oneDNN 3.13 stores). It has no engine and no data "
+            "handle.");
     cls.def("get_data_handle", [](const tensor_object &t) {
         return reinterpret_cast<uintptr_t>(t.tensor.get_data_handle());
-    }, "The tensor's USM pointer (int; 0 when it has none).");
+    }, "The tensor's USM pointer (int; 0 when it has none, and for host scalars).");
     cls.def("set_data_handle", [](tensor_object &t, py::handle handle) {
         void *h = memory_handle_from(handle, "handle", false);
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
+        if (is_host_scalar(t.logical))
+            throw_invalid_argument("set_data_handle(): a host-scalar tensor has no data handle");
         check_tensor_storage(t.logical, t.engine, h);
         t.tensor.set_data_handle(h);
     }, py::arg("handle"), "Point the tensor at a USM pointer of its engine's context "
-                          "(checked to hold the logical tensor) or dnnl.MEMORY_NONE.");
-    cls.def("get_engine", [](const tensor_object &t) { return t.engine; },
-            "The engine the tensor lives on.");
+                          "(checked to hold what the logical tensor addresses) or "
+                          "dnnl.MEMORY_NONE.");
+    cls.def("get_engine", [](const tensor_object &t) -> std::optional<engine_object> {
+        if (!t.engine) return std::nullopt;
+        return t.engine;
+    }, "The engine the tensor lives on (None for a host scalar).");
     cls.def("get_logical_tensor", [](const tensor_object &t) { return t.logical; },
             "The logical tensor the tensor was made for.");
 
@@ -306,21 +446,29 @@ void bind_tensor(py::module_ &m) {
     cp.def("get_inplace_ports", [](const compiled_partition_object &c) {
         return c.partition.get_inplace_ports();
     }, "(input id, output id) pairs that may share memory.");
+    cp.def("get_scratchpad_logical_tensor", [](const compiled_partition_object &c) {
+        return c.partition.get_scratchpad_logical_tensor();
+    }, "The scratchpad execute() may be given: u8, strided, one dimension of "
+       "its size in bytes (0 when the partition needs none), id 2**64-1.");
     cp.def("execute", [](const compiled_partition_object &c, stream_object &s,
-                              py::handle inputs, py::handle outputs) {
+                              py::handle inputs, py::handle outputs, py::handle scratchpad) {
         graph_execution ex = graph_execution_args(c, s, inputs, outputs);
+        const g::tensor *pad = scratchpad_arg(c, scratchpad);
         if (s.out_of_order) {
-            cl_event event = execute_partition(c, s, ex, {}, nullptr);
+            cl_event event = execute_partition(c, s, ex, {}, pad);
             if (event) clReleaseEvent(event); // the user waits on the stream
             return;
         }
         graph_allocator::with_callbacks([&] {
-            const_cast<g::compiled_partition &>(c.partition).execute(s.stream, ex.inputs, ex.outputs);
+            c.partition.execute(s.stream, ex.inputs, ex.outputs, pad ? *pad : g::tensor());
             return 0;
         });
     }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
+            py::arg("scratchpad") = py::none(),
             "Execute with tensors for every input and output port, checked "
-            "first. Returns once submitted; wait on the stream for results.");
+            "first. `scratchpad`: None (oneDNN allocates it) or a tensor on the "
+            "partition's engine with room for get_scratchpad_logical_tensor(). "
+            "Returns once submitted; wait on the stream for results.");
 }
 
 } // namespace
@@ -328,11 +476,12 @@ void bind_tensor(py::module_ &m) {
 compiled_partition_object::compiled_partition_object(g::compiled_partition partition,
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
     : engine(std::move(engine)), partition(std::move(partition)), inputs(std::move(inputs)),
-      outputs(std::move(outputs)) {
+      outputs(std::move(outputs)),
+      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
     for (const auto *ports : {&this->inputs, &this->outputs})
         for (const lt &port : *ports)
             compiled_sizes.emplace_back(port.get_id(),
-                    this->partition.query_logical_tensor(port.get_id()).get_mem_size());
+                    addressed_bytes(this->partition.query_logical_tensor(port.get_id())));
 }
 
 graph_execution graph_execution_args(const compiled_partition_object &cp,
@@ -359,9 +508,10 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             if (!py::isinstance<tensor_object>(seq[i]))
                 throw_type_error(name(), "a dnnl.graph.tensor", seq[i]);
             const auto &t = seq[i].cast<const tensor_object &>();
-            if (t.engine.get() != cp.engine.get())
-                throw_invalid_argument(name() + " is on another engine than the partition");
             const lt &given = t.logical;
+            bool scalar = is_host_scalar(given);
+            if (!scalar && t.engine.get() != cp.engine.get())
+                throw_invalid_argument(name() + " is on another engine than the partition");
             auto port = std::find_if(ports.begin(), ports.end(),
                     [&](const lt &p) { return p.get_id() == given.get_id(); });
             if (port == ports.end())
@@ -372,13 +522,31 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             if (into[slot])
                 throw_invalid_argument(name() + ": two tensors for logical tensor id "
                         + std::to_string(given.get_id()));
+            // oneDNN reads a host scalar's value on the host and passes any
+            // other tensor's handle to the device: a mix-up would have one
+            // side dereference the other's pointer.
+            if (scalar != is_host_scalar(*port))
+                throw_invalid_argument(name() + (scalar
+                        ? " is a host scalar, but the partition's port is not host_scalar"
+                        : " is not a host scalar (tensor.make_scalar_tensor), but the "
+                          "partition's port is host_scalar"));
+            if (scalar) {
+                if (given.get_data_type() != port->get_data_type())
+                    throw_invalid_argument(name() + " is a host scalar of "
+                            + std::string(py::str(py::cast(given.get_data_type())))
+                            + ", the port's is "
+                            + std::string(py::str(py::cast(port->get_data_type()))));
+                into[slot] = t.tensor;
+                continue;
+            }
             if (!t.tensor.get_data_handle())
                 throw_invalid_argument(name() + " has no storage (dnnl.MEMORY_NONE)");
             size_t needed = 0;
             for (const auto &size : cp.compiled_sizes)
                 if (size.first == given.get_id()) needed = size.second;
-            if (given.get_mem_size() < needed)
-                throw_invalid_argument(name() + " holds " + std::to_string(given.get_mem_size())
+            size_t holds = addressed_bytes(given);
+            if (holds < needed)
+                throw_invalid_argument(name() + " addresses " + std::to_string(holds)
                         + " bytes, the compiled partition needs " + std::to_string(needed));
             into[slot] = t.tensor;
         }
@@ -386,6 +554,30 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
     convert(inputs, cp.inputs, "inputs", ex.inputs);
     convert(outputs, cp.outputs, "outputs", ex.outputs);
     return ex;
+}
+
+const g::tensor *scratchpad_arg(const compiled_partition_object &cp, py::handle scratchpad) {
+    if (scratchpad.is_none()) return nullptr;
+    if (!py::isinstance<tensor_object>(scratchpad))
+        throw_type_error("scratchpad", "a dnnl.graph.tensor or None", scratchpad);
+    const auto &t = scratchpad.cast<const tensor_object &>();
+    if (is_host_scalar(t.logical))
+        throw_invalid_argument("scratchpad is a host scalar, not memory on the engine");
+    if (t.engine.get() != cp.engine.get())
+        throw_invalid_argument("scratchpad is on another engine than the partition");
+    // oneDNN takes the user's scratchpad as it is: it neither checks its size
+    // nor whether it has storage.
+    if (cp.scratchpad_size > 0) {
+        if (!t.tensor.get_data_handle())
+            throw_invalid_argument("scratchpad has no storage (dnnl.MEMORY_NONE)");
+        size_t holds = addressed_bytes(t.logical);
+        if (holds < cp.scratchpad_size)
+            throw_invalid_argument("scratchpad addresses " + std::to_string(holds)
+                    + " bytes, the compiled partition needs "
+                    + std::to_string(cp.scratchpad_size)
+                    + " (get_scratchpad_logical_tensor())");
+    }
+    return &t.tensor;
 }
 
 void bind_graph(py::module_ &m) {
@@ -400,6 +592,26 @@ void bind_graph(py::module_ &m) {
             "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
     bind_graph_and_partition(m);
     bind_tensor(m);
+    py::native_enum<g::graph_dump_mode>(m, "graph_dump_mode", "enum.IntFlag",
+            "What set_dump_mode() has oneDNN write, combinable with |: none, "
+            "subgraph (each partition, as compiled), graph (the graph, when partitioned).")
+            .value("none", g::graph_dump_mode::none)
+            .value("subgraph", g::graph_dump_mode::subgraph)
+            .value("graph", g::graph_dump_mode::graph)
+            .finalize();
+    m.def("set_dump_mode", [](g::graph_dump_mode modes) {
+        auto status = static_cast<dnnl_status_t>(g::set_dump_mode(modes));
+        if (status != dnnl_success)
+            throw status_error(status, "set_dump_mode(): oneDNN refused the modes "
+                    + std::to_string(static_cast<unsigned>(modes))
+                    + " (bits other than subgraph | graph, or graph dumps disabled in "
+                      "this oneDNN build)");
+    }, py::arg("modes"),
+            "Have oneDNN write graphs as JSON files in the current directory (as "
+            "ONEDNN_GRAPH_DUMP, which it overrides): graph-<id>.json when a graph "
+            "is partitioned (graph), graph-<partition id>-<hash>.json when a "
+            "partition is compiled (subgraph); none stops. Raises dnnl.error "
+            "(invalid_arguments) for other bits.");
     m.def("set_constant_tensor_cache", &g::set_constant_tensor_cache, py::arg("flag"),
             "Enable (1) or disable (0) the constant tensor cache.");
     m.def("get_constant_tensor_cache", &g::get_constant_tensor_cache,

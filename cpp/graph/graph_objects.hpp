@@ -31,6 +31,7 @@ struct compiled_partition_object {
     // Bytes each port needs as compiled, by logical tensor id (checked on
     // every execute).
     std::vector<std::pair<size_t, size_t>> compiled_sizes;
+    size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
 };
 
 struct graph_execution {
@@ -41,6 +42,11 @@ struct graph_execution {
 // tensor id, on the partition's engine, with storage of the compiled size.
 graph_execution graph_execution_args(const compiled_partition_object &cp,
         const stream_object &stream, pybind11::handle inputs, pybind11::handle outputs);
+
+// Checks and converts execute()'s `scratchpad`: None (nullptr), or a tensor on
+// the partition's engine with storage for the partition's scratchpad.
+const dnnl::graph::tensor *scratchpad_arg(
+        const compiled_partition_object &cp, pybind11::handle scratchpad);
 
 // Executes a checked partition on `stream` after `deps` (GIL released,
 // allocator failures raised) and returns oneDNN's event (caller owns it).

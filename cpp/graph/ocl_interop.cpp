@@ -48,10 +48,27 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
 }
 
 void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
-    py::class_<allocator_object>(graph, "allocator",
-            "A graph allocator (dnnl::graph::allocator). OpenCL ones come from "
-            "dnnl.graph.ocl_interop.make_allocator.")
-            .def("_malloc_and_free", [](const allocator_object &self, size_t size,
+    py::class_<allocator_object> allocator(graph, "allocator",
+            "A graph allocator (dnnl::graph::allocator): where oneDNN gets the "
+            "memory of compiled partitions and MEMORY_ALLOCATE tensors on the "
+            "engines made with it. OpenCL ones come from "
+            "dnnl.graph.ocl_interop.make_allocator.");
+    allocator.def(py::init(&graph_allocator::make_default),
+            "oneDNN's default allocator: USM device memory from oneDNN itself on "
+            "OpenCL engines (aligned host memory on CPU engines).");
+    allocator.def(py::init(&graph_allocator::make_host), py::arg("host_malloc"),
+            py::arg("host_free"),
+            "An allocator of host memory for CPU engines:\n"
+            "  host_malloc(size, alignment) -> int\n"
+            "    returns a host pointer with at least `size` bytes;\n"
+            "  host_free(ptr) -> None\n"
+            "    releases it.\n"
+            "oneDNN calls them only for CPU engines (this oneDNN has none); on "
+            "OpenCL engines its memory comes from the default OpenCL allocator. "
+            "Called with the GIL held; failures are raised as from "
+            "ocl_interop.make_allocator's callables (dnnl.runtime_error chained "
+            "to them). Shares the 64 slots of ocl_interop.make_allocator.");
+    allocator.def("_malloc_and_free", [](const allocator_object &self, size_t size,
                                              size_t alignment, cl_handles::device_arg device,
                                              cl_handles::context_arg context, size_t count) {
                 graph_allocator::malloc_and_free(self, size, alignment, device.get("device"),
@@ -62,6 +79,26 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
                     "makes them, failures raised as from compile (oneDNN 3.13 asks "
                     "for no alignment on OpenCL, and makes one allocation per call; "
                     "this asks for `alignment`, `count` times).");
+    allocator.def("_host_malloc_and_free", [](const allocator_object &self, size_t size,
+                                                  size_t alignment, size_t count) {
+                graph_allocator::host_malloc_and_free(self, size, alignment, count);
+            }, py::arg("size"), py::arg("alignment"), py::arg("count") = 1,
+                    "For tests: `count` host_mallocs, then their host_frees, made as "
+                    "oneDNN makes them for CPU engines, failures raised as from compile.");
+
+    graph.def("make_engine_with_allocator", [](dnnl::engine::kind kind, size_t index,
+                                                    const allocator_object &alloc) {
+        dnnl::engine engine;
+        {
+            py::gil_scoped_release release; // queries and may set up the device
+            engine = dnnl::graph::make_engine_with_allocator(kind, index, alloc.allocator);
+        }
+        return engine_object(engine, alloc.callbacks);
+    }, py::arg("kind"), py::arg("index"), py::arg("allocator"),
+            "An engine on the `index`-th device of `kind` that oneDNN enumerates "
+            "itself (as dnnl.engine(kind, index)) whose graph memory comes from "
+            "`allocator`. The engine, and everything made on it, keeps the "
+            "allocator's callables alive.");
 
     m.def("make_allocator", &graph_allocator::make, py::arg("malloc"), py::arg("free"),
             "An allocator that oneDNN calls for graph memory on OpenCL devices:\n"
@@ -108,20 +145,17 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
         graph_execution ex = graph_execution_args(cp, s, inputs, outputs);
         deps.get("deps"); // raises on a bad item
         std::vector<cl_event> events = std::move(deps.events); // the caster's, not a copy
-        const dnnl::graph::tensor *pad = nullptr;
-        if (!scratchpad.is_none()) {
-            if (!py::isinstance<tensor_object>(scratchpad))
-                throw py::type_error("scratchpad must be a dnnl.graph.tensor or None");
-            pad = &scratchpad.cast<const tensor_object &>().tensor;
-        }
+        const dnnl::graph::tensor *pad = scratchpad_arg(cp, scratchpad);
         cl_event event = execute_partition(cp, s, ex, std::move(events), pad);
         return cl_handles::owned_event(event);
     }, py::arg("compiled_partition"), py::arg("stream"), py::arg("inputs"),
             py::arg("outputs"), py::arg("deps") = py::tuple(), py::arg("scratchpad") = py::none(),
             "Execute after the events in `deps`; returns the partition's event "
             "(a pyopencl.Event owned by the caller), or None when oneDNN "
-            "returns none. The GIL is released; the engine's allocator may be "
-            "called.");
+            "returns none. `scratchpad`: None (oneDNN allocates it) or a tensor "
+            "on the partition's engine with room for "
+            "compiled_partition.get_scratchpad_logical_tensor(). The GIL is "
+            "released; the engine's allocator may be called.");
 }
 
 } // namespace dnnl_ocl_interop

@@ -13,7 +13,7 @@ import enum
 import pyopencl
 import typing
 from . import ocl_interop
-__all__: list = ['allocator', 'compiled_partition', 'engine', 'fpmath_mode', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'logical_tensor', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'status', 'stream', 'tensor']
+__all__: list = ['allocator', 'compiled_partition', 'engine', 'fpmath_mode', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'graph_dump_mode', 'logical_tensor', 'make_engine_with_allocator', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'set_dump_mode', 'status', 'stream', 'tensor']
 class logical_tensor:
     """
     Metadata of a tensor in a graph (dnnl::graph::logical_tensor): id, data type, dims and layout. Values, not handles: copies are equal.
@@ -79,6 +79,11 @@ class logical_tensor:
         """
         Known dims in an opaque layout chosen by a compiled partition.
         """
+    @typing.overload
+    def __init__(self, other: logical_tensor) -> None:
+        """
+        A copy of `other`.
+        """
     def __repr__(self) -> str:
         ...
     def get_data_type(self) -> logical_tensor.data_type:
@@ -140,6 +145,7 @@ class op:
         Concat = ...
         ConvTranspose = ...
         ConvTransposeBackwardData = ...
+        ConvTransposeBackwardWeights = ...
         Convolution = ...
         ConvolutionBackwardData = ...
         ConvolutionBackwardWeights = ...
@@ -224,6 +230,7 @@ class op:
         axis = ...
         begin_norm_axis = ...
         beta = ...
+        coordinate_transformation_mode = ...
         data_format = ...
         dilations = ...
         dst_shape = ...
@@ -289,13 +296,17 @@ class compiled_partition:
     """
     A compiled partition, ready to execute (dnnl::graph::compiled_partition).
     """
-    def execute(self, stream: dnnl_ocl_interop._core.stream, inputs: typing.Any, outputs: typing.Any) -> None:
+    def execute(self, stream: dnnl_ocl_interop._core.stream, inputs: typing.Any, outputs: typing.Any, scratchpad: typing.Any = None) -> None:
         """
-        Execute with tensors for every input and output port, checked first. Returns once submitted; wait on the stream for results.
+        Execute with tensors for every input and output port, checked first. `scratchpad`: None (oneDNN allocates it) or a tensor on the partition's engine with room for get_scratchpad_logical_tensor(). Returns once submitted; wait on the stream for results.
         """
     def get_inplace_ports(self) -> list[tuple[int, int]]:
         """
         (input id, output id) pairs that may share memory.
+        """
+    def get_scratchpad_logical_tensor(self) -> logical_tensor:
+        """
+        The scratchpad execute() may be given: u8, strided, one dimension of its size in bytes (0 when the partition needs none), id 2**64-1.
         """
     def query_logical_tensor(self, tid: typing.SupportsInt | typing.SupportsIndex) -> logical_tensor:
         """
@@ -312,6 +323,10 @@ class partition:
     A part of a graph oneDNN can compile and run as one kernel or fused set.
     """
     policy = partition_policy
+    def __init__(self, op: op, engine_kind: dnnl_ocl_interop._core.engine.kind) -> None:
+        """
+        A partition of the one op `op` (copied) for engines of `engine_kind`, without a graph.
+        """
     def compile(self, inputs: collections.abc.Sequence[logical_tensor], outputs: collections.abc.Sequence[logical_tensor], engine: dnnl_ocl_interop._core.engine) -> compiled_partition:
         """
         Compile for `engine` with these input and output logical tensors (layout_type.any lets oneDNN choose; query the result). The GIL is released; the engine's allocator may be called.
@@ -354,9 +369,9 @@ class graph:
     @typing.overload
     def __init__(self, engine_kind: dnnl_ocl_interop._core.engine.kind, fpmath_mode: dnnl_ocl_interop._core.fpmath_mode) -> None:
         ...
-    def add_op(self, op: op) -> None:
+    def add_op(self, op: op, allow_exception: bool = True) -> dnnl_ocl_interop._core.status:
         """
-        Add an op (copied) to the graph.
+        Add an op (copied) to the graph; returns status.success. When the op is refused (schema check, finalized graph), raises dnnl.error, or with allow_exception=False returns oneDNN's status instead.
         """
     def finalize(self) -> None:
         """
@@ -380,19 +395,24 @@ class graph:
         """
 class tensor:
     """
-    Data for a logical tensor on an engine (dnnl::graph::tensor).
+    Data for a logical tensor on an engine (dnnl::graph::tensor), or a host scalar (make_scalar_tensor).
     """
-    def __init__(self, logical_tensor: logical_tensor, engine: dnnl_ocl_interop._core.engine, handle: typing.Any) -> None:
+    @staticmethod
+    def make_scalar_tensor(logical_tensor: logical_tensor, scalar: typing.Any) -> tensor:
         """
-        `handle`: a USM pointer (int) of the engine's context with room for logical_tensor.get_mem_size() bytes, dnnl.MEMORY_ALLOCATE (the engine's allocator provides it) or dnnl.MEMORY_NONE.
+        A host-scalar tensor holding `scalar` (copied), for an input port of property_type.host_scalar: an int for s32 and s64, a real number for f32 (the types oneDNN 3.13 stores). It has no engine and no data handle.
+        """
+    def __init__(self, logical_tensor: logical_tensor, engine: dnnl_ocl_interop._core.engine, handle: typing.Any = ...) -> None:
+        """
+        `handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a USM pointer (int) of the engine's context with room, from the pointer on, for every element the logical tensor addresses (for strided layouts the furthest element, so a view into a larger allocation is taken). oneDNN does not free a user pointer.
         """
     def get_data_handle(self) -> int:
         """
-        The tensor's USM pointer (int; 0 when it has none).
+        The tensor's USM pointer (int; 0 when it has none, and for host scalars).
         """
-    def get_engine(self) -> dnnl_ocl_interop._core.engine:
+    def get_engine(self) -> dnnl_ocl_interop._core.engine | None:
         """
-        The engine the tensor lives on.
+        The engine the tensor lives on (None for a host scalar).
         """
     def get_logical_tensor(self) -> logical_tensor:
         """
@@ -400,12 +420,54 @@ class tensor:
         """
     def set_data_handle(self, handle: typing.Any) -> None:
         """
-        Point the tensor at a USM pointer of its engine's context (checked to hold the logical tensor) or dnnl.MEMORY_NONE.
+        Point the tensor at a USM pointer of its engine's context (checked to hold what the logical tensor addresses) or dnnl.MEMORY_NONE.
         """
+class graph_dump_mode(enum.IntFlag):
+    """
+    What set_dump_mode() has oneDNN write, combinable with |: none, subgraph (each partition, as compiled), graph (the graph, when partitioned).
+    """
+    graph = ...
+    none = ...
+    subgraph = ...
+    def __and__(self, other):
+        ...
+    def __format__(self, format_spec):
+        ...
+    def __invert__(self):
+        ...
+    def __or__(self, other):
+        ...
+    def __rand__(self, other):
+        ...
+    def __ror__(self, other):
+        ...
+    def __rxor__(self, other):
+        ...
+    def __xor__(self, other):
+        ...
 class allocator:
     """
-    A graph allocator (dnnl::graph::allocator). OpenCL ones come from dnnl.graph.ocl_interop.make_allocator.
+    A graph allocator (dnnl::graph::allocator): where oneDNN gets the memory of compiled partitions and MEMORY_ALLOCATE tensors on the engines made with it. OpenCL ones come from dnnl.graph.ocl_interop.make_allocator.
     """
+    @typing.overload
+    def __init__(self) -> None:
+        """
+        oneDNN's default allocator: USM device memory from oneDNN itself on OpenCL engines (aligned host memory on CPU engines).
+        """
+    @typing.overload
+    def __init__(self, host_malloc: typing.Any, host_free: typing.Any) -> None:
+        """
+        An allocator of host memory for CPU engines:
+          host_malloc(size, alignment) -> int
+            returns a host pointer with at least `size` bytes;
+          host_free(ptr) -> None
+            releases it.
+        oneDNN calls them only for CPU engines (this oneDNN has none); on OpenCL engines its memory comes from the default OpenCL allocator. Called with the GIL held; failures are raised as from ocl_interop.make_allocator's callables (dnnl.runtime_error chained to them). Shares the 64 slots of ocl_interop.make_allocator.
+        """
+    def _host_malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        """
+        For tests: `count` host_mallocs, then their host_frees, made as oneDNN makes them for CPU engines, failures raised as from compile.
+        """
     def _malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, device: pyopencl.Device | int, context: pyopencl.Context | int, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         """
         For tests: `count` mallocs, then their frees, made as oneDNN makes them, failures raised as from compile (oneDNN 3.13 asks for no alignment on OpenCL, and makes one allocation per call; this asks for `alignment`, `count` times).
@@ -422,6 +484,10 @@ def get_constant_tensor_cache_capacity(kind: dnnl_ocl_interop._core.engine.kind)
     """
     Capacity in megabytes of the constant tensor cache for `kind`.
     """
+def make_engine_with_allocator(kind: dnnl_ocl_interop._core.engine.kind, index: typing.SupportsInt | typing.SupportsIndex, allocator: allocator) -> dnnl_ocl_interop._core.engine:
+    """
+    An engine on the `index`-th device of `kind` that oneDNN enumerates itself (as dnnl.engine(kind, index)) whose graph memory comes from `allocator`. The engine, and everything made on it, keeps the allocator's callables alive.
+    """
 def set_compiled_partition_cache_capacity(capacity: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     How many compiled partitions oneDNN keeps cached (0 empties and disables it).
@@ -433,4 +499,8 @@ def set_constant_tensor_cache(flag: typing.SupportsInt | typing.SupportsIndex) -
 def set_constant_tensor_cache_capacity(kind: dnnl_ocl_interop._core.engine.kind, size: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
     Capacity in megabytes for engines of `kind`.
+    """
+def set_dump_mode(modes: graph_dump_mode) -> None:
+    """
+    Have oneDNN write graphs as JSON files in the current directory (as ONEDNN_GRAPH_DUMP, which it overrides): graph-<id>.json when a graph is partitioned (graph), graph-<partition id>-<hash>.json when a partition is compiled (subgraph); none stops. Raises dnnl.error (invalid_arguments) for other bits.
     """

@@ -11,7 +11,7 @@ import typing
 __all__: list = ['execute', 'make_allocator', 'make_engine_with_allocator']
 def execute(compiled_partition: dnnl_ocl_interop._core.graph.compiled_partition, stream: dnnl_ocl_interop._core.stream, inputs: typing.Any, outputs: typing.Any, deps: collections.abc.Sequence[pyopencl.Event | int | None] = (), scratchpad: typing.Any = None) -> pyopencl.Event | None:
     """
-    Execute after the events in `deps`; returns the partition's event (a pyopencl.Event owned by the caller), or None when oneDNN returns none. The GIL is released; the engine's allocator may be called.
+    Execute after the events in `deps`; returns the partition's event (a pyopencl.Event owned by the caller), or None when oneDNN returns none. `scratchpad`: None (oneDNN allocates it) or a tensor on the partition's engine with room for compiled_partition.get_scratchpad_logical_tensor(). The GIL is released; the engine's allocator may be called.
     """
 def make_allocator(malloc: typing.Any, free: typing.Any) -> dnnl_ocl_interop._core.graph.allocator:
     """
