@@ -1,0 +1,246 @@
+"""Caches that survive the process: engine and primitive cache blobs on disk.
+
+oneDNN can hand out what it compiled as bytes (``primitive.get_cache_blob()``,
+``ocl_interop.get_engine_cache_blob(engine)``) and build the same object from
+them later, keyed by ``primitive_desc.get_cache_blob_id()`` and
+``ocl_interop.get_engine_cache_blob_id(device)`` (OpenVINO keys its kernel
+cache the same way). :class:`persistent` keeps those blobs in a directory, so
+that a new process loads kernels instead of compiling them::
+
+    cache = dnnl.cache.persistent("~/.cache/my_app/onednn")
+    engine = cache.engine(device, context)     # dnnl.engine
+    matmul = cache.primitive(matmul_pd)        # dnnl.matmul
+
+A file that is damaged, truncated or not the key's (another primitive's blob
+copied over it, a file of another program) is refused before oneDNN reads
+it, counted in ``rejected``, and replaced by a freshly built blob. Files are
+written whole (a temporary file in the same directory, then ``os.replace``),
+so processes sharing the directory never read a partial file. Once the
+directory exists, failing to write it (read-only, full, removed) never
+raises: the object is built and returned, the failure is counted in
+``store_errors`` and reported once as a ``RuntimeWarning``.
+"""
+
+import hashlib
+import os
+import struct
+import threading
+import uuid
+import warnings
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
+
+from . import _core
+
+if TYPE_CHECKING:  # pyopencl is imported after the device choice (emulation.ensure_device)
+    import pyopencl
+
+__all__ = ["persistent"]
+
+# An engine blob is oneDNN's device description, which oneDNN reads without
+# any check: it is stored behind this header, checked before oneDNN sees it.
+# (Primitive blobs carry the binding's own header, checked by the C++ side.)
+_ENGINE_MAGIC = b"DNNLENG1"
+_ENGINE_HEADER = struct.Struct("<8sQQ32s")  # magic, id length, blob length, sha256(id + blob)
+
+PathLike = Union[str, "os.PathLike[str]"]
+Device = Union["pyopencl.Device", int]
+Context = Union["pyopencl.Context", int]
+
+
+def _key(blob_id: bytes) -> str:
+    """A file-name-safe key for a cache blob id of any length."""
+    return hashlib.sha256(blob_id).hexdigest()
+
+
+def _wrap_engine_blob(blob_id: bytes, blob: bytes) -> bytes:
+    """The file stored for oneDNN's engine blob `blob` of the device whose
+    engine cache blob id is `blob_id`: header, id, blob."""
+    digest = hashlib.sha256(blob_id + blob).digest()
+    return _ENGINE_HEADER.pack(_ENGINE_MAGIC, len(blob_id), len(blob), digest) + blob_id + blob
+
+
+def _unwrap_engine_blob(data: bytes, blob_id: bytes) -> Optional[bytes]:
+    """oneDNN's engine blob from a stored file, or None when the file is not
+    a whole, undamaged engine blob for `blob_id`."""
+    size = _ENGINE_HEADER.size
+    if len(data) < size:
+        return None
+    magic, id_size, blob_size, digest = _ENGINE_HEADER.unpack_from(data)
+    if magic != _ENGINE_MAGIC or len(data) != size + id_size + blob_size or blob_size == 0:
+        return None
+    stored_id, blob = data[size:size + id_size], data[size + id_size:]
+    if stored_id != blob_id or hashlib.sha256(stored_id + blob).digest() != digest:
+        return None
+    return blob
+
+
+def _family_of(pd: "_core.primitive_desc") -> Any:
+    """The primitive class whose ``primitive_desc`` `pd` is (``dnnl.matmul``
+    for a ``dnnl.matmul.primitive_desc``)."""
+    for cls in type(pd).__mro__:
+        owner_name, _, name = cls.__qualname__.rpartition(".")
+        owner = getattr(_core, owner_name, None) if name == "primitive_desc" else None
+        if owner is not None and getattr(owner, "primitive_desc", None) is cls:
+            return owner
+    raise TypeError(f"expected the primitive_desc of a primitive family (e.g. "
+                    f"dnnl.matmul.primitive_desc), got {type(pd).__name__}")
+
+
+class persistent:
+    """A directory of engine and primitive cache blobs, reused across processes.
+
+    ``persistent(directory)`` creates `directory` (and its parents) if needed;
+    an ``OSError`` says why when it cannot (a file in the way, no permission).
+    After that nothing it does raises for the directory's sake: files that
+    cannot be read are rebuilt, files that cannot be written are skipped
+    (counted in ``store_errors``, one ``RuntimeWarning``). Errors of oneDNN
+    itself (no implementation, no device) propagate as from the core API.
+
+    Counters, for users and tests (one object may be used from several
+    threads; the counters stay exact):
+
+    - ``hits``: objects made from a stored blob;
+    - ``misses``: objects built because no blob was stored;
+    - ``rejected``: stored files refused (damaged, truncated, another key's,
+      unreadable, or refused by oneDNN); the object is built and the file
+      replaced;
+    - ``stored``: blobs written;
+    - ``store_errors``: blobs that could not be written.
+
+    Files: ``engine-<sha256 of the engine id>.blob`` and
+    ``primitive-<sha256 of the descriptor id>.blob``. The ids name the
+    device, driver and oneDNN version, so a directory can be shared by
+    devices and library versions; nothing is ever deleted (remove the
+    directory to empty the cache).
+    """
+
+    def __init__(self, directory: PathLike) -> None:
+        path = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+        os.makedirs(path, exist_ok=True)
+        self.directory: str = path
+        self.hits = self.misses = self.rejected = self.stored = self.store_errors = 0
+        self._lock = threading.Lock()
+        self._warned = False
+
+    def __repr__(self) -> str:
+        return (f"dnnl.cache.persistent({self.directory!r}: hits={self.hits}, misses={self.misses}, "
+                f"rejected={self.rejected}, stored={self.stored}, store_errors={self.store_errors})")
+
+    def counts(self) -> Dict[str, int]:
+        """The counters as a dict (a consistent snapshot)."""
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "rejected": self.rejected,
+                    "stored": self.stored, "store_errors": self.store_errors}
+
+    # ------------------------------------------------------------ engines
+
+    def engine_path(self, device: Device) -> str:
+        """The file that holds (or would hold) the engine blob of `device`."""
+        blob_id = _core.ocl_interop.get_engine_cache_blob_id(device)
+        return os.path.join(self.directory, f"engine-{_key(blob_id)}.blob")
+
+    def engine(self, device: Device, context: Context) -> "_core.engine":
+        """``ocl_interop.make_engine(device, context, blob)`` with the blob
+        stored for ``get_engine_cache_blob_id(device)``; without one (or with
+        a bad one), ``make_engine(device, context)``, and its blob is stored.
+        Arguments as for ``make_engine``."""
+        oi = _core.ocl_interop
+        blob_id = oi.get_engine_cache_blob_id(device)
+        path = os.path.join(self.directory, f"engine-{_key(blob_id)}.blob")
+        data = self._read(path)
+        if data is not None:
+            blob = _unwrap_engine_blob(data, blob_id)
+            if blob is not None:
+                try:
+                    engine = oi.make_engine(device, context, blob)
+                except _core.error:
+                    pass  # oneDNN refused it: rebuild below
+                else:
+                    self._count("hits")
+                    return engine
+            self._count("rejected")
+        else:
+            self._count("misses")
+        engine = oi.make_engine(device, context)
+        blob = oi.get_engine_cache_blob(engine)
+        if blob:  # make_engine refuses an empty blob: nothing worth storing
+            self._write(path, _wrap_engine_blob(blob_id, blob))
+        return engine
+
+    # --------------------------------------------------------- primitives
+
+    def primitive_path(self, pd: "_core.primitive_desc") -> str:
+        """The file that holds (or would hold) the blob of `pd`'s primitive."""
+        return os.path.join(self.directory, f"primitive-{_key(pd.get_cache_blob_id())}.blob")
+
+    def primitive(self, pd: "_core.primitive_desc") -> "_core.primitive":
+        """The primitive of `pd` (a ``dnnl.<family>``, as ``dnnl.<family>(pd)``
+        gives), loaded from the blob stored for ``pd.get_cache_blob_id()``;
+        without one (or with a bad one) compiled, and its blob stored."""
+        family = _family_of(pd)
+        path = self.primitive_path(pd)
+        data = self._read(path)
+        if data is not None:
+            try:
+                # The binding checks the blob (its header names the descriptor's
+                # id, a checksum covers oneDNN's bytes) before oneDNN reads it.
+                primitive = family(pd, data)
+            except _core.error:
+                self._count("rejected")
+            else:
+                self._count("hits")
+                return primitive
+        else:
+            self._count("misses")
+        primitive = family(pd)
+        self._write(path, primitive.get_cache_blob())
+        return primitive
+
+    # ----------------------------------------------------------- files
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def _read(self, path: str) -> Optional[bytes]:
+        """The file's bytes; None when there is none; b"" (a rejected blob)
+        when it cannot be read."""
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError):  # no file (or no directory)
+            return None
+        except OSError:
+            return b""
+
+    def _write(self, path: str, data: bytes) -> None:
+        """Writes `path` whole or not at all: a temporary file beside it,
+        then an atomic rename over it (the last writer wins; a reader sees
+        either file, never a mix)."""
+        temp = None
+        try:
+            # Unique per process, thread and call; created like any file (the
+            # umask decides who may read it), never over an existing one.
+            name = f".tmp-{os.getpid()}-{threading.get_ident()}-{uuid.uuid4().hex}.part"
+            fd = os.open(os.path.join(self.directory, name),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+            temp = os.path.join(self.directory, name)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(temp, path)
+            temp = None
+        except OSError as e:
+            with self._lock:
+                self.store_errors += 1
+                warn, self._warned = not self._warned, True
+            if warn:
+                warnings.warn(f"dnnl.cache.persistent: cannot write {path} ({e}); objects are "
+                              "still built, but not stored", RuntimeWarning, stacklevel=3)
+            return
+        finally:
+            if temp is not None:
+                try:
+                    os.unlink(temp)
+                except OSError:
+                    pass
+        self._count("stored")

@@ -1,0 +1,431 @@
+"""dnnl.cache.persistent: engine and primitive cache blobs kept on disk and
+reused by a new process.
+
+Fresh processes (``sys.executable`` with a small script) make an engine and
+primitives through the cache: the first one, in an empty directory, compiles
+and stores; the next one loads everything (oneDNN's verbose lines say
+``create:persistent_cache_hit``); damaged, truncated, empty and foreign files
+are refused and rebuilt; results are checked against NumPy every time. Two
+processes (multiprocessing, ``spawn``: OpenCL runtimes are not fork-safe)
+rewrite the same keys while a third loads them and never sees a partial
+file. A directory that cannot be written is a clear error at construction,
+and a counted, warned fallback after.
+
+This module imports neither pyopencl nor helpers at the top: the spawned
+processes import it, and must choose the OpenCL device first.
+"""
+
+import json
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
+import dnnl_ocl_interop as dnnl
+from dnnl_ocl_interop import cache as cache_module
+
+# ------------------------------------------- what every process builds
+#
+# The test process, the script children and the spawned workers build their
+# descriptors from this one source, so their cache blob ids are equal.
+
+_SHARED = textwrap.dedent("""
+    import numpy as np
+
+    def gpu_device(cl):
+        '''The first Intel GPU (the emulated one when there is no real one).'''
+        return [d for p in cl.get_platforms() if "Intel" in p.vendor
+                for d in p.get_devices() if d.type & cl.device_type.GPU][0]
+
+    def descriptors(dnnl, engine):
+        '''{name: (primitive_desc, {ARG_*: memory.desc})}.'''
+        DT, TAG = dnnl.memory.data_type, dnnl.memory.format_tag
+        desc = lambda dims, tag: dnnl.memory.desc(dims, DT.f32, tag)
+        ops = dnnl.post_ops()
+        ops.append_eltwise(dnnl.algorithm.eltwise_relu, 0.0, 0.0)
+        attr = dnnl.primitive_attr()
+        attr.set_post_ops(ops)
+        src, wei, bias, dst = (desc([6, 20], TAG.ab), desc([20, 9], TAG.ab),
+                               desc([1, 9], TAG.ab), desc([6, 9], TAG.ab))
+        c_src, c_wei, c_dst = (desc([2, 3, 9, 9], TAG.nchw), desc([4, 3, 3, 3], TAG.oihw),
+                               desc([2, 4, 9, 9], TAG.nchw))
+        s_src = desc([4, 160], TAG.ab)  # not 17..128: docs/known-problems.md, softmax
+        inference = dnnl.prop_kind.forward_inference
+        return {
+            "matmul": (dnnl.matmul.primitive_desc(engine, src, wei, bias, dst, attr),
+                       {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: wei, dnnl.ARG_BIAS: bias,
+                        dnnl.ARG_DST: dst}),
+            "convolution_forward": (dnnl.convolution_forward.primitive_desc(
+                engine, inference, dnnl.algorithm.convolution_direct, c_src, c_wei, c_dst,
+                [1, 1], [1, 1], [1, 1]),
+                {dnnl.ARG_SRC: c_src, dnnl.ARG_WEIGHTS: c_wei, dnnl.ARG_DST: c_dst}),
+            "softmax_forward": (dnnl.softmax_forward.primitive_desc(
+                engine, inference, dnnl.algorithm.softmax_accurate, s_src, s_src, 1),
+                {dnnl.ARG_SRC: s_src, dnnl.ARG_DST: s_src}),
+        }
+
+    def inputs(dnnl, arg_descs, seed):
+        '''{ARG_*: array} for every argument but the destination.'''
+        return {arg: np.random.default_rng(seed + arg).uniform(-1, 1, d.get_dims())
+                .astype(np.float32) for arg, d in arg_descs.items() if arg != dnnl.ARG_DST}
+
+    def run(dnnl, primitive, stream, engine, arg_descs, values):
+        '''Executes `primitive` on `values`; the destination as an array.'''
+        mems = {arg: dnnl.memory(d, engine) for arg, d in arg_descs.items()}
+        for arg, array in values.items():
+            dnnl.arrays.write(mems[arg], array)
+        primitive.execute(stream, mems)
+        stream.wait()
+        return dnnl.arrays.read(mems[dnnl.ARG_DST])
+""")
+
+_shared: dict = {}
+exec(_SHARED, _shared)
+gpu_device, descriptors, make_inputs, run = (
+    _shared["gpu_device"], _shared["descriptors"], _shared["inputs"], _shared["run"])
+
+NAMES = ["matmul", "convolution_forward", "softmax_forward"]
+SEEDS = {name: 10 * i for i, name in enumerate(NAMES)}
+
+# A fresh process: engine and primitives through the cache in argv[1], the
+# inputs and results saved to argv[2], the counters on the last line.
+_CHILD = _SHARED + textwrap.dedent("""
+    import json, sys
+    import dnnl_ocl_interop as dnnl
+    dnnl.emulation.ensure_device()
+    import pyopencl as cl
+
+    directory, out, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    device = gpu_device(cl)
+    context = cl.Context([device])
+    cache = dnnl.cache.persistent(directory)
+    engine = cache.engine(device, context)
+    stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(context, device))
+    dnnl.set_verbose(2)  # creation lines say where each primitive came from
+    saved = {}
+    for name, (pd, arg_descs) in descriptors(dnnl, engine).items():
+        primitive = cache.primitive(pd)
+        assert type(primitive) is getattr(dnnl, name), type(primitive)
+        values = inputs(dnnl, arg_descs, seeds[name])
+        saved[name] = run(dnnl, primitive, stream, engine, arg_descs, values)
+        saved.update({f"{name}.{arg}": v for arg, v in values.items()})
+    dnnl.set_verbose(0)
+    np.savez(out, **saved)
+    print("COUNTS " + json.dumps(cache.counts()), flush=True)
+""")
+
+
+def _reference(name, values):
+    """NumPy's result of primitive `name` on `values` ({ARG_*: array})."""
+    src = values[dnnl.ARG_SRC].astype(np.float64)
+    if name == "matmul":
+        out = src @ values[dnnl.ARG_WEIGHTS] + values[dnnl.ARG_BIAS]
+        return np.maximum(out, 0.0)
+    if name == "convolution_forward":
+        windows = sliding_window_view(np.pad(src, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), axis=(2, 3))
+        return np.einsum("nchwkl,ockl->nohw", windows, values[dnnl.ARG_WEIGHTS])
+    if name == "softmax_forward":
+        e = np.exp(src - src.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    raise AssertionError(name)
+
+
+def _run_child(directory, tmp_path, tag):
+    """Runs _CHILD on `directory`; (counters, stdout). Checks every result
+    against NumPy."""
+    out = tmp_path / f"{tag}.npz"
+    child = subprocess.run([sys.executable, "-c", _CHILD, str(directory), str(out), json.dumps(SEEDS)],
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, f"exit {child.returncode}: {child.stderr[-3000:]}"
+    counts_lines = [line for line in child.stdout.splitlines() if line.startswith("COUNTS ")]
+    assert len(counts_lines) == 1, child.stdout[-3000:]
+    saved = np.load(out)
+    for name in NAMES:
+        values = {int(key.split(".")[1]): saved[key] for key in saved.files
+                  if key.startswith(f"{name}.")}
+        result, expected = saved[name], _reference(name, values)
+        assert result.shape == expected.shape, name
+        np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-5, err_msg=name)
+        assert np.any(result != 0), f"{name}: a result of zeros proves nothing"
+    return json.loads(counts_lines[0][len("COUNTS "):]), child.stdout
+
+
+def _counts(hits=0, misses=0, rejected=0, stored=0, store_errors=0):
+    return {"hits": hits, "misses": misses, "rejected": rejected, "stored": stored,
+            "store_errors": store_errors}
+
+
+def _persistent_hit_kinds(stdout):
+    """Primitive kinds oneDNN's verbose lines report as loaded from a blob."""
+    fields = [line.split(",") for line in stdout.splitlines()
+              if ",create:persistent_cache_hit," in line and ",gpu," in line]
+    return sorted(f[f.index("gpu") + 1] for f in fields)
+
+
+ALL = 1 + len(NAMES)  # the engine and each primitive
+
+
+def _expected_files(directory, cl_device, engine):
+    cache = dnnl.cache.persistent(directory)
+    return sorted([os.path.basename(cache.engine_path(cl_device))]
+                  + [os.path.basename(cache.primitive_path(pd))
+                     for pd, _ in descriptors(dnnl, engine).values()])
+
+
+# ------------------------------------------- store, then load in a new process
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """A directory filled by a first fresh process, and its counters."""
+    tmp = tmp_path_factory.mktemp("stored")
+    directory = tmp / "cache"
+    counts, _ = _run_child(directory, tmp, "first")
+    return directory, counts
+
+
+def _copy(stored, tmp_path):
+    directory = tmp_path / "cache"
+    shutil.copytree(stored[0], directory)
+    return directory
+
+
+@pytest.mark.timeout(900)
+def test_first_process_compiles_and_stores_everything(stored, cl_device, engine):
+    directory, counts = stored
+    assert counts == _counts(misses=ALL, stored=ALL)
+    assert sorted(os.listdir(directory)) == _expected_files(directory, cl_device, engine)
+
+
+@pytest.mark.timeout(900)
+def test_next_process_loads_everything(stored, tmp_path, cl_device, engine):
+    directory = _copy(stored, tmp_path)
+    before = {name: (directory / name).read_bytes() for name in os.listdir(directory)}
+    counts, stdout = _run_child(directory, tmp_path, "second")
+    assert counts == _counts(hits=ALL)
+    # oneDNN itself says the kernels came from the blobs
+    kinds = sorted(pd.get_kind().name for pd, _ in descriptors(dnnl, engine).values())
+    assert _persistent_hit_kinds(stdout) == kinds
+    after = {name: (directory / name).read_bytes() for name in os.listdir(directory)}
+    assert after == before, "a hit rewrote a file"
+
+
+# ------------------------------------------------------------- bad files
+
+def _flip(data, index):
+    return data[:index] + bytes([data[index] ^ 0x5A]) + data[index + 1:]
+
+
+DAMAGES = {
+    "flipped first byte": lambda data, other: _flip(data, 0),
+    "flipped middle byte": lambda data, other: _flip(data, len(data) // 2),
+    "flipped last byte": lambda data, other: _flip(data, len(data) - 1),
+    "truncated": lambda data, other: data[:len(data) // 2],
+    "empty": lambda data, other: b"",
+    "random bytes": lambda data, other: np.random.default_rng(len(data)).bytes(len(data)),
+    "foreign (another key's file)": lambda data, other: other,
+}
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_bad_files_are_rejected_and_rebuilt(stored, tmp_path, damage, cl_device, cl_context, engine):
+    """Every file damaged the same way: a fresh process refuses them all,
+    builds everything, gets right results and replaces the files, which the
+    next user loads."""
+    directory = _copy(stored, tmp_path)
+    names = sorted(os.listdir(directory))
+    originals = [(directory / name).read_bytes() for name in names]
+    for i, name in enumerate(names):  # the engine's gets a primitive's, and so on
+        bad = DAMAGES[damage](originals[i], originals[(i + 1) % len(names)])
+        assert bad != originals[i]
+        (directory / name).write_bytes(bad)
+
+    counts, stdout = _run_child(directory, tmp_path, "rebuild")
+    assert counts == _counts(rejected=ALL, stored=ALL)
+    assert _persistent_hit_kinds(stdout) == []
+    assert sorted(os.listdir(directory)) == names  # no temporary file left
+
+    # the rebuilt files are whole again: this process loads them all
+    cache = dnnl.cache.persistent(directory)
+    again = cache.engine(cl_device, cl_context)
+    for pd, _ in descriptors(dnnl, again).values():
+        cache.primitive(pd)
+    assert cache.counts() == _counts(hits=ALL)
+
+
+def test_engine_blob_of_another_device_id_is_rejected(tmp_path, cl_device, cl_context, engine, cl_queue):
+    """A whole, undamaged engine file whose header names another device (a
+    hash collision, or a file renamed by hand) never reaches oneDNN."""
+    cache = dnnl.cache.persistent(tmp_path)
+    blob = dnnl.ocl_interop.get_engine_cache_blob(engine)
+    path = cache.engine_path(cl_device)
+    with open(path, "wb") as f:
+        f.write(cache_module._wrap_engine_blob(b"another device", blob))
+    made = cache.engine(cl_device, cl_context)
+    assert cache.counts() == _counts(rejected=1, stored=1)
+    pd, arg_descs = descriptors(dnnl, made)["softmax_forward"]
+    values = make_inputs(dnnl, arg_descs, 3)
+    stream = dnnl.ocl_interop.make_stream(made, cl_queue)
+    result = run(dnnl, dnnl.softmax_forward(pd), stream, made, arg_descs, values)
+    np.testing.assert_allclose(result, _reference("softmax_forward", values), rtol=1e-4, atol=1e-6)
+    dnnl.cache.persistent(tmp_path).engine(cl_device, cl_context)  # the rewritten file loads
+    assert os.path.getsize(path) > 0
+
+
+def test_engine_file_checks():
+    """What the engine file's header refuses, without oneDNN."""
+    blob_id, blob = b"device id", bytes(range(200))
+    good = cache_module._wrap_engine_blob(blob_id, blob)
+    unwrap = cache_module._unwrap_engine_blob
+    assert unwrap(good, blob_id) == blob
+    assert unwrap(good, b"other id") is None
+    assert unwrap(good + b"\0", blob_id) is None
+    assert unwrap(cache_module._wrap_engine_blob(blob_id, b""), blob_id) is None
+    for cut in range(len(good)):
+        assert unwrap(good[:cut], blob_id) is None, cut
+    for index in range(len(good)):
+        assert unwrap(_flip(good, index), blob_id) is None, index
+
+
+# --------------------------------------------------- processes sharing a directory
+
+def _worker(role, directory, seconds, barrier, results):
+    """A spawned process: a 'writer' rewrites every key's file for `seconds`
+    (what processes starting cold at once do, compressed in time); a
+    'reader' loads engine and primitives through the cache meanwhile."""
+    dnnl.emulation.ensure_device()
+    import pyopencl as cl
+    try:
+        device = gpu_device(cl)
+        context = cl.Context([device])
+        cache = dnnl.cache.persistent(directory)
+        engine = cache.engine(device, context)
+        pds = [pd for pd, _ in descriptors(dnnl, engine).values()]
+        files = [(cache.engine_path(device), cache_module._wrap_engine_blob(
+            dnnl.ocl_interop.get_engine_cache_blob_id(device), dnnl.ocl_interop.get_engine_cache_blob(engine)))]
+        files += [(cache.primitive_path(pd), cache.primitive(pd).get_cache_blob()) for pd in pds]
+        start = cache.counts()
+        barrier.wait(timeout=300)
+        deadline, loops = time.monotonic() + seconds, 0
+        while time.monotonic() < deadline:
+            if role == "writer":
+                for path, data in files:
+                    cache._write(path, data)
+            else:
+                cache.engine(device, context)
+                for pd in pds:
+                    cache.primitive(pd)
+            loops += 1
+        end = cache.counts()
+        results.put((role, loops, {k: end[k] - start[k] for k in end}, None))
+    except BaseException as e:  # reported to the test, not lost in the child
+        results.put((role, 0, {}, f"{type(e).__name__}: {e}"))
+
+
+@pytest.mark.timeout(900)
+def test_two_writers_and_a_reader_at_once(stored, tmp_path, cl_device, cl_context):
+    directory = _copy(stored, tmp_path)
+    names = sorted(os.listdir(directory))
+    spawn = multiprocessing.get_context("spawn")
+    barrier, results = spawn.Barrier(3), spawn.Queue()
+    roles = ["writer", "writer", "reader"]
+    processes = [spawn.Process(target=_worker, args=(role, str(directory), 8.0, barrier, results))
+                 for role in roles]
+    for p in processes:
+        p.start()
+    try:
+        reports = [results.get(timeout=600) for _ in roles]
+    finally:
+        for p in processes:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.terminate()
+    errors = [r for r in reports if r[3]]
+    assert not errors, errors
+    for role, loops, delta, _ in reports:
+        if role == "writer":
+            assert loops > 10 and delta["stored"] == loops * ALL and delta["store_errors"] == 0, (role, loops, delta)
+        else:
+            # every load found a whole file: no partial write was ever visible
+            assert loops > 1 and delta == _counts(hits=loops * ALL), (role, loops, delta)
+    assert [p.exitcode for p in processes] == [0, 0, 0]
+    assert sorted(os.listdir(directory)) == names  # no temporary file left
+    cache = dnnl.cache.persistent(directory)
+    for pd, _ in descriptors(dnnl, cache.engine(cl_device, cl_context)).values():
+        cache.primitive(pd)
+    assert cache.counts() == _counts(hits=ALL)
+
+
+# ------------------------------------------------------ unwritable directories
+
+def test_a_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path):
+    in_the_way = tmp_path / "file"
+    in_the_way.write_bytes(b"not a directory")
+    with pytest.raises(FileExistsError):
+        dnnl.cache.persistent(in_the_way)
+    with pytest.raises(NotADirectoryError):
+        dnnl.cache.persistent(in_the_way / "below")
+
+
+def test_unwritable_directory_builds_warns_once_and_counts(tmp_path, cl_device, cl_context, cl_queue):
+    directory = tmp_path / "cache"
+    cache = dnnl.cache.persistent(directory)
+    directory.rmdir()
+    directory.write_bytes(b"")  # nothing can be written below it any more
+    with pytest.warns(RuntimeWarning, match="cannot write"):
+        engine = cache.engine(cl_device, cl_context)
+    pd, arg_descs = descriptors(dnnl, engine)["matmul"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one warning per object, not per store
+        primitive = cache.primitive(pd)
+    assert isinstance(primitive, dnnl.matmul)
+    assert cache.counts() == _counts(misses=2, store_errors=2)
+    values = make_inputs(dnnl, arg_descs, 5)
+    stream = dnnl.ocl_interop.make_stream(engine, cl_queue)
+    result = run(dnnl, primitive, stream, engine, arg_descs, values)
+    np.testing.assert_allclose(result, _reference("matmul", values), rtol=1e-4, atol=1e-5)
+
+
+def test_read_only_directory_still_loads(stored, tmp_path, cl_device, cl_context):
+    """A directory filled elsewhere and made read-only is used as it is.
+    (Root with CAP_DAC_OVERRIDE writes anyway: there the test cannot tell.)"""
+    directory = _copy(stored, tmp_path)
+    os.chmod(directory, 0o555)
+    try:
+        try:
+            (directory / "probe").write_bytes(b"")
+        except PermissionError:
+            pass
+        else:
+            pytest.skip("this process writes into read-only directories (root)")
+        cache = dnnl.cache.persistent(directory)
+        for pd, _ in descriptors(dnnl, cache.engine(cl_device, cl_context)).values():
+            cache.primitive(pd)
+        assert cache.counts() == _counts(hits=ALL)
+    finally:
+        os.chmod(directory, 0o755)
+
+
+# ---------------------------------------------------------------- arguments
+
+def test_primitive_needs_a_family_descriptor(tmp_path, engine):
+    cache = dnnl.cache.persistent(tmp_path)
+    for value in (object(), engine, "matmul"):
+        with pytest.raises(TypeError, match="primitive_desc"):
+            cache.primitive(value)
+    assert cache.counts() == _counts()
+
+
+def test_counters_and_repr(tmp_path):
+    cache = dnnl.cache.persistent(str(tmp_path / "new" / "dir"))
+    assert os.path.isdir(cache.directory) and os.path.isabs(cache.directory)
+    assert cache.counts() == _counts()
+    assert "hits=0" in repr(cache) and cache.directory in repr(cache)
