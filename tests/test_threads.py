@@ -121,16 +121,23 @@ def _compiled_attention(device, context, allocator):
 class _CountingAllocator:
     """A graph allocator of USM device memory that records, under a lock,
     every call: which thread made it and which pointers are live. `hook`
-    (if set) runs at the start of each malloc, on the calling thread."""
+    (if set) runs at the start of each malloc, on the calling thread.
+
+    The callables hold only the record, not this object (which holds the
+    allocator): a cycle through the allocator's C++ object would never be
+    collected, and would keep one of the 64 allocator slots forever."""
+
+    class _Record:
+        def __init__(self, hook):
+            self.lock = threading.Lock()
+            self.live = {}  # ptr -> size
+            self.mallocs = collections.Counter()  # thread name -> calls
+            self.frees = 0
+            self.bad_frees = []
+            self.hook = hook
 
     def __init__(self, hook=None):
-        self.lock = threading.Lock()
-        self.live = {}  # ptr -> size
-        self.mallocs = collections.Counter()  # thread name -> calls
-        self.frees = 0
-        self.bad_frees = []
-        self.hook = hook
-        state = self
+        state = self.record = self._Record(hook)
 
         def malloc(size, alignment, device, context):
             if state.hook is not None:
@@ -151,6 +158,15 @@ class _CountingAllocator:
             usm.free(context, ptr)
 
         self.allocator = goi.make_allocator(malloc, free)
+
+    def __getattr__(self, name):  # lock, live, mallocs, frees, bad_frees, hook
+        return getattr(self.__dict__["record"], name)
+
+    def __setattr__(self, name, value):
+        if name in ("record", "allocator"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.record, name, value)
 
     @property
     def total_mallocs(self):
