@@ -15,6 +15,7 @@ import gc
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+import pyopencl.tools as cl_tools
 import pytest
 
 import dnnl_ocl_interop as dnnl
@@ -95,6 +96,33 @@ def test_memory_keeps_the_cl_mem_alive(engine, cl_queue):
     cl_queue.finish()
     np.testing.assert_array_equal(arrays.read(mem), x)
     assert oi.get_mem_object(mem).reference_count == refs  # oneDNN's + the new wrapper's
+
+
+def test_arrays_of_a_memory_pool(engine, stream, cl_context, cl_queue):
+    """pyopencl's pooled buffers are cl_mem objects too, offsets included."""
+    pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(cl_queue))
+    step = align_bytes(cl_context) // 4
+    x = np.arange(3 * step, dtype=np.float32)
+    a = cla.to_device(cl_queue, x, allocator=pool)
+    assert isinstance(a.base_data, cl_tools.PooledBuffer)
+    mem, _ = arrays.as_memory(a, engine)
+    assert mem.get_data_handle() == a.base_data.int_ptr
+    view, _ = arrays.as_memory(a[step:], engine)
+    cl_queue.finish()
+    linear(engine, stream, view, view, -1.0, 0.0)
+    stream.wait()
+    np.testing.assert_array_equal(arrays.read(mem), np.concatenate([x[:step], -x[step:]]))
+
+
+def test_new_axes(engine, cl_queue):
+    """np.newaxis gives a dimension of 1 with stride 0: still the same elements."""
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a = cla.to_device(cl_queue, x)
+    cl_queue.finish()
+    for view, expected in [(a[:, None], x[:, None]), (a[None], x[None])]:
+        mem, _ = arrays.as_memory(view, engine)
+        assert mem.get_data_handle() == a.base_data.int_ptr
+        np.testing.assert_array_equal(arrays.read(mem), expected)
 
 
 # --------------------------------------------------------------------------
@@ -328,6 +356,14 @@ def test_not_an_array_refused(engine, cl_context):
         arrays.as_memory(np.zeros(4, np.float32), engine)
     with pytest.raises(TypeError, match="pyopencl.array.Array"):
         arrays.as_memory(cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 16), engine)
+
+
+def test_svm_arrays_refused(engine, cl_context, cl_queue):
+    """Arrays of pyopencl's SVM allocator hold no cl_mem."""
+    svm = cl_tools.SVMAllocator(cl_context, queue=cl_queue)
+    a = cla.zeros(cl_queue, 16, np.float32, allocator=svm)
+    with pytest.raises(ValueError, match="not a cl_mem"):
+        arrays.as_memory(a, engine)
 
 
 def test_empty_and_zero_dimensional_arrays_refused(engine, cl_queue):
