@@ -358,6 +358,16 @@ def test_not_an_array_refused(engine, cl_context):
         arrays.as_memory(cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 16), engine)
 
 
+def test_buffer_smaller_than_the_descriptor_size_refused(engine, cl_queue):
+    """a[:, :3] of a 4 x 6 array addresses 84 bytes, but its descriptor's
+    get_size() is 96: on an 84-byte cl_mem make_memory refuses, as for any
+    cl_mem smaller than the descriptor."""
+    buf = cl.Buffer(cl_queue.context, cl.mem_flags.READ_WRITE, 84)
+    a = cla.Array(cl_queue, (4, 3), np.float32, data=buf, strides=(24, 4))
+    with pytest.raises(dnnl.invalid_arguments, match="84 bytes.*96"):
+        arrays.as_memory(a, engine)
+
+
 def test_svm_arrays_refused(engine, cl_context, cl_queue):
     """Arrays of pyopencl's SVM allocator hold no cl_mem."""
     svm = cl_tools.SVMAllocator(cl_context, queue=cl_queue)
