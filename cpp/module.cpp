@@ -2,6 +2,7 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "core/memory_dlpack.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
@@ -21,6 +22,7 @@ PYBIND11_MODULE(_core, m) {
     bind_engine(m);
     bind_stream(m);
     bind_memory(m);
+    bind_memory_dlpack(m);
     bind_attributes(m);
     bind_primitive_base(m);
     bind_convolution_like(m);
@@ -40,6 +42,7 @@ PYBIND11_MODULE(_core, m) {
     bind_graph_ocl_interop(graph, graph_ocl_interop);
     auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
+    bind_usm_kernel_args(usm);
 
     // Submodules are importable by name (`from ._core.usm import *`), and
     // each module's __all__ lists its public names, submodules left out (the

@@ -30,6 +30,7 @@ family_t queue_family {"CommandQueue", "CommandQueue",
 family_t mem_family {"MemoryObjectHolder", "Buffer",
         "a pyopencl memory object or an int cl_mem"};
 family_t event_family {"Event", "Event", "a pyopencl.Event or an int cl_event"};
+family_t kernel_family {"Kernel", "Kernel", "a pyopencl.Kernel or an int cl_kernel"};
 
 // pyopencl's classes, looked up once and kept for the life of the process.
 PyObject *pyopencl_class(const char *name, PyObject *&cache) {
@@ -60,6 +61,7 @@ family_t &family_of(family f) {
         case family::context: return context_family;
         case family::queue: return queue_family;
         case family::mem: return mem_family;
+        case family::kernel: return kernel_family;
         case family::event: break;
     }
     return event_family;

@@ -20,7 +20,7 @@ namespace cl_handles {
 // parameter, where its value is used: dnnl.invalid_arguments (a ValueError)
 // for NULL, as oneDNN does, ValueError for an int beyond 64 bits.
 
-enum class family { device, context, queue, mem, event };
+enum class family { device, context, queue, mem, event, kernel };
 enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type };
 
 template <typename Handle>
@@ -33,6 +33,7 @@ using device_arg = handle_arg<cl_device_id>;
 using context_arg = handle_arg<cl_context>;
 using queue_arg = handle_arg<cl_command_queue>;
 using mem_arg = handle_arg<cl_mem>;
+using kernel_arg = handle_arg<cl_kernel>;
 
 // A sequence of events (pyopencl.Event or int); None entries are skipped
 // (execute() returns None on in-order streams: chained code passes it on).
@@ -111,6 +112,7 @@ DNNL_OCL_INTEROP_HANDLE_TRAITS(cl_context, context, "pyopencl.Context | int")
 DNNL_OCL_INTEROP_HANDLE_TRAITS(cl_command_queue, queue, "pyopencl.CommandQueue | int")
 DNNL_OCL_INTEROP_HANDLE_TRAITS(cl_mem, mem, "pyopencl.MemoryObjectHolder | int")
 DNNL_OCL_INTEROP_HANDLE_TRAITS(cl_event, event, "pyopencl.Event | int")
+DNNL_OCL_INTEROP_HANDLE_TRAITS(cl_kernel, kernel, "pyopencl.Kernel | int")
 #undef DNNL_OCL_INTEROP_HANDLE_TRAITS
 
 template <typename Handle>

@@ -73,6 +73,7 @@ const api_t &api_for(cl_context context) {
     load(platform, "clGetMemAllocInfoINTEL", api.get_alloc_info);
     load(platform, "clEnqueueMemcpyINTEL", api.enqueue_memcpy);
     load(platform, "clEnqueueMemFillINTEL", api.enqueue_fill);
+    load(platform, "clSetKernelArgMemPointerINTEL", api.set_kernel_arg_mem_pointer);
     const api_t &stored = apis.emplace(platform, api).first->second;
     by_context[context] = &stored;
     return stored;

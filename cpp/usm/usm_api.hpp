@@ -16,6 +16,7 @@ struct api_t {
     clGetMemAllocInfoINTEL_fn get_alloc_info;
     clEnqueueMemcpyINTEL_fn enqueue_memcpy;
     clEnqueueMemFillINTEL_fn enqueue_fill;
+    clSetKernelArgMemPointerINTEL_fn set_kernel_arg_mem_pointer;
 };
 
 // The entry points for `context`'s platform, looked up once per platform.
@@ -37,5 +38,7 @@ size_t bytes_available(cl_context context, const void *ptr);
 } // namespace usm
 // dnnl.usm (usm/usm.cpp).
 void bind_usm(pybind11::module_ &m);
+// dnnl.usm.set_kernel_arg (usm/kernel_args.cpp), after bind_usm.
+void bind_usm_kernel_args(pybind11::module_ &m);
 
 } // namespace dnnl_ocl_interop

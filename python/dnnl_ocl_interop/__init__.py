@@ -4,8 +4,8 @@
 ``stream``, ``memory``, ``error``, the primitives) and the submodules
 ``ocl_interop`` (mirrors ``dnnl::ocl_interop``), ``graph`` (mirrors
 ``dnnl::graph``), ``usm`` (Intel unified shared memory), ``arrays`` (NumPy
-data in and out of memory), ``cache`` (engine and primitive cache blobs
-kept on disk across processes) and ``emulation`` (an emulated Intel GPU for
+data in and out of memory, pyopencl arrays shared with it), ``cache`` (engine
+and primitive cache blobs kept on disk across processes) and ``emulation`` (an emulated Intel GPU for
 machines without one).
 
 OpenCL objects go in as pyopencl objects or int handles and come out as

@@ -1,15 +1,23 @@
-"""NumPy in and out of oneDNN memory, checked against the memory descriptor.
+"""NumPy and pyopencl arrays in and out of oneDNN memory, checked against the
+memory descriptor.
 
-Works for buffer- and USM-based memory alike (through ``memory.map_data``).
-Element types map as in ``map_data``: f16 is ``float16``, bf16 is raw
-``uint16`` bits, f8 types raw ``uint8`` bits (see :func:`bf16_from_float32` and :func:`float32_from_bf16`).
+:func:`read` and :func:`write` copy NumPy data, for buffer- and USM-based
+memory alike (through ``memory.map_data``). :func:`as_memory` and
+:func:`to_pyopencl` share storage with ``pyopencl.array.Array`` objects
+without a copy (buffer memory only: pyopencl has no Intel USM). Element
+types map as in ``map_data``: f16 is ``float16``, bf16 is raw ``uint16``
+bits, f8 types raw ``uint8`` bits (see :func:`bf16_from_float32` and
+:func:`float32_from_bf16`).
 """
+
+from typing import Any, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from . import _core
 
-__all__ = ["bf16_from_float32", "float32_from_bf16", "numpy_dtype", "read", "write"]
+__all__ = ["as_memory", "bf16_from_float32", "float32_from_bf16", "memory_and_events",
+           "numpy_dtype", "read", "to_pyopencl", "write"]
 
 def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     """The NumPy dtype that holds one element of a oneDNN data type (the
@@ -75,3 +83,201 @@ def bf16_from_float32(array) -> np.ndarray:
 def float32_from_bf16(bits) -> np.ndarray:
     """float32 values of bf16 bit patterns (uint16)."""
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+# -- pyopencl arrays -----------------------------------------------------------
+
+# The oneDNN data type of each pyopencl element type, when no desc is given.
+# bf16 and the f8 types have no NumPy type: their bits live in uint16 / uint8
+# arrays, which need a desc saying what they hold.
+_DATA_TYPES = {
+    np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.float64): "f64",
+    np.dtype(np.int8): "s8", np.dtype(np.uint8): "u8", np.dtype(np.int32): "s32",
+    np.dtype(np.int64): "s64",
+}
+
+
+class memory_and_events(NamedTuple):
+    """What :func:`as_memory` returns: the memory and the array's pending
+    events, to pass as ``deps`` of ``dnnl.ocl_interop.execute``."""
+
+    memory: Any  #: dnnl.memory on the array's cl_mem (or a sub-buffer of it)
+    events: List[Any]  #: the array's pending pyopencl.Event objects (a copy of array.events)
+
+
+def _cl():
+    import pyopencl  # imported on use: NumPy-only users need no OpenCL here
+
+    return pyopencl
+
+
+def _same_context(a, b) -> bool:
+    return a.int_ptr == b.int_ptr
+
+
+def _view_extent(shape, strides, itemsize) -> int:
+    """Bytes from a view's first element to the end of its last one."""
+    if any(n == 0 for n in shape):
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def _desc_extent(desc) -> int:
+    """Bytes a descriptor addresses from the start of its storage: its
+    elements' span for plain layouts (get_size() may count more), all of
+    get_size() for blocked ones."""
+    if desc.get_format_kind() == _core.memory.format_kind.blocked and not desc.get_inner_nblks():
+        item = _core.memory.data_type_size(desc.get_data_type())
+        return _view_extent(desc.get_dims(), [s * item for s in desc.get_strides()], item)
+    return desc.get_size()
+
+
+def as_memory(array, engine, desc=None) -> memory_and_events:
+    """oneDNN memory on a ``pyopencl.array.Array``'s own storage, without a copy.
+
+    Returns ``(memory, events)`` (a :class:`memory_and_events`): buffer
+    memory on ``array.base_data`` and a copy of ``array.events``, the work
+    still writing the array; pass them as ``deps`` to
+    ``dnnl.ocl_interop.execute`` (on an in-order stream over the array's own
+    queue they are already ordered). After oneDNN writes the memory,
+    ``array.add_event(event)`` makes pyopencl's own operations on the array
+    wait for it.
+
+    Without ``desc`` the descriptor is derived from the array: its shape as
+    dims, its strides (bytes in pyopencl) as strides in elements, its dtype
+    as the data type (float32, float16, float64, int8, uint8, int32, int64).
+    A view's ``offset`` becomes an OpenCL sub-buffer starting at the view's
+    first element (the memory's cl_mem is then that sub-buffer, whose parent
+    is ``array.base_data``); OpenCL allows sub-buffers only at offsets that
+    are multiples of the device's ``mem_base_addr_align`` (in bits; 128 bytes
+    on many devices), so other offsets raise ``ValueError`` (oneDNN's
+    descriptor offset is not used: some GPU kernels ignore it). Negative
+    strides and strides that are not whole elements raise ``ValueError``.
+
+    With ``desc`` (a ``dnnl.memory.desc``), the array's bytes are taken as
+    that descriptor says, e.g. bf16 bits in a uint16 array, or a blocked
+    layout of a flat array: its data type must be held in the array's dtype
+    (``numpy_dtype``, ``TypeError`` otherwise), and every byte it addresses
+    must lie within the array's extent (``ValueError`` otherwise); a
+    descriptor with a sub-memory offset is refused (make the view instead).
+
+    The array must be on the engine's OpenCL context and hold a cl_mem
+    (``ValueError`` otherwise; arrays of pyopencl's SVM allocators are
+    refused). The memory keeps the cl_mem alive.
+    """
+    cl = _cl()
+    oi = _core.ocl_interop
+    base = getattr(array, "base_data", None)
+    if not hasattr(array, "strides") or not hasattr(array, "offset"):
+        raise TypeError(f"array must be a pyopencl.array.Array, not {type(array).__name__}")
+    if base is None:
+        raise ValueError("array has no storage (an empty array)")
+    if not isinstance(base, cl.MemoryObjectHolder):
+        raise ValueError(f"array's storage is a {type(base).__name__}, not a cl_mem buffer: "
+                         "oneDNN buffer memory needs a cl_mem (arrays of SVM allocators "
+                         "cannot be shared)")
+    engine_context = oi.get_context(engine)
+    if not _same_context(base.context, engine_context):
+        raise ValueError("array belongs to another OpenCL context than the engine's")
+    dtype = np.dtype(array.dtype)
+    shape, strides = tuple(array.shape), tuple(array.strides)
+    if not shape:
+        raise ValueError("array is 0-dimensional: reshape it to (1,) first")
+    if any(s < 0 for s in strides):
+        raise ValueError(f"array has negative strides {strides}: oneDNN descriptors "
+                         "cannot express them (copy the array first)")
+    if any(s % dtype.itemsize for s in strides):
+        raise ValueError(f"array strides {strides} are not multiples of its item size "
+                         f"{dtype.itemsize}")
+    extent = _view_extent(shape, strides, dtype.itemsize)
+    if extent == 0:
+        raise ValueError(f"array of shape {shape} has no elements")
+    if array.offset + extent > base.size:
+        raise ValueError(f"array addresses bytes {array.offset} to {array.offset + extent} "
+                         f"of a {base.size}-byte buffer")
+
+    if desc is None:
+        if dtype not in _DATA_TYPES:
+            hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
+                    if dtype == np.uint16 else "")
+            raise TypeError(f"array has dtype {dtype}, which no oneDNN data type matches{hint}")
+        data_type = getattr(_core.memory.data_type, _DATA_TYPES[dtype])
+        desc = _core.memory.desc(list(shape), data_type, [s // dtype.itemsize for s in strides])
+    else:
+        expected = _core.memory.numpy_dtype(desc.get_data_type())
+        if expected is None or expected != dtype:
+            raise TypeError(f"desc holds {desc.get_data_type()} elements ({expected}), "
+                            f"the array has dtype {dtype}")
+        if desc.get_submemory_offset():
+            raise ValueError("desc has a sub-memory offset: view the array at that "
+                             "element instead (oneDNN kernels may ignore the offset)")
+        needed = _desc_extent(desc)
+        if needed > extent:
+            raise ValueError(f"desc addresses {needed} bytes from the array's first "
+                             f"element, but the array spans {extent}")
+
+    # From the first element to the end of the buffer: make_memory checks
+    # that this holds desc.get_size() bytes, as for any cl_mem.
+    mem_object = _sub_buffer(cl, base, array.offset) if array.offset else base
+    memory = oi.make_memory(desc, engine, mem_object)
+    return memory_and_events(memory, list(array.events))
+
+
+def _sub_buffer(cl, base, offset: int):
+    """A sub-buffer of `base` from `offset` to its end, refused clearly when
+    OpenCL would not make it (misaligned offset)."""
+    parent, origin = base, offset
+    if base.associated_memobject is not None:  # already a sub-buffer: OpenCL nests none
+        parent, origin = base.associated_memobject, base.offset + offset
+    align = max(d.mem_base_addr_align for d in parent.context.devices) // 8
+    if origin % align:
+        raise ValueError(f"array's offset of {offset} bytes (buffer offset {origin}) is not "
+                         f"a multiple of {align} bytes, the device's mem_base_addr_align: "
+                         "OpenCL makes no sub-buffer there, so the view cannot be shared "
+                         "without a copy (view from an aligned element, or copy the view)")
+    size = base.size - offset
+    return cl.Buffer.from_int_ptr(parent.int_ptr, retain=True).get_sub_region(origin, size)
+
+
+def to_pyopencl(memory, queue, events: Optional[Sequence[Any]] = None):
+    """A ``pyopencl.array.Array`` over buffer ``memory``'s cl_mem, without a copy.
+
+    Shaped by the memory's dims, typed by its data type (as
+    :func:`numpy_dtype`: bf16 as uint16 bits), strided by its strides (in
+    bytes, as pyopencl counts them) and offset by its sub-memory offset. The
+    array holds its own reference to the cl_mem. ``queue`` must be on the
+    engine's context; ``events`` (e.g. the event ``ocl_interop.execute``
+    returned) become the array's pending events, which pyopencl's operations
+    on it wait for.
+
+    USM memory raises ``TypeError``: pyopencl's arrays live in cl_mem buffers
+    and pyopencl has no Intel USM. Pass a USM pointer to a pyopencl kernel
+    with ``dnnl.usm.set_kernel_arg(kernel, index, memory.get_data_handle())``
+    instead, or copy it (``dnnl.usm.memcpy``, ``read``). Memory without
+    storage, blocked layouts and sub-byte types raise ``ValueError``.
+    """
+    cl = _cl()
+    import pyopencl.array as cla
+
+    oi = _core.ocl_interop
+    if oi.get_memory_kind(memory) == oi.memory_kind.usm:
+        raise TypeError("memory is USM-based: pyopencl arrays need a cl_mem buffer and "
+                        "pyopencl has no Intel USM. Give the pointer to a pyopencl kernel "
+                        "with dnnl.usm.set_kernel_arg(kernel, index, "
+                        "memory.get_data_handle()), or copy it (dnnl.usm.memcpy, "
+                        "dnnl.arrays.read)")
+    dims = _plain_dims(memory)
+    desc = memory.get_desc()
+    dtype = numpy_dtype(desc.get_data_type())
+    buffer = oi.get_mem_object(memory)
+    if buffer is None:
+        raise ValueError("memory has no storage (dnnl.MEMORY_NONE)")
+    if not isinstance(queue, cl.CommandQueue):
+        raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
+    if not _same_context(queue.context, buffer.context):
+        raise ValueError("queue belongs to another OpenCL context than the memory's engine")
+    item = dtype.itemsize
+    return cla.Array(queue, tuple(dims), dtype, data=buffer,
+                     offset=desc.get_submemory_offset() * item,
+                     strides=tuple(s * item for s in desc.get_strides()),
+                     events=list(e for e in (events or ()) if e is not None))

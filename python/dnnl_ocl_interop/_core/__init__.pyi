@@ -7,6 +7,7 @@ import collections.abc
 import enum
 import numpy
 import typing
+import typing_extensions
 from . import ocl_interop
 from . import graph
 from . import usm

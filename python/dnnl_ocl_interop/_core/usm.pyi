@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections.abc
 import pyopencl
 import typing
-__all__: list = ['device_alloc', 'fill', 'free', 'host_alloc', 'memcpy', 'pointer_type', 'shared_alloc']
+__all__: list = ['device_alloc', 'fill', 'free', 'host_alloc', 'memcpy', 'pointer_type', 'set_kernel_arg', 'shared_alloc']
 def device_alloc(context: pyopencl.Context | int, device: pyopencl.Device | int, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
     """
     Allocate `size` bytes of device USM; returns the pointer (int). Free it with free().
@@ -30,6 +30,10 @@ def memcpy(queue: pyopencl.CommandQueue | int, dst: typing.Any, src: typing.Any,
 def pointer_type(context: pyopencl.Context | int, ptr: typing.SupportsInt | typing.SupportsIndex) -> str:
     """
     'device', 'shared', 'host' or 'unknown' (not a USM allocation of `context`).
+    """
+def set_kernel_arg(kernel: pyopencl.Kernel | int, index: typing.SupportsInt | typing.SupportsIndex, ptr: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Set argument `index` of the OpenCL `kernel` (a pyopencl.Kernel) to the USM pointer `ptr` (an int, e.g. memory.get_data_handle() of USM memory or allocation.ptr), with clSetKernelArgMemPointerINTEL: the way USM memory meets a pyopencl kernel. Set the other arguments with kernel.set_arg and enqueue with pyopencl.enqueue_nd_range_kernel (kernel(queue, ...) would set every argument again). `ptr` must be a USM allocation (device, shared or host) of the kernel's context, else dnnl.error (invalid_arguments); how far the kernel reads or writes from it cannot be checked. A bad index raises dnnl.error naming CL_INVALID_ARG_INDEX.
     """
 def shared_alloc(context: pyopencl.Context | int, device: pyopencl.Device | int, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
     """
