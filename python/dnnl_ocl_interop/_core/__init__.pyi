@@ -2056,6 +2056,14 @@ class memory:
         """
         The NumPy dtype map_data() and dnnl.arrays use for elements of `data_type` (f16 as float16, bf16 as uint16 bits, f8 and e8m0 as uint8 bits), or None for sub-byte types (shown as raw bytes).
         """
+    def __dlpack__(self, *, stream: typing.Any = None, max_version: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] | None = None, dl_device: tuple[typing.SupportsInt | typing.SupportsIndex, typing.SupportsInt | typing.SupportsIndex] | None = None, copy: bool | None = None) -> typing_extensions.CapsuleType:
+        """
+        DLPack export of host or shared USM memory as kDLCPU data, without a copy: numpy.from_dlpack(memory) views it, writable. A "dltensor_versioned" capsule (DLPack 1.0, flags 0) when max_version is 1.0 or later, else an unversioned "dltensor" one. The capsule keeps the memory alive (not a user USM allocation the memory does not own). Only plain layouts of f32, f16, bf16 (kDLBfloat), f64, s8, u8, s32 and s64. BufferError for device USM and buffer-based memory (copy with dnnl.arrays.read, or map buffer memory: map_data's array supports DLPack), memory without storage, other layouts and types, a stream other than None, another dl_device, or copy=True. Does not wait for the device: wait on the stream that wrote the memory first.
+        """
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """
+        (1, 0): kDLCPU, for memory __dlpack__ exports (host or shared USM); BufferError, as __dlpack__ gives, for memory it refuses.
+        """
     @typing.overload
     def __init__(self, desc: memory.desc, engine: engine, handle: typing.Any = ...) -> None:
         """
