@@ -158,6 +158,8 @@ int main(int argc, char **argv) try {
     // A call that touches no device.
     memory::desc tiny({64}, memory::data_type::f32, memory::format_tag::a);
     memory tiny_src(tiny, eng), tiny_dst(tiny, eng);
+    zero(tiny_src);
+    zero(tiny_dst);
     for (int i = 0; i < warmup; ++i) ocl_interop::get_memory_kind(tiny_src);
     rows["get_memory_kind"] = median_us(repeats, batch, [&] {
         volatile auto kind = ocl_interop::get_memory_kind(tiny_src);
@@ -259,6 +261,7 @@ int main(int argc, char **argv) try {
     memory a(square, eng), b(square, eng), c(square, eng);
     matmul mm(matmul::primitive_desc(eng, square, square, square));
     std::unordered_map<int, memory> mm_args {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+    for (auto &arg : mm_args) zero(arg.second); // the same values on both sides
     auto run_matmul = [&] { mm.execute(s_in, mm_args); s_in.wait(); };
     run_matmul();
     rows["large matmul"] = median_us(9, 1, run_matmul);

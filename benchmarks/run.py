@@ -113,6 +113,8 @@ def python_rows(iterations, warmup, matmul_size):
 
     tiny = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
     tiny_src, tiny_dst = dnnl.memory(tiny, engine), dnnl.memory(tiny, engine)
+    for mem in (tiny_src, tiny_dst):  # the same values on both sides
+        dnnl.arrays.write(mem, np.zeros(64, np.float32))
     for _ in range(warmup):
         oi.get_memory_kind(tiny_src)
     rows["get_memory_kind"] = median_us(repeats, BATCH, lambda: oi.get_memory_kind(tiny_src))
@@ -198,6 +200,8 @@ def python_rows(iterations, warmup, matmul_size):
 
     square = dnnl.memory.desc([matmul_size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     mm_args = {arg: dnnl.memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
+    for mem in mm_args.values():  # the same values on both sides
+        dnnl.arrays.write(mem, np.zeros([matmul_size] * 2, np.float32))
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
 
     def run_matmul():
