@@ -317,6 +317,41 @@ def counted_usm(monkeypatch):
 
 
 @pytest.mark.timeout(300)
+def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device,
+                                                                         counted_usm):
+    """Once warm, the pool serves every per-execute allocation (the
+    partition's scratchpad) from its cache: no driver allocation at all over
+    many executes on an in-order queue."""
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    pool = g.allocators.caching_pool()
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
+                                                       pool.allocator, queue)
+    blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", cl_device) for _ in range(4)]
+    for block, array in zip(blocks, data):
+        upload(queue, block.ptr, array)
+    ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
+    outs = [g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)]
+    for _ in range(3):  # warm up
+        compiled.execute(stream, ins, outs)
+    stream.wait()
+    driver_allocations, misses, hits = sum(counted_usm["alloc"].values()), pool.misses, pool.hits
+    runs = 30
+    for _ in range(runs):
+        compiled.execute(stream, ins, outs)
+    stream.wait()
+    _check(download(queue, blocks[3].ptr, SHAPE), data)
+    assert pool.hits - hits >= runs, "some execute asked nothing of the allocator"
+    assert pool.misses == misses, "the pool went to the device in steady state"
+    assert sum(counted_usm["alloc"].values()) == driver_allocations
+    del ins, outs, compiled, stream, engine
+    gc.collect()
+    pool.release()
+    for block in blocks:
+        block.free()
+
+
+@pytest.mark.timeout(300)
 def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, counted_usm):
     context = cl.Context([cl_device])
     queue = cl.CommandQueue(context, cl_device)
