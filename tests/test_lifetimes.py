@@ -839,3 +839,44 @@ def test_compiled_partition_cache_can_be_emptied_from_python(cl_device, partitio
         dnnl.set_primitive_cache_capacity(primitive_capacity)
     assert g.get_compiled_partition_cache_capacity() == capacity
     assert context.reference_count == 1
+
+
+_DROP_BEFORE_WAIT = """
+import sys
+import numpy as np
+import dnnl_ocl_interop as dnnl
+dnnl.emulation.ensure_device()
+import pyopencl as cl
+oi = dnnl.ocl_interop
+device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
+              for d in p.get_devices(cl.device_type.GPU))
+context = cl.Context([device])
+queue = cl.CommandQueue(context, device)
+engine = oi.make_engine(device, context)
+stream = oi.make_stream(engine, queue)
+n = 384
+square = dnnl.memory.desc([n, n], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
+matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
+for _ in range(5):
+    a, b, c = (oi.make_memory(square, engine, oi.memory_kind.usm) for _ in range(3))
+    for m in (a, b):
+        dnnl.arrays.write(m, np.ones((n, n), np.float32))
+    matmul.execute(stream, {dnnl.ARG_SRC: a, dnnl.ARG_WEIGHTS: b, dnnl.ARG_DST: c})
+    del a, b, c  # dropped while the kernel runs
+stream.wait()
+print("ok")
+"""
+
+
+def test_usm_memory_dropped_while_a_kernel_uses_it():
+    """USM memory allocated for a memory (MEMORY_ALLOCATE) and dropped right
+    after execute, before the stream is waited on: its storage is freed only
+    once the kernel has finished (oneDNN's own non-blocking free would free
+    it under the kernel, which crashes the CPU runtime). In a subprocess, so
+    that a crash is a failure with its signal rather than the end of the run."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", _DROP_BEFORE_WAIT], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (
+        f"exit {result.returncode}\n{result.stdout}\n{result.stderr[-3000:]}")

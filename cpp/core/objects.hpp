@@ -35,11 +35,15 @@ struct stream_object {
 
 struct memory_object {
     // `engine` is empty for host-scalar memory, which lives on no engine.
-    memory_object(dnnl::memory memory, engine_object engine)
-        : engine(std::move(engine)), memory(std::move(memory)), desc(this->memory.get_desc()),
+    // `storage` owns storage the binding allocated for the memory.
+    memory_object(dnnl::memory memory, engine_object engine, std::shared_ptr<void> storage = nullptr)
+        : engine(std::move(engine)), storage(std::move(storage)), memory(std::move(memory)),
+          desc(this->memory.get_desc()),
           num_handles(desc.get_num_handles()),
           host_scalar(desc.get_format_kind() == dnnl::memory::format_kind::host_scalar) {}
     engine_object engine;
+    // Declared before `memory`: freed after oneDNN's memory object is gone.
+    std::shared_ptr<void> storage;
     dnnl::memory memory;
     // Fixed for the memory's life; cached for execute().
     dnnl::memory::desc desc;

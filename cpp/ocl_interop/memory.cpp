@@ -1,3 +1,6 @@
+#include <optional>
+#include <vector>
+
 #include <pybind11/native_enum.h>
 
 #include "ocl_interop/ocl_interop.hpp"
@@ -5,6 +8,7 @@
 #include "common/errors.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
+#include "usm/usm_api.hpp"
 
 namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
@@ -12,11 +16,61 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 namespace {
 
+// Device USM the binding allocated for a memory, freed with a blocking free
+// when the last Python object using it is gone. oneDNN frees USM it
+// allocates itself with clMemFreeINTEL, which does not wait: memory dropped
+// while a kernel still used it would be freed under the kernel (the CPU
+// runtime then crashes). A blocking free waits for that work instead.
+struct owned_usm {
+    cl_context context;
+    std::vector<void *> pointers;
+    ~owned_usm() {
+        const usm::api_t &api = usm::api_for(context);
+        {
+            std::optional<py::gil_scoped_release> unlocked;
+            if (PyGILState_Check()) unlocked.emplace(); // the free may wait for the device
+            for (void *p : pointers) api.blocking_free(context, p);
+        }
+        clReleaseContext(context);
+    }
+};
+
+// The buffers of `desc` that `handles` leaves to the library, allocated as
+// oneDNN would (device USM) but owned by the binding; nullptr when none.
+std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_object &engine,
+        std::vector<void *> &handles) {
+    std::shared_ptr<owned_usm> owner;
+    for (size_t i = 0; i < handles.size(); ++i) {
+        size_t size = desc.get_size(static_cast<int>(i));
+        if (handles[i] != DNNL_MEMORY_ALLOCATE || size == 0) continue;
+        if (!owner) {
+            cl_context context = oi::get_context(engine);
+            check_cl(clRetainContext(context), "clRetainContext");
+            owner = std::make_shared<owned_usm>();
+            owner->context = context;
+        }
+        cl_int err = CL_SUCCESS;
+        void *ptr = usm::api_for(owner->context)
+                            .device_alloc(owner->context, oi::get_device(engine), nullptr, size, 0, &err);
+        if (err != CL_SUCCESS || !ptr)
+            throw status_error(dnnl_out_of_memory,
+                    "could not create a memory object: USM allocation of " + std::to_string(size)
+                            + " bytes failed: " + cl_error_name(err) + " (" + std::to_string(err) + ")",
+                    err);
+        owner->pointers.push_back(ptr);
+        handles[i] = ptr;
+    }
+    return owner;
+}
+
 memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
         oi::memory_kind kind, py::handle handle) {
     auto handles = memory_handles_from(handle, desc, engine, kind == oi::memory_kind::usm,
             /*accept_mem_object=*/kind == oi::memory_kind::buffer);
-    return memory_object(oi::make_memory(desc, engine, kind, handles), engine);
+    std::shared_ptr<void> storage;
+    if (kind == oi::memory_kind::usm && engine.get_kind() == dnnl::engine::kind::gpu)
+        storage = allocate_usm(desc, engine, handles);
+    return memory_object(oi::make_memory(desc, engine, kind, handles), engine, std::move(storage));
 }
 
 } // namespace
@@ -35,7 +89,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
             py::arg("desc"), py::arg("engine"), py::arg("kind"),
             py::arg("handle") = memory_allocate,
             "Memory of `kind` for `desc` on `engine`. `handle`: "
-            "dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM "
+            "dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM "
+            "the binding frees when the memory is gone, waiting for work still using "
+            "it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM "
             "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
             "the engine's context for kind.buffer. User storage must hold "
             "desc.get_size() bytes; a list gives one handle per buffer of a "

@@ -54,7 +54,7 @@ def make_engine(device: pyopencl.Device | int, context: pyopencl.Context | int, 
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, kind: memory_kind, handle: typing.Any = ...) -> dnnl_ocl_interop._core.memory:
     """
-    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE, a USM pointer (int) of the engine's context for kind.usm, or a cl_mem of the engine's context for kind.buffer. User storage must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer, so keep it allocated while the memory uses it.
+    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM the binding frees when the memory is gone, waiting for work still using it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM pointer (int) of the engine's context for kind.usm, or a cl_mem of the engine's context for kind.buffer. User storage must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer, so keep it allocated while the memory uses it.
     """
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, mem_object: pyopencl.MemoryObjectHolder | int) -> dnnl_ocl_interop._core.memory:
