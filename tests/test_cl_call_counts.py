@@ -1,7 +1,8 @@
 """The emulation layer's OpenCL call counting
 (``DNNL_OCL_INTEROP_COUNT_CL_CALLS``, docs/emulation.md): with the variable
 set, a child process that runs a tiny primitive writes a JSON file whose
-counts include its kernel launch and the USM extension functions it called;
+counts include its kernel launch and the USM extension functions it called
+(and the time spent inside them);
 without it, no file is written.
 
 Each case runs in a child forced onto the emulated device (the layer does
@@ -78,6 +79,9 @@ def test_counts_written_at_exit(tmp_path):
     assert calls.get("clMemBlockingFreeINTEL", 0) + calls.get("clMemFreeINTEL", 0) >= 1
     assert calls.get("clGetExtensionFunctionAddressForPlatform", 0) >= 1
     assert calls.get("clGetPlatformIDs", 0) >= 1
+    # Time inside the calls, only for entries that were called.
+    assert set(counts["nanoseconds"]) <= set(calls)
+    assert counts["nanoseconds"].get("clEnqueueNDRangeKernel", 0) > 0
     # Totals are the sums over the threads and over the loaders.
     assert _sum(t["calls"] for t in counts["threads"]) == calls
     assert _sum(l["calls"] for l in counts["loaders"]) == calls

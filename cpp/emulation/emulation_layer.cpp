@@ -60,6 +60,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -749,6 +750,7 @@ struct thread_record {
     char name[16];
     thread_record *next;
     std::atomic<uint64_t> counts[slot_total];
+    std::atomic<uint64_t> nanoseconds[slot_total]; // spent inside the calls
 };
 
 std::atomic<thread_record *> thread_list {nullptr};
@@ -771,12 +773,34 @@ thread_record *register_thread() {
     return record;
 }
 
+inline uint64_t now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
+}
+
+inline void add(std::atomic<uint64_t> &counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n,
+            std::memory_order_relaxed);
+}
+
 inline void count(size_t index) {
     thread_record *record = this_thread;
     if (!record) record = register_thread();
-    auto &counter = record->counts[index];
-    counter.store(counter.load(std::memory_order_relaxed) + 1,
-            std::memory_order_relaxed);
+    add(record->counts[index], 1);
+}
+
+// Counts a call of entry `index` and adds the time `call` takes.
+template <typename F>
+inline auto timed(size_t index, F &&call) -> decltype(call()) {
+    count(index);
+    const uint64_t start = now_ns();
+    struct on_return {
+        size_t index;
+        uint64_t start;
+        ~on_return() { add(this_thread->nanoseconds[index], now_ns() - start); }
+    } timer {index, start};
+    return call();
 }
 
 // A dispatch entry of loader `Loader`: count, then call the layer's entry at
@@ -793,11 +817,11 @@ struct counted_entry<Loader, Offset, R(CL_API_CALL *)(A...)> {
     using fn = R(CL_API_CALL *)(A...);
     static constexpr bool wraps = true;
     static R CL_API_CALL call(A... args) {
-        count(Loader * slots_per_loader + Offset / sizeof(void *));
         fn next;
         std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset,
                 sizeof(next));
-        return next(args...);
+        return timed(Loader * slots_per_loader + Offset / sizeof(void *),
+                [&] { return next(args...); });
     }
     static void *pointer() { return reinterpret_cast<void *>(&call); }
 };
@@ -809,9 +833,10 @@ struct counted_extension;
 template <size_t Loader, size_t Index, typename R, typename... A>
 struct counted_extension<Loader, Index, R(CL_API_CALL *)(A...)> {
     static R CL_API_CALL call(A... args) {
-        count(Loader * slots_per_loader + dispatch_slots + Index);
-        return reinterpret_cast<R(CL_API_CALL *)(A...)>(
-                extension_targets[Index])(args...);
+        auto next = reinterpret_cast<R(CL_API_CALL *)(A...)>(
+                extension_targets[Index]);
+        return timed(Loader * slots_per_loader + dispatch_slots + Index,
+                [&] { return next(args...); });
     }
 };
 
@@ -956,7 +981,7 @@ std::string thread_name(const thread_record &record) {
 }
 
 // Writes the counts as JSON:
-//   {"pid": P, "calls": {entry: total},
+//   {"pid": P, "calls": {entry: total}, "nanoseconds": {entry: time inside},
 //    "loaders": [{"library": path, "calls": {...}}],
 //    "threads": [{"tid": T, "name": N, "main": bool, "calls": {...}}]}
 // through a temporary file renamed into place.
@@ -971,6 +996,7 @@ void write_counts() {
         loaders_seen = loader_count;
     }
     std::vector<uint64_t> totals(slots_per_loader, 0);
+    std::vector<uint64_t> nanos(slots_per_loader, 0);
     std::vector<std::vector<uint64_t>> per_loader(
             loaders_seen, std::vector<uint64_t>(slots_per_loader, 0));
     std::vector<const thread_record *> records;
@@ -988,6 +1014,8 @@ void write_counts() {
                 mine[slot] += n;
                 per_loader[l][slot] += n;
                 totals[slot] += n;
+                nanos[slot] += r->nanoseconds[l * slots_per_loader + slot].load(
+                        std::memory_order_relaxed);
             }
         threads += separator;
         threads += "{\"tid\": " + std::to_string(r->tid) + ", \"name\": ";
@@ -1002,6 +1030,8 @@ void write_counts() {
     std::string out = "{\"pid\": " + std::to_string(long(getpid()))
             + ",\n  \"calls\": ";
     append_counts(out, totals.data());
+    out += ",\n  \"nanoseconds\": ";
+    append_counts(out, nanos.data());
     out += ",\n  \"loaders\": [";
     for (size_t l = 0; l < loaders_seen; ++l) {
         out += l ? ",\n    " : "\n    ";
