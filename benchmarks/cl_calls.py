@@ -5,7 +5,7 @@ baseline, benchmarks/baseline.cpp, do for it) in a fresh process per side,
 with the emulation layer counting OpenCL calls
 (DNNL_OCL_INTEROP_COUNT_CL_CALLS, docs/emulation.md), and prints a Markdown
 table of calls per iteration for each OpenCL entry point, Python against
-C++, differences marked.
+C++, differences marked, with the time per iteration spent inside each.
 
     python benchmarks/cl_calls.py [--row large|graph|all] [--iterations N] [--warmup N]
                                   [--matmul-size N] [--json PATH]
@@ -115,6 +115,11 @@ def measure(row, iterations, warmup, matmul_size, baseline):
             report["sides"][side] = {
                 "us_per_iteration": us,
                 "calls": per_iteration(low, high, iterations, lambda c: c["calls"]),
+                # Time only of the entries called per iteration: the others'
+                # times differ between the two processes by chance.
+                "ns_inside": per_iteration(low, high, iterations, lambda c: {
+                    name: ns for name, ns in c["nanoseconds"].items()
+                    if high["calls"].get(name, 0) != low["calls"].get(name, 0)}),
                 "off_main_thread": per_iteration(low, high, iterations, off_main_thread),
                 "through_pyopencl_loader": per_iteration(low, high, iterations,
                                                          lambda c: by_library(c, "pyopencl")),
@@ -134,17 +139,21 @@ def print_report(report):
     print(f"\n### {report['row']}: OpenCL calls per iteration "
           f"({report['iterations']} vs {2 * report['iterations']} iterations, "
           f"{report['warmup']} warm-up)\n")
-    print("| entry point | Python | C++ | Python − C++ |")
-    print("|---|---:|---:|---:|")
+    print("| entry point | calls, Python | calls, C++ | Python − C++ | µs inside, Python | µs inside, C++ |")
+    print("|---|---:|---:|---:|---:|---:|")
     names = sorted(set(py["calls"]) | set(cpp["calls"]))
     for name in names:
         p, c = py["calls"].get(name, 0), cpp["calls"].get(name, 0)
+        tp, tc = py["ns_inside"].get(name, 0) / 1e3, cpp["ns_inside"].get(name, 0) / 1e3
         mark = "**" if abs(p - c) > 1e-9 else ""
-        print(f"| {mark}{name}{mark} | {fmt(p)} | {fmt(c)} | {mark}{p - c:+.2f}{mark} |")
-    tp, tc = sum(py["calls"].values()), sum(cpp["calls"].values())
-    print(f"| all | {fmt(tp)} | {fmt(tc)} | {tp - tc:+.2f} |")
-    print(f"\ntime per iteration (counting on): Python {py['us_per_iteration']:.1f} µs, "
-          f"C++ {cpp['us_per_iteration']:.1f} µs")
+        print(f"| {mark}{name}{mark} | {fmt(p)} | {fmt(c)} | {mark}{p - c:+.2f}{mark} "
+              f"| {tp:.1f} | {tc:.1f} |")
+    cp_, cc = sum(py["calls"].values()), sum(cpp["calls"].values())
+    tp, tc = sum(py["ns_inside"].values()) / 1e3, sum(cpp["ns_inside"].values()) / 1e3
+    print(f"| all | {fmt(cp_)} | {fmt(cc)} | {cp_ - cc:+.2f} | {tp:.1f} | {tc:.1f} |")
+    print(f"\ntime per iteration (median, counting on): Python {py['us_per_iteration']:.1f} µs, "
+          f"C++ {cpp['us_per_iteration']:.1f} µs; inside OpenCL (mean over the extra N iterations): "
+          f"Python {tp:.1f} µs, C++ {tc:.1f} µs")
     for side, data in (("Python", py), ("C++", cpp)):
         extra = sum(data["off_main_thread"].values())
         threads = ", ".join(f"{t['name'] or '?'}{' (main)' if t['main'] else ''}: {t['calls']}"
