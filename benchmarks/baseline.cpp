@@ -2,7 +2,12 @@
 // directly with oneDNN and OpenCL, on the first Intel GPU OpenCL shows
 // (the emulated one when run.py enabled it). Prints one JSON object:
 //   {"rows": {"<row name>": <median microseconds per call>, ...}}
-// Usage: baseline ITERATIONS WARMUP MATMUL_SIZE
+// Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
+// With ROW ("large matmul" or "graph execute with allocator"), only that
+// row is set up and run: WARMUP calls of its work, then ITERATIONS timed
+// calls (the graph row in batches of 20 executes and a wait; ITERATIONS a
+// multiple of 20), and the JSON holds that row alone. benchmarks/cl_calls.py
+// uses it to count OpenCL calls per iteration.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -128,6 +133,127 @@ void c_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
     usm_free(context, ptr);
 }
 
+// The large-matmul row: a SIZE x SIZE f32 matmul on zero-filled memory; one
+// call is an execute and a wait.
+struct large_matmul {
+    dnnl::memory::desc square;
+    dnnl::matmul mm;
+    std::unordered_map<int, dnnl::memory> args;
+
+    large_matmul(const dnnl::engine &eng, int size)
+        : square({size, size}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab)
+        , mm(dnnl::matmul::primitive_desc(eng, square, square, square)) {
+        args = {{DNNL_ARG_SRC, dnnl::memory(square, eng)}, {DNNL_ARG_WEIGHTS, dnnl::memory(square, eng)},
+                {DNNL_ARG_DST, dnnl::memory(square, eng)}};
+        for (auto &arg : args) zero(arg.second); // the same values on both sides
+    }
+    void run(dnnl::stream &s) {
+        mm.execute(s, args);
+        s.wait();
+    }
+};
+
+// The graph row: an attention-like partition (MatMul, SoftMax, MatMul)
+// compiled for a graph engine whose allocator (c_malloc, c_free) oneDNN
+// calls on every execution, with zero-filled USM device tensors.
+struct attention_partition {
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    dnnl::engine geng;
+    dnnl::stream gs;
+    dnnl::graph::partition part;
+    dnnl::graph::compiled_partition cp;
+    std::vector<void *> storage;
+    std::vector<dnnl::graph::tensor> ins, outs;
+
+    static dnnl::graph::partition make_partition() {
+        using namespace dnnl::graph;
+        using lt = logical_tensor;
+        const int B = 2, S = 32, D = 16;
+        lt q(0, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+        lt k(1, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+        lt v(2, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+        lt sc(3, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
+        lt pr(4, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
+        lt out(5, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
+        op qk(0, op::kind::MatMul, {q, k}, {sc}, "qk");
+        qk.set_attr<bool>(op::attr::transpose_b, true);
+        op sm(1, op::kind::SoftMax, {sc}, {pr}, "softmax");
+        sm.set_attr<int64_t>(op::attr::axis, -1);
+        op pv(2, op::kind::MatMul, {pr, v}, {out}, "pv");
+        dnnl::graph::graph g(dnnl::engine::kind::gpu);
+        g.add_op(qk);
+        g.add_op(sm);
+        g.add_op(pv);
+        g.finalize();
+        return g.get_partitions()[0];
+    }
+
+    attention_partition(cl_device_id device, cl_context context, cl_command_queue queue)
+        : device(device)
+        , context(context)
+        , queue(queue)
+        , geng(dnnl::graph::ocl_interop::make_engine_with_allocator(
+                  device, context, dnnl::graph::ocl_interop::make_allocator(c_malloc, c_free)))
+        , gs(dnnl::ocl_interop::make_stream(geng, queue))
+        , part(make_partition())
+        , cp(part.compile(part.get_input_ports(), part.get_output_ports(), geng)) {
+        ins = make_tensors(part.get_input_ports());
+        outs = make_tensors(part.get_output_ports());
+    }
+    ~attention_partition() {
+        ins.clear();
+        outs.clear();
+        for (void *p : storage) usm_free(context, p);
+    }
+
+    std::vector<dnnl::graph::tensor> make_tensors(const std::vector<dnnl::graph::logical_tensor> &ports) {
+        std::vector<dnnl::graph::tensor> ts;
+        for (auto &p : ports) {
+            dnnl::graph::logical_tensor queried = cp.query_logical_tensor(p.get_id());
+            cl_int err;
+            void *ptr = usm_device_alloc(context, device, nullptr, queried.get_mem_size(), 0, &err);
+            check(err, "clDeviceMemAllocINTEL");
+            const float zero_pattern = 0.f;
+            check(usm_fill(queue, ptr, &zero_pattern, sizeof(zero_pattern), queried.get_mem_size(), 0,
+                          nullptr, nullptr),
+                    "clEnqueueMemFillINTEL");
+            check(clFinish(queue), "clFinish");
+            storage.push_back(ptr);
+            ts.emplace_back(queried, geng, ptr);
+        }
+        return ts;
+    }
+    void run() { cp.execute(gs, ins, outs); }
+};
+
+// ROW alone (the optional fourth argument): WARMUP calls, then ITERATIONS
+// timed ones; prints {"rows": {ROW: median microseconds per call}}.
+int run_one_row(const std::string &row, int iterations, int warmup, int matmul_size,
+        cl_device_id device, cl_context context, cl_command_queue in_order) {
+    double us;
+    if (row == "large matmul") {
+        dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
+        dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
+        large_matmul work(eng, matmul_size);
+        for (int i = 0; i < warmup; ++i) work.run(s_in);
+        us = median_us(iterations, 1, [&] { work.run(s_in); });
+    } else if (row == "graph execute with allocator") {
+        const int batch = 20;
+        if (iterations % batch)
+            throw std::runtime_error("ITERATIONS must be a multiple of 20 for the graph row");
+        attention_partition work(device, context, in_order);
+        for (int i = 0; i < warmup; ++i) work.run();
+        work.gs.wait();
+        us = median_us(iterations / batch, batch, [&] { work.run(); }, [&] { work.gs.wait(); });
+    } else {
+        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, graph execute with allocator)");
+    }
+    std::printf("{\"rows\": {\"%s\": %.4f}}\n", row.c_str(), us);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) try {
@@ -150,6 +276,8 @@ int main(int argc, char **argv) try {
     usm_device_alloc = extension<clDeviceMemAllocINTEL_fn>(device, "clDeviceMemAllocINTEL");
     usm_free = extension<clMemBlockingFreeINTEL_fn>(device, "clMemBlockingFreeINTEL");
     usm_fill = extension<clEnqueueMemFillINTEL_fn>(device, "clEnqueueMemFillINTEL");
+    if (argc > 4)
+        return run_one_row(argv[4], iterations, warmup, matmul_size, device, context, in_order);
 
     engine eng = ocl_interop::make_engine(device, context);
     stream s_in = ocl_interop::make_stream(eng, in_order);
@@ -257,60 +385,20 @@ int main(int argc, char **argv) try {
     rows["chain of 100 executes"] = median_us(std::max(repeats, 15), 1, chain);
 
     // A large f32 matmul.
-    memory::desc square({matmul_size, matmul_size}, memory::data_type::f32, memory::format_tag::ab);
-    memory a(square, eng), b(square, eng), c(square, eng);
-    matmul mm(matmul::primitive_desc(eng, square, square, square));
-    std::unordered_map<int, memory> mm_args {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
-    for (auto &arg : mm_args) zero(arg.second); // the same values on both sides
-    auto run_matmul = [&] { mm.execute(s_in, mm_args); s_in.wait(); };
+    large_matmul big(eng, matmul_size);
+    auto run_matmul = [&] { big.run(s_in); };
     run_matmul();
     rows["large matmul"] = median_us(9, 1, run_matmul);
 
     // A graph partition whose allocator is called on every execution.
     using namespace dnnl::graph;
-    using lt = logical_tensor;
-    graph::allocator alloc = graph::ocl_interop::make_allocator(c_malloc, c_free);
-    engine geng = graph::ocl_interop::make_engine_with_allocator(device, context, alloc);
-    stream gs = dnnl::ocl_interop::make_stream(geng, in_order);
-    const int B = 2, S = 32, D = 16;
-    lt q(0, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
-    lt k(1, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
-    lt v(2, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
-    lt sc(3, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
-    lt pr(4, lt::data_type::f32, {B, S, S}, lt::layout_type::strided);
-    lt out(5, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
-    op qk(0, op::kind::MatMul, {q, k}, {sc}, "qk");
-    qk.set_attr<bool>(op::attr::transpose_b, true);
-    op sm(1, op::kind::SoftMax, {sc}, {pr}, "softmax");
-    sm.set_attr<int64_t>(op::attr::axis, -1);
-    op pv(2, op::kind::MatMul, {pr, v}, {out}, "pv");
-    graph::graph g(engine::kind::gpu);
-    g.add_op(qk);
-    g.add_op(sm);
-    g.add_op(pv);
-    g.finalize();
-    partition part = g.get_partitions()[0];
-    compiled_partition cp = part.compile(part.get_input_ports(), part.get_output_ports(), geng);
-    std::vector<void *> storage;
-    auto make_tensors = [&](const std::vector<lt> &ports) {
-        std::vector<tensor> ts;
-        for (auto &p : ports) {
-            lt queried = cp.query_logical_tensor(p.get_id());
-            void *ptr = usm_device_alloc(context, device, nullptr, queried.get_mem_size(), 0, &err);
-            check(err, "clDeviceMemAllocINTEL");
-            const float zero_pattern = 0.f;
-            check(usm_fill(in_order, ptr, &zero_pattern, sizeof(zero_pattern), queried.get_mem_size(),
-                          0, nullptr, nullptr),
-                    "clEnqueueMemFillINTEL");
-            check(clFinish(in_order), "clFinish");
-            storage.push_back(ptr);
-            ts.emplace_back(queried, geng, ptr);
-        }
-        return ts;
-    };
-    std::vector<tensor> ins = make_tensors(part.get_input_ports());
-    std::vector<tensor> outs = make_tensors(part.get_output_ports());
-    auto run_partition = [&] { cp.execute(gs, ins, outs); };
+    attention_partition attention(device, context, in_order);
+    engine &geng = attention.geng;
+    stream &gs = attention.gs;
+    partition &part = attention.part;
+    compiled_partition &cp = attention.cp;
+    auto make_tensors = [&](const std::vector<logical_tensor> &ports) { return attention.make_tensors(ports); };
+    auto run_partition = [&] { attention.run(); };
     for (int i = 0; i < warmup / 10 + 1; ++i) run_partition();
     gs.wait();
     rows["graph execute with allocator"] = median_us(std::max(repeats * 2, 30), batch / 5,
@@ -385,9 +473,6 @@ int main(int argc, char **argv) try {
     }
     std::printf("}}\n");
 
-    ins.clear();
-    outs.clear();
-    for (void *p : storage) usm_free(context, p);
     usm_free(context, usm);
     clReleaseKernel(kernel);
     clReleaseProgram(program);

@@ -198,16 +198,7 @@ def python_rows(iterations, warmup, matmul_size):
         chain()
     rows["chain of 100 executes"] = median_us(max(repeats, 15), 1, chain)
 
-    square = dnnl.memory.desc([matmul_size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
-    mm_args = {arg: dnnl.memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
-    for mem in mm_args.values():  # the same values on both sides
-        dnnl.arrays.write(mem, np.zeros([matmul_size] * 2, np.float32))
-    matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
-
-    def run_matmul():
-        matmul.execute(s_in, mm_args)
-        s_in.wait()
-
+    run_matmul = large_matmul(engine, s_in, matmul_size)
     run_matmul()
     rows["large matmul"] = median_us(9, 1, run_matmul)
 
@@ -229,6 +220,22 @@ def python_rows(iterations, warmup, matmul_size):
     rows["opencl kernel enqueue"] = median_us(repeats, BATCH, enqueue, in_order.finish)
     dnnl.usm.free(context, usm)
     return rows, notes
+
+
+def large_matmul(engine, stream, size):
+    """The large-matmul row's work, as baseline.cpp does it: a size x size
+    f32 matmul on zero-filled memory; each call executes and waits."""
+    square = dnnl.memory.desc([size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
+    mm_args = {arg: dnnl.memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
+    for mem in mm_args.values():  # the same values on both sides
+        dnnl.arrays.write(mem, np.zeros([size] * 2, np.float32))
+    matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
+
+    def run_matmul():
+        matmul.execute(stream, mm_args)
+        stream.wait()
+
+    return run_matmul
 
 
 def network_row(engine, stream):
@@ -279,6 +286,24 @@ def network_row(engine, stream):
 
 def graph_row(device, context, queue, repeats, warmup):
     """Attention partition on an engine with a minimal Python USM allocator."""
+    run, stream, calls, graph_parts = attention_partition(device, context, queue)
+    for _ in range(warmup // 10 + 1):
+        run()
+    stream.wait()
+    before = calls["malloc"]
+    run()
+    stream.wait()
+    per_execute = calls["malloc"] - before
+    median = median_us(max(repeats * 2, 30), BATCH // 5, run, stream.wait)
+    return median, per_execute, graph_parts
+
+
+def attention_partition(device, context, queue):
+    """The graph row's work, as baseline.cpp does it: (run, stream, malloc
+    counter, (engine, compiled partition, partition, tensors(ports))), where
+    run() executes the attention partition once on zero-filled USM tensors,
+    with a minimal Python USM allocator. The tensors' USM storage lives as
+    long as tensors(ports) does: keep the last item while run() is used."""
     g = dnnl.graph
     lt = g.logical_tensor
     calls = {"malloc": 0}
@@ -321,16 +346,12 @@ def graph_row(device, context, queue, repeats, warmup):
         return result
 
     ins, outs = tensors(part.get_input_ports()), tensors(part.get_output_ports())
-    run = compiled.execute
-    for _ in range(warmup // 10 + 1):
-        run(stream, ins, outs)
-    stream.wait()
-    before = calls["malloc"]
-    run(stream, ins, outs)
-    stream.wait()
-    per_execute = calls["malloc"] - before
-    median = median_us(max(repeats * 2, 30), BATCH // 5, lambda: run(stream, ins, outs), stream.wait)
-    return median, per_execute, (engine, compiled, part, tensors)
+    execute = compiled.execute
+
+    def run():
+        execute(stream, ins, outs)
+
+    return run, stream, calls, (engine, compiled, part, tensors)
 
 
 def threaded_us(threads, calls, repeats, work):

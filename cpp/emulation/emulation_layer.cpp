@@ -42,19 +42,37 @@
 //    reads as the CPU device's, each presents a whole 512-EU Xe-HP tile, and
 //    clRetainDevice/clReleaseDevice do nothing on them, as on root devices.
 //    With N == 1 (the default) none of this is installed.
+//  * Call counting (DNNL_OCL_INTEROP_COUNT_CL_CALLS=/path/file.json): every
+//    call an application makes through the loader into this layer (all 149
+//    entries of the dispatch table, and the Intel USM extension functions
+//    handed out by clGetExtensionFunctionAddress[ForPlatform]) is counted,
+//    per loader and per calling thread, and the counts are written as JSON at
+//    process exit. Without the variable the layer hands the loader the same
+//    table as ever: counting costs nothing then.
 // docs/emulation.md has the table; tests/test_emulation_device.py checks it
-// (tests/test_multi_device.py the several devices).
+// (tests/test_multi_device.py the several devices, tests/test_cl_call_counts.py
+// the counting).
 
 #define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl_ext.h>
 #include <CL/cl_layer.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -625,6 +643,452 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
     return status;
 }
 
+// --- Call counting (DNNL_OCL_INTEROP_COUNT_CL_CALLS) ----------------------
+// With the variable set (read once, when the first loader initialises the
+// layer), each loader gets its own copy of the layer's table in which every
+// entry first counts the call (for that loader and the calling thread) and
+// then calls the layer's entry. The Intel USM extension functions are
+// counted by handing out counting wrappers from
+// clGetExtensionFunctionAddress[ForPlatform]. At exit the counts go to the
+// file as JSON (a "%p" in the path becomes the process id). Without the
+// variable none of this is installed.
+namespace counting {
+
+constexpr char variable[] = "DNNL_OCL_INTEROP_COUNT_CL_CALLS";
+
+// Every entry of cl_icd_dispatch (CL/cl_icd.h, OpenCL 3.0 headers).
+#define DISPATCH_ENTRIES(X) \
+    X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) \
+    X(clGetDeviceInfo) X(clCreateContext) X(clCreateContextFromType) \
+    X(clRetainContext) X(clReleaseContext) X(clGetContextInfo) \
+    X(clCreateCommandQueue) X(clRetainCommandQueue) X(clReleaseCommandQueue) \
+    X(clGetCommandQueueInfo) X(clSetCommandQueueProperty) X(clCreateBuffer) \
+    X(clCreateImage2D) X(clCreateImage3D) X(clRetainMemObject) \
+    X(clReleaseMemObject) X(clGetSupportedImageFormats) X(clGetMemObjectInfo) \
+    X(clGetImageInfo) X(clCreateSampler) X(clRetainSampler) \
+    X(clReleaseSampler) X(clGetSamplerInfo) X(clCreateProgramWithSource) \
+    X(clCreateProgramWithBinary) X(clRetainProgram) X(clReleaseProgram) \
+    X(clBuildProgram) X(clUnloadCompiler) X(clGetProgramInfo) \
+    X(clGetProgramBuildInfo) X(clCreateKernel) X(clCreateKernelsInProgram) \
+    X(clRetainKernel) X(clReleaseKernel) X(clSetKernelArg) X(clGetKernelInfo) \
+    X(clGetKernelWorkGroupInfo) X(clWaitForEvents) X(clGetEventInfo) \
+    X(clRetainEvent) X(clReleaseEvent) X(clGetEventProfilingInfo) X(clFlush) \
+    X(clFinish) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer) \
+    X(clEnqueueCopyBuffer) X(clEnqueueReadImage) X(clEnqueueWriteImage) \
+    X(clEnqueueCopyImage) X(clEnqueueCopyImageToBuffer) \
+    X(clEnqueueCopyBufferToImage) X(clEnqueueMapBuffer) X(clEnqueueMapImage) \
+    X(clEnqueueUnmapMemObject) X(clEnqueueNDRangeKernel) X(clEnqueueTask) \
+    X(clEnqueueNativeKernel) X(clEnqueueMarker) X(clEnqueueWaitForEvents) \
+    X(clEnqueueBarrier) X(clGetExtensionFunctionAddress) \
+    X(clCreateFromGLBuffer) X(clCreateFromGLTexture2D) \
+    X(clCreateFromGLTexture3D) X(clCreateFromGLRenderbuffer) \
+    X(clGetGLObjectInfo) X(clGetGLTextureInfo) X(clEnqueueAcquireGLObjects) \
+    X(clEnqueueReleaseGLObjects) X(clGetGLContextInfoKHR) \
+    X(clGetDeviceIDsFromD3D10KHR) X(clCreateFromD3D10BufferKHR) \
+    X(clCreateFromD3D10Texture2DKHR) X(clCreateFromD3D10Texture3DKHR) \
+    X(clEnqueueAcquireD3D10ObjectsKHR) X(clEnqueueReleaseD3D10ObjectsKHR) \
+    X(clSetEventCallback) X(clCreateSubBuffer) \
+    X(clSetMemObjectDestructorCallback) X(clCreateUserEvent) \
+    X(clSetUserEventStatus) X(clEnqueueReadBufferRect) \
+    X(clEnqueueWriteBufferRect) X(clEnqueueCopyBufferRect) \
+    X(clCreateSubDevicesEXT) X(clRetainDeviceEXT) X(clReleaseDeviceEXT) \
+    X(clCreateEventFromGLsyncKHR) X(clCreateSubDevices) X(clRetainDevice) \
+    X(clReleaseDevice) X(clCreateImage) X(clCreateProgramWithBuiltInKernels) \
+    X(clCompileProgram) X(clLinkProgram) X(clUnloadPlatformCompiler) \
+    X(clGetKernelArgInfo) X(clEnqueueFillBuffer) X(clEnqueueFillImage) \
+    X(clEnqueueMigrateMemObjects) X(clEnqueueMarkerWithWaitList) \
+    X(clEnqueueBarrierWithWaitList) \
+    X(clGetExtensionFunctionAddressForPlatform) X(clCreateFromGLTexture) \
+    X(clGetDeviceIDsFromD3D11KHR) X(clCreateFromD3D11BufferKHR) \
+    X(clCreateFromD3D11Texture2DKHR) X(clCreateFromD3D11Texture3DKHR) \
+    X(clCreateFromDX9MediaSurfaceKHR) X(clEnqueueAcquireD3D11ObjectsKHR) \
+    X(clEnqueueReleaseD3D11ObjectsKHR) X(clGetDeviceIDsFromDX9MediaAdapterKHR) \
+    X(clEnqueueAcquireDX9MediaSurfacesKHR) \
+    X(clEnqueueReleaseDX9MediaSurfacesKHR) X(clCreateFromEGLImageKHR) \
+    X(clEnqueueAcquireEGLObjectsKHR) X(clEnqueueReleaseEGLObjectsKHR) \
+    X(clCreateEventFromEGLSyncKHR) X(clCreateCommandQueueWithProperties) \
+    X(clCreatePipe) X(clGetPipeInfo) X(clSVMAlloc) X(clSVMFree) \
+    X(clEnqueueSVMFree) X(clEnqueueSVMMemcpy) X(clEnqueueSVMMemFill) \
+    X(clEnqueueSVMMap) X(clEnqueueSVMUnmap) X(clCreateSamplerWithProperties) \
+    X(clSetKernelArgSVMPointer) X(clSetKernelExecInfo) \
+    X(clGetKernelSubGroupInfoKHR) X(clCloneKernel) X(clCreateProgramWithIL) \
+    X(clEnqueueSVMMigrateMem) X(clGetDeviceAndHostTimer) X(clGetHostTimer) \
+    X(clGetKernelSubGroupInfo) X(clSetDefaultDeviceCommandQueue) \
+    X(clSetProgramReleaseCallback) X(clSetProgramSpecializationConstant) \
+    X(clCreateBufferWithProperties) X(clCreateImageWithProperties) \
+    X(clSetContextDestructorCallback)
+
+// The extension functions reached through
+// clGetExtensionFunctionAddress[ForPlatform] that are counted.
+#define EXTENSION_ENTRIES(X) \
+    X(clHostMemAllocINTEL) X(clDeviceMemAllocINTEL) X(clSharedMemAllocINTEL) \
+    X(clMemFreeINTEL) X(clMemBlockingFreeINTEL) X(clGetMemAllocInfoINTEL) \
+    X(clSetKernelArgMemPointerINTEL) X(clEnqueueMemFillINTEL) \
+    X(clEnqueueMemcpyINTEL) X(clEnqueueMemAdviseINTEL) \
+    X(clEnqueueMigrateMemINTEL) X(clEnqueueMemsetINTEL)
+
+constexpr size_t dispatch_slots = sizeof(cl_icd_dispatch) / sizeof(void *);
+
+enum extension : size_t {
+#define ENUMERATE(name) ext_##name,
+    EXTENSION_ENTRIES(ENUMERATE)
+#undef ENUMERATE
+    extension_count
+};
+
+constexpr size_t slots_per_loader = dispatch_slots + extension_count;
+constexpr size_t max_loaders = 4;
+constexpr size_t slot_total = max_loaders * slots_per_loader;
+
+const char *slot_names[slots_per_loader] = {};
+
+// One record per thread that made a counted call, never freed (so that the
+// counts of threads that ended are still written at exit). Only its thread
+// writes its counts; relaxed atomics make the read at exit well defined.
+struct thread_record {
+    long tid;
+    char name[16];
+    thread_record *next;
+    std::atomic<uint64_t> counts[slot_total];
+    std::atomic<uint64_t> nanoseconds[slot_total]; // spent inside the calls
+};
+
+std::atomic<thread_record *> thread_list {nullptr};
+thread_local thread_record *this_thread = nullptr;
+
+std::string path;                    // empty: counting is off
+cl_icd_dispatch tables[max_loaders]; // one counting table per loader
+std::string loader_files[max_loaders];
+size_t loader_count = 0;             // guarded by loaders_mutex
+std::mutex loaders_mutex;
+void *extension_targets[extension_count] = {}; // the runtime's functions
+
+thread_record *register_thread() {
+    auto *record = new thread_record();
+    record->tid = long(syscall(SYS_gettid));
+    pthread_getname_np(pthread_self(), record->name, sizeof(record->name));
+    record->next = thread_list.load();
+    while (!thread_list.compare_exchange_weak(record->next, record)) {}
+    this_thread = record;
+    return record;
+}
+
+inline uint64_t now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return uint64_t(t.tv_sec) * 1000000000u + uint64_t(t.tv_nsec);
+}
+
+inline void add(std::atomic<uint64_t> &counter, uint64_t n) {
+    counter.store(counter.load(std::memory_order_relaxed) + n,
+            std::memory_order_relaxed);
+}
+
+inline void count(size_t index) {
+    thread_record *record = this_thread;
+    if (!record) record = register_thread();
+    add(record->counts[index], 1);
+}
+
+// Counts a call of entry `index` and adds the time `call` takes.
+template <typename F>
+inline auto timed(size_t index, F &&call) -> decltype(call()) {
+    count(index);
+    const uint64_t start = now_ns();
+    struct on_return {
+        size_t index;
+        uint64_t start;
+        ~on_return() { add(this_thread->nanoseconds[index], now_ns() - start); }
+    } timer {index, start};
+    return call();
+}
+
+// A dispatch entry of loader `Loader`: count, then call the layer's entry at
+// byte offset `Offset`. Entries that are not function pointers (the header's
+// placeholders for unsupported extensions) are not wrapped.
+template <size_t Loader, size_t Offset, typename F>
+struct counted_entry {
+    static constexpr bool wraps = false;
+    static void *pointer() { return nullptr; }
+};
+
+template <size_t Loader, size_t Offset, typename R, typename... A>
+struct counted_entry<Loader, Offset, R(CL_API_CALL *)(A...)> {
+    using fn = R(CL_API_CALL *)(A...);
+    static constexpr bool wraps = true;
+    static R CL_API_CALL call(A... args) {
+        fn next;
+        std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset,
+                sizeof(next));
+        return timed(Loader * slots_per_loader + Offset / sizeof(void *),
+                [&] { return next(args...); });
+    }
+    static void *pointer() { return reinterpret_cast<void *>(&call); }
+};
+
+// An extension function handed out through loader `Loader`.
+template <size_t Loader, size_t Index, typename F>
+struct counted_extension;
+
+template <size_t Loader, size_t Index, typename R, typename... A>
+struct counted_extension<Loader, Index, R(CL_API_CALL *)(A...)> {
+    static R CL_API_CALL call(A... args) {
+        auto next = reinterpret_cast<R(CL_API_CALL *)(A...)>(
+                extension_targets[Index]);
+        return timed(Loader * slots_per_loader + dispatch_slots + Index,
+                [&] { return next(args...); });
+    }
+};
+
+// The counting wrapper for extension function `name` (whose runtime function
+// is `real`), or `real` itself for functions not counted (and for a second
+// runtime handing out a different function of the same name).
+template <size_t Loader>
+void *counted_extension_for(const char *name, void *real) {
+    if (!real || !name) return real;
+#define MATCH(ext_name) \
+    if (std::strcmp(name, #ext_name) == 0) { \
+        std::lock_guard<std::mutex> lock(loaders_mutex); \
+        void *&target = extension_targets[ext_##ext_name]; \
+        if (!target) target = real; \
+        if (target != real) return real; \
+        return reinterpret_cast<void *>( \
+                &counted_extension<Loader, ext_##ext_name, \
+                        ext_name##_fn>::call); \
+    }
+    EXTENSION_ENTRIES(MATCH)
+#undef MATCH
+    return real;
+}
+
+template <size_t Loader>
+void *CL_API_CALL get_extension_function_address_for_platform(
+        cl_platform_id platform, const char *name) {
+    count(Loader * slots_per_loader
+            + offsetof(cl_icd_dispatch,
+                      clGetExtensionFunctionAddressForPlatform)
+                    / sizeof(void *));
+    return counted_extension_for<Loader>(name,
+            layer.clGetExtensionFunctionAddressForPlatform(platform, name));
+}
+
+template <size_t Loader>
+void *CL_API_CALL get_extension_function_address(const char *name) {
+    count(Loader * slots_per_loader
+            + offsetof(cl_icd_dispatch, clGetExtensionFunctionAddress)
+                    / sizeof(void *));
+    return counted_extension_for<Loader>(
+            name, layer.clGetExtensionFunctionAddress(name));
+}
+
+template <size_t Loader, size_t Offset, typename F>
+void install_entry(cl_icd_dispatch &table, const char *name) {
+    slot_names[Offset / sizeof(void *)] = name;
+    void *next = nullptr;
+    std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset,
+            sizeof(next));
+    void *entry = next && counted_entry<Loader, Offset, F>::wraps
+            ? counted_entry<Loader, Offset, F>::pointer()
+            : next;
+    std::memcpy(reinterpret_cast<char *>(&table) + Offset, &entry,
+            sizeof(entry));
+}
+
+// The table names deprecated entries (clCreateImage2D, ...) too.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+template <size_t Loader>
+void build_table(cl_icd_dispatch &table) {
+#define INSTALL(name) \
+    install_entry<Loader, offsetof(cl_icd_dispatch, name), \
+            decltype(cl_icd_dispatch::name)>(table, #name);
+    DISPATCH_ENTRIES(INSTALL)
+#undef INSTALL
+    if (layer.clGetExtensionFunctionAddressForPlatform)
+        table.clGetExtensionFunctionAddressForPlatform
+                = get_extension_function_address_for_platform<Loader>;
+    if (layer.clGetExtensionFunctionAddress)
+        table.clGetExtensionFunctionAddress
+                = get_extension_function_address<Loader>;
+}
+#pragma GCC diagnostic pop
+
+static_assert(max_loaders == 4, "build_table is instantiated for 4 loaders");
+
+void append_json_string(std::string &out, const char *text) {
+    out += '"';
+    for (const char *c = text; *c; ++c) {
+        unsigned char ch = static_cast<unsigned char>(*c);
+        if (ch == '"' || ch == '\\') {
+            out += '\\';
+            out += char(ch);
+        } else if (ch < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof(escaped), "\\u%04x", ch);
+            out += escaped;
+        } else {
+            out += char(ch);
+        }
+    }
+    out += '"';
+}
+
+const char *slot_name(size_t slot) {
+    if (slot >= dispatch_slots) {
+        static const char *extension_names[] = {
+#define NAME(name) #name,
+                EXTENSION_ENTRIES(NAME)
+#undef NAME
+        };
+        return extension_names[slot - dispatch_slots];
+    }
+    return slot_names[slot] ? slot_names[slot] : "?";
+}
+
+// {"clFoo": n, ...} of the nonzero counts in `counts` (slots_per_loader of
+// them), sorted by name.
+void append_counts(std::string &out, const uint64_t *counts) {
+    std::vector<std::pair<std::string, uint64_t>> named;
+    for (size_t slot = 0; slot < slots_per_loader; ++slot)
+        if (counts[slot]) named.emplace_back(slot_name(slot), counts[slot]);
+    std::sort(named.begin(), named.end());
+    out += '{';
+    const char *separator = "";
+    for (auto &entry : named) {
+        out += separator;
+        append_json_string(out, entry.first.c_str());
+        out += ": " + std::to_string(entry.second);
+        separator = ", ";
+    }
+    out += '}';
+}
+
+// The thread's current name when it still runs, else its name when it
+// made its first counted call.
+std::string thread_name(const thread_record &record) {
+    char file[64];
+    std::snprintf(file, sizeof(file), "/proc/self/task/%ld/comm", record.tid);
+    if (FILE *f = std::fopen(file, "r")) {
+        char name[64] = {};
+        bool read = std::fgets(name, sizeof(name), f) != nullptr;
+        std::fclose(f);
+        if (read) {
+            name[std::strcspn(name, "\n")] = '\0';
+            return name;
+        }
+    }
+    return record.name;
+}
+
+// Writes the counts as JSON:
+//   {"pid": P, "calls": {entry: total}, "nanoseconds": {entry: time inside},
+//    "loaders": [{"library": path, "calls": {...}}],
+//    "threads": [{"tid": T, "name": N, "main": bool, "calls": {...}}]}
+// through a temporary file renamed into place.
+void write_counts() {
+    if (path.empty()) return;
+    std::string file = path;
+    for (size_t at; (at = file.find("%p")) != std::string::npos;)
+        file.replace(at, 2, std::to_string(long(getpid())));
+    size_t loaders_seen;
+    {
+        std::lock_guard<std::mutex> lock(loaders_mutex);
+        loaders_seen = loader_count;
+    }
+    std::vector<uint64_t> totals(slots_per_loader, 0);
+    std::vector<uint64_t> nanos(slots_per_loader, 0);
+    std::vector<std::vector<uint64_t>> per_loader(
+            loaders_seen, std::vector<uint64_t>(slots_per_loader, 0));
+    std::vector<const thread_record *> records;
+    for (thread_record *r = thread_list.load(); r; r = r->next)
+        records.push_back(r);
+    std::reverse(records.begin(), records.end()); // first caller first
+    std::string threads;
+    const char *separator = "";
+    for (const thread_record *r : records) {
+        std::vector<uint64_t> mine(slots_per_loader, 0);
+        for (size_t l = 0; l < loaders_seen; ++l)
+            for (size_t slot = 0; slot < slots_per_loader; ++slot) {
+                uint64_t n = r->counts[l * slots_per_loader + slot].load(
+                        std::memory_order_relaxed);
+                mine[slot] += n;
+                per_loader[l][slot] += n;
+                totals[slot] += n;
+                nanos[slot] += r->nanoseconds[l * slots_per_loader + slot].load(
+                        std::memory_order_relaxed);
+            }
+        threads += separator;
+        threads += "{\"tid\": " + std::to_string(r->tid) + ", \"name\": ";
+        append_json_string(threads, thread_name(*r).c_str());
+        threads += ", \"main\": ";
+        threads += r->tid == long(getpid()) ? "true" : "false";
+        threads += ", \"calls\": ";
+        append_counts(threads, mine.data());
+        threads += '}';
+        separator = ",\n    ";
+    }
+    std::string out = "{\"pid\": " + std::to_string(long(getpid()))
+            + ",\n  \"calls\": ";
+    append_counts(out, totals.data());
+    out += ",\n  \"nanoseconds\": ";
+    append_counts(out, nanos.data());
+    out += ",\n  \"loaders\": [";
+    for (size_t l = 0; l < loaders_seen; ++l) {
+        out += l ? ",\n    " : "\n    ";
+        out += "{\"library\": ";
+        append_json_string(out, loader_files[l].c_str());
+        out += ", \"calls\": ";
+        append_counts(out, per_loader[l].data());
+        out += '}';
+    }
+    out += "],\n  \"threads\": [\n    " + threads + "]}\n";
+    std::string temporary = file + ".tmp" + std::to_string(long(getpid()));
+    FILE *f = std::fopen(temporary.c_str(), "w");
+    if (!f) {
+        report("cannot write the OpenCL call counts");
+        return;
+    }
+    bool written = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+    written = std::fclose(f) == 0 && written;
+    if (!written || std::rename(temporary.c_str(), file.c_str()) != 0) {
+        std::remove(temporary.c_str());
+        report("cannot write the OpenCL call counts");
+    }
+}
+
+// Read once, at the first loader's initialisation.
+void read_variable() {
+    const char *value = std::getenv(variable);
+    if (!value || !*value) return;
+    path = value;
+    std::atexit(write_counts);
+}
+
+// The table for a loader initialising the layer (whose own dispatch table,
+// the layer's target, lies at `target_dispatch`): a new counting table, or
+// the plain layer table when counting is off or loaders are too many.
+const cl_icd_dispatch *table_for(const cl_icd_dispatch *target_dispatch) {
+    if (path.empty()) return &layer;
+    std::lock_guard<std::mutex> lock(loaders_mutex);
+    if (loader_count == max_loaders) return &layer;
+    size_t index = loader_count;
+    Dl_info info {};
+    loader_files[index]
+            = dladdr(target_dispatch, &info) && info.dli_fname
+            ? info.dli_fname
+            : "?";
+    switch (index) {
+        case 0: build_table<0>(tables[0]); break;
+        case 1: build_table<1>(tables[1]); break;
+        case 2: build_table<2>(tables[2]); break;
+        default: build_table<3>(tables[3]); break;
+    }
+    ++loader_count;
+    return &tables[index];
+}
+
+} // namespace counting
+
 void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) {
     std::memset(&target, 0, sizeof(target));
     std::memcpy(&target, target_dispatch,
@@ -642,6 +1106,7 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
         layer.clRetainDevice = retain_device;
         layer.clReleaseDevice = release_device;
     }
+    counting::read_variable();
 }
 
 } // namespace
@@ -664,6 +1129,7 @@ LAYER_EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_name,
 
 // Several loaders (the system's and pyopencl's own copy) may initialise this
 // one library; they all lead to the same runtime, so the first target serves.
+// When calls are counted, each loader gets its own counting table.
 LAYER_EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
         const cl_icd_dispatch *target_dispatch, cl_uint *num_entries_ret,
         const cl_icd_dispatch **layer_dispatch_ret) {
@@ -671,6 +1137,6 @@ LAYER_EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
         return CL_INVALID_VALUE;
     std::call_once(init_once, init_dispatch, target_dispatch, num_entries);
     *num_entries_ret = sizeof(layer) / sizeof(void *);
-    *layer_dispatch_ret = &layer;
+    *layer_dispatch_ret = counting::table_for(target_dispatch);
     return CL_SUCCESS;
 }

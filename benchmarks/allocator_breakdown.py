@@ -1,0 +1,73 @@
+"""The graph row's time per execute, taken apart in one Python process:
+the row with run.py's allocator (USM alloc and blocking free per execute),
+the time inside its malloc and free callables, and the same partition with
+a pool allocator (malloc returns a kept pointer, free does nothing);
+7 alternating rounds of 15 batches of 20 executes. Prints the medians, then
+every round. docs/benchmarks.md has the findings.
+
+    python benchmarks/allocator_breakdown.py
+"""
+import os, sys, time, json
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # enables the device the test suite would use
+import numpy as np
+import pyopencl as cl
+import dnnl_ocl_interop as dnnl
+g = dnnl.graph
+device = next(d for p in cl.get_platforms() if "Intel" in p.vendor for d in p.get_devices(cl.device_type.GPU))
+context = cl.Context([device]); queue = cl.CommandQueue(context, device)
+pc = time.perf_counter_ns
+acc = {"malloc": 0, "free": 0, "n": 0}
+dev_alloc, usm_free = dnnl.usm.device_alloc, dnnl.usm.free
+def malloc(size, alignment, dev, ctx):
+    t = pc(); p = dev_alloc(ctx, dev, size, alignment); acc["malloc"] += pc() - t; acc["n"] += 1; return p
+def free(ptr, dev, ctx, event):
+    t = pc()
+    if event is not None: event.wait()
+    usm_free(ctx, ptr); acc["free"] += pc() - t
+pool = {}
+def pmalloc(size, alignment, dev, ctx):
+    p = pool.get(size)
+    if p is None:
+        p = pool[size] = dev_alloc(ctx, dev, size, alignment)
+    return p
+def pfree(ptr, dev, ctx, event):
+    pass
+def make(m, f):
+    # run.attention_partition's work, with the allocator given.
+    lt = g.logical_tensor
+    engine = g.ocl_interop.make_engine_with_allocator(device, context, g.ocl_interop.make_allocator(m, f))
+    stream = dnnl.ocl_interop.make_stream(engine, queue)
+    f32, strided = lt.data_type.f32, lt.layout_type.strided
+    q, k, v = (lt(i, f32, [2, 32, 16], strided) for i in range(3))
+    sc, pr, out = lt(3, f32, [2, 32, 32], strided), lt(4, f32, [2, 32, 32], strided), lt(5, f32, [2, 32, 16], strided)
+    qk = g.op(0, g.op.kind.MatMul, [q, k], [sc], "qk"); qk.set_attr(g.op.attr.transpose_b, True)
+    sm = g.op(1, g.op.kind.SoftMax, [sc], [pr], "softmax"); sm.set_attr(g.op.attr.axis, -1)
+    gr = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, sm, g.op(2, g.op.kind.MatMul, [pr, v], [out], "pv")): gr.add_op(op)
+    gr.finalize(); part = gr.get_partitions()[0]
+    cp = part.compile(part.get_input_ports(), part.get_output_ports(), engine)
+    storage = []
+    def tensors(ports):
+        res = []
+        for port in ports:
+            qd = cp.query_logical_tensor(port.get_id())
+            storage.append(dnnl.usm.allocation(context, qd.get_mem_size(), "device", device))
+            dnnl.usm.fill(queue, storage[-1].ptr, np.float32(0).tobytes(), qd.get_mem_size()); queue.finish()
+            res.append(g.tensor(qd, engine, storage[-1].ptr))
+        return res
+    ins, outs = tensors(part.get_input_ports()), tensors(part.get_output_ports())
+    return (lambda: cp.execute(stream, ins, outs)), stream, (engine, storage, cp)
+plain = make(malloc, free); pooled = make(pmalloc, pfree)
+for w, s, _ in (plain, pooled):
+    for _ in range(30): w()
+    s.wait()
+res = {"plain": [], "pooled": [], "malloc_us": [], "free_us": []}
+for r in range(7):
+    acc.update(malloc=0, free=0, n=0)
+    res["plain"].append(run.median_us(15, 20, plain[0], plain[1].wait))
+    res["malloc_us"].append(acc["malloc"] / acc["n"] / 1e3); res["free_us"].append(acc["free"] / acc["n"] / 1e3)
+    res["pooled"].append(run.median_us(15, 20, pooled[0], pooled[1].wait))
+print(json.dumps({k: float(np.median(v)) for k, v in res.items()}))
+print(json.dumps(res))
