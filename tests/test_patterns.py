@@ -1,4 +1,4 @@
-"""dnnl.graph.patterns: the fused attention and MLP builders against NumPy,
+"""dnnl.graph.patterns: the fused attention (SDPA, GQA) and MLP builders against NumPy,
 their cache, and their checks of inputs. Softmax rows are 16 or 160 keys:
 oneDNN 3.13.1's softmax is wrong for rows of 17-128 on the emulated device
 of hosts without AVX-512 (docs/known-problems.md)."""
@@ -131,6 +131,37 @@ def test_sdpa_long_rows(graph_engine, graph_stream, cl_queue, device_arrays):
     np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), q_shape),
                                sdpa_reference(q, k, v, 0.25, causal_mask(4, 160)),
                                rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mask", [None, "additive", "causal"])
+@pytest.mark.parametrize("q_heads, kv_heads", [(4, 2), (4, 1)])
+def test_gqa(graph_engine, graph_stream, cl_queue, device_arrays, mask, q_heads, kv_heads):
+    batch, seq_q, seq_kv, size = 2, 8, 16, 8
+    rep = q_heads // kv_heads
+    p = pat.gqa(graph_engine, batch, q_heads, kv_heads, seq_q, seq_kv, size, mask=mask)
+    assert p.fused, p.implementation
+    assert p.input_shapes[:3] == [[batch, kv_heads, rep, seq_q, size],
+                                  [batch, kv_heads, 1, seq_kv, size],
+                                  [batch, kv_heads, 1, seq_kv, size]]
+    rng = np.random.default_rng(23)
+    q = rng.uniform(-1, 1, (batch, q_heads, seq_q, size)).astype(np.float32)
+    k, v = (rng.uniform(-1, 1, (batch, kv_heads, seq_kv, size)).astype(np.float32) for _ in "kv")
+    args = [device_arrays(a) for a in (q, k, v)]
+    m = None
+    if mask == "additive":
+        m = rng.uniform(-2, 2, (batch, 1, 1, seq_q, seq_kv)).astype(np.float32)
+        args.append(device_arrays(m))
+        m = m[:, 0]  # [batch, 1, seq_q, seq_kv] for the 4-D reference
+    elif mask == "causal":
+        m = causal_mask(seq_q, seq_kv)
+    out, _ = p(graph_stream, *args)
+    graph_stream.wait()
+    result = download(cl_queue, out.get_data_handle(), q.shape)
+    expected = sdpa_reference(q, np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1),
+                              1 / np.sqrt(size), m)
+    np.testing.assert_allclose(result, expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="multiple"):
+        pat.gqa(graph_engine, batch, 3, 2, seq_q, seq_kv, size)
 
 
 def test_sdpa_scale_and_given_output(graph_engine, graph_stream, cl_queue, device_arrays):

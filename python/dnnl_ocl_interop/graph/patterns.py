@@ -4,6 +4,7 @@ and compiled for one engine, ready to call.
 - :func:`sdpa`: scaled dot-product attention, as oneDNN's
   ``examples/graph/sdpa.cpp`` (and ``sdpa_bottom_right_causal_mask.cpp``
   for the causal mask) builds it;
+- :func:`gqa`: grouped-query attention, as ``examples/graph/gqa.cpp``;
 - :func:`gated_mlp`: MatMul (gate) -> Swish -> Multiply by MatMul (up) ->
   MatMul (down), as ``examples/graph/gated_mlp.cpp``;
 - :func:`mlp`: MatMul -> activation -> MatMul (oneDNN's
@@ -38,7 +39,7 @@ from .. import _core
 from .._core import graph as _g
 from . import ocl_interop as _goi
 
-__all__ = ["cache_info", "clear_cache", "gated_mlp", "mlp", "pattern", "sdpa"]
+__all__ = ["cache_info", "clear_cache", "gated_mlp", "gqa", "mlp", "pattern", "sdpa"]
 
 _lt = _g.logical_tensor
 _STRIDED = _lt.layout_type.strided
@@ -301,6 +302,64 @@ class _ids:
 
 # ------------------------------------------------------------------- SDPA
 
+def _attention(name: str, engine: Any, q_dims: list[int], kv_dims: list[int],
+               mask_dims: list[int], dt: Any, dtype: str, scale: float,
+               mask: str | None) -> pattern:
+    """The SDPA graph of :func:`sdpa` and :func:`gqa` on the given dims."""
+    f32, s32 = _lt.data_type.f32, _lt.data_type.s32
+    ids = _ids()
+    score_dims = q_dims[:-1] + kv_dims[-2:-1]
+    seq_q, seq_kv = q_dims[-2], kv_dims[-2]
+    query, key = _lt(ids(), dt, q_dims, _STRIDED), _lt(ids(), dt, kv_dims, _STRIDED)
+    score = _lt(ids(), f32, score_dims, _STRIDED)
+    bmm1 = _g.op(ids(), _g.op.kind.MatMul, [query, key], [score], "bmm1")
+    bmm1.set_attr(_g.op.attr.transpose_b, True)
+    scale_lt = _lt(ids(), f32, 0, _STRIDED, _HOST_SCALAR)
+    scaled = _lt(ids(), f32, score_dims, _STRIDED)
+    ops = [bmm1, _g.op(ids(), _g.op.kind.Multiply, [score, scale_lt], [scaled], "scale_mul")]
+    scalars: dict[int, Any] = {scale_lt.get_id(): (scale_lt, scale)}
+    inputs = [_port("query", query), _port("key", key)]
+    masked = scaled
+    if mask == "additive":
+        mask_lt = _lt(ids(), dt, mask_dims, _STRIDED)
+        masked = _lt(ids(), f32, score_dims, _STRIDED)
+        ops.append(_g.op(ids(), _g.op.kind.Add, [scaled, mask_lt], [masked], "mask_add"))
+    elif mask == "causal":
+        row = _lt(ids(), s32, score_dims, _STRIDED)
+        gen_row = _g.op(ids(), _g.op.kind.GenIndex, [scaled], [row], "gen_index_row")
+        gen_row.set_attr(_g.op.attr.axis, -2)
+        kv_len = _lt(ids(), s32, 0, _STRIDED, _HOST_SCALAR)
+        shifted = _lt(ids(), s32, score_dims, _STRIDED)
+        q_len = _lt(ids(), s32, 0, _STRIDED, _HOST_SCALAR)
+        limit = _lt(ids(), s32, score_dims, _STRIDED)
+        col = _lt(ids(), s32, score_dims, _STRIDED)
+        gen_col = _g.op(ids(), _g.op.kind.GenIndex, [scaled], [col], "gen_index_col")
+        gen_col.set_attr(_g.op.attr.axis, -1)
+        keep = _lt(ids(), _lt.data_type.boolean, score_dims, _STRIDED)
+        neg_inf = _lt(ids(), f32, 0, _STRIDED, _HOST_SCALAR)
+        masked = _lt(ids(), f32, score_dims, _STRIDED)
+        ops += [gen_row,
+                _g.op(ids(), _g.op.kind.Add, [row, kv_len], [shifted], "mask_add"),
+                _g.op(ids(), _g.op.kind.Subtract, [shifted, q_len], [limit], "mask_sub"),
+                gen_col,
+                _g.op(ids(), _g.op.kind.GreaterEqual, [limit, col], [keep], "mask_ge"),
+                _g.op(ids(), _g.op.kind.Select, [keep, scaled, neg_inf], [masked],
+                      "mask_select")]
+        scalars.update({kv_len.get_id(): (kv_len, seq_kv), q_len.get_id(): (q_len, seq_q),
+                        neg_inf.get_id(): (neg_inf, -math.inf)})
+    probs = _lt(ids(), dt, score_dims, _STRIDED)
+    softmax = _g.op(ids(), _g.op.kind.SoftMax, [masked], [probs], "softmax")
+    softmax.set_attr(_g.op.attr.axis, -1)
+    softmax.set_attr(_g.op.attr.mode, "inf_as_zero")
+    value = _lt(ids(), dt, kv_dims, _STRIDED)
+    output = _lt(ids(), dt, q_dims, _STRIDED)
+    ops += [softmax, _g.op(ids(), _g.op.kind.MatMul, [probs, value], [output], "bmm2")]
+    inputs.append(_port("value", value))
+    if mask == "additive":
+        inputs.append(_port("mask", mask_lt))
+    return pattern(name, engine, ops, inputs, _port("output", output), scalars, dtype)
+
+
 def sdpa(engine: Any, batch: int, heads: int, seq_q: int, seq_kv: int, head_size: int,
          dtype: str = "f32", scale: float | None = None, mask: str | None = None) -> pattern:
     """Scaled dot-product attention on `engine` (a graph engine, for instance
@@ -331,61 +390,46 @@ def sdpa(engine: Any, batch: int, heads: int, seq_q: int, seq_kv: int, head_size
     scale = float(scale)
 
     def build() -> pattern:
-        f32, s32 = _lt.data_type.f32, _lt.data_type.s32
-        ids = _ids()
-        q_dims, kv_dims = [batch, heads, seq_q, head_size], [batch, heads, seq_kv, head_size]
-        score_dims = [batch, heads, seq_q, seq_kv]
-        query, key = _lt(ids(), dt, q_dims, _STRIDED), _lt(ids(), dt, kv_dims, _STRIDED)
-        score = _lt(ids(), f32, score_dims, _STRIDED)
-        bmm1 = _g.op(ids(), _g.op.kind.MatMul, [query, key], [score], "bmm1")
-        bmm1.set_attr(_g.op.attr.transpose_b, True)
-        scale_lt = _lt(ids(), f32, 0, _STRIDED, _HOST_SCALAR)
-        scaled = _lt(ids(), f32, score_dims, _STRIDED)
-        ops = [bmm1, _g.op(ids(), _g.op.kind.Multiply, [score, scale_lt], [scaled], "scale_mul")]
-        scalars: dict[int, Any] = {scale_lt.get_id(): (scale_lt, scale)}
-        inputs = [_port("query", query), _port("key", key)]
-        masked = scaled
-        if mask == "additive":
-            mask_lt = _lt(ids(), dt, [batch, 1, seq_q, seq_kv], _STRIDED)
-            masked = _lt(ids(), f32, score_dims, _STRIDED)
-            ops.append(_g.op(ids(), _g.op.kind.Add, [scaled, mask_lt], [masked], "mask_add"))
-        elif mask == "causal":
-            row = _lt(ids(), s32, score_dims, _STRIDED)
-            gen_row = _g.op(ids(), _g.op.kind.GenIndex, [scaled], [row], "gen_index_row")
-            gen_row.set_attr(_g.op.attr.axis, -2)
-            kv_len = _lt(ids(), s32, 0, _STRIDED, _HOST_SCALAR)
-            shifted = _lt(ids(), s32, score_dims, _STRIDED)
-            q_len = _lt(ids(), s32, 0, _STRIDED, _HOST_SCALAR)
-            limit = _lt(ids(), s32, score_dims, _STRIDED)
-            col = _lt(ids(), s32, score_dims, _STRIDED)
-            gen_col = _g.op(ids(), _g.op.kind.GenIndex, [scaled], [col], "gen_index_col")
-            gen_col.set_attr(_g.op.attr.axis, -1)
-            keep = _lt(ids(), _lt.data_type.boolean, score_dims, _STRIDED)
-            neg_inf = _lt(ids(), f32, 0, _STRIDED, _HOST_SCALAR)
-            masked = _lt(ids(), f32, score_dims, _STRIDED)
-            ops += [gen_row,
-                    _g.op(ids(), _g.op.kind.Add, [row, kv_len], [shifted], "mask_add"),
-                    _g.op(ids(), _g.op.kind.Subtract, [shifted, q_len], [limit], "mask_sub"),
-                    gen_col,
-                    _g.op(ids(), _g.op.kind.GreaterEqual, [limit, col], [keep], "mask_ge"),
-                    _g.op(ids(), _g.op.kind.Select, [keep, scaled, neg_inf], [masked],
-                          "mask_select")]
-            scalars.update({kv_len.get_id(): (kv_len, seq_kv), q_len.get_id(): (q_len, seq_q),
-                            neg_inf.get_id(): (neg_inf, -math.inf)})
-        probs = _lt(ids(), dt, score_dims, _STRIDED)
-        softmax = _g.op(ids(), _g.op.kind.SoftMax, [masked], [probs], "softmax")
-        softmax.set_attr(_g.op.attr.axis, -1)
-        softmax.set_attr(_g.op.attr.mode, "inf_as_zero")
-        value = _lt(ids(), dt, kv_dims, _STRIDED)
-        output = _lt(ids(), dt, q_dims, _STRIDED)
-        ops += [softmax, _g.op(ids(), _g.op.kind.MatMul, [probs, value], [output], "bmm2")]
-        inputs.append(_port("value", value))
-        if mask == "additive":
-            inputs.append(_port("mask", mask_lt))
-        return pattern("sdpa", engine, ops, inputs, _port("output", output), scalars, dtype)
+        return _attention("sdpa", engine, [batch, heads, seq_q, head_size],
+                          [batch, heads, seq_kv, head_size], [batch, 1, seq_q, seq_kv],
+                          dt, dtype, scale, mask)
 
     return _cached(engine, ("sdpa", batch, heads, seq_q, seq_kv, head_size, dtype, scale, mask),
                    build)
+
+
+def gqa(engine: Any, batch: int, q_heads: int, kv_heads: int, seq_q: int, seq_kv: int,
+        head_size: int, dtype: str = "f32", scale: float | None = None,
+        mask: str | None = None) -> pattern:
+    """Grouped-query attention: `q_heads` query heads share `kv_heads` key and
+    value heads (`q_heads` a multiple of `kv_heads`; ``kv_heads == 1`` is
+    multi-query attention). Built as oneDNN 3.13's ``examples/graph/gqa.cpp``
+    builds it, with 5-dimensional tensors whose MatMuls broadcast K and V
+    over the heads of a group: Q and the output are ``[batch, kv_heads,
+    q_heads // kv_heads, seq_q, head_size]`` (the memory of ``[batch,
+    q_heads, seq_q, head_size]``: query head ``h`` uses K/V head ``h //
+    (q_heads // kv_heads)``), K and V ``[batch, kv_heads, 1, seq_kv,
+    head_size]`` (the memory of ``[batch, kv_heads, seq_kv, head_size]``).
+    `dtype`, `scale` and `mask` as :func:`sdpa`; the additive mask is
+    ``[batch, 1, 1, seq_q, seq_kv]``. Call as ``p(stream, q, k, v[, mask])``.
+    """
+    _check_sizes(batch=batch, q_heads=q_heads, kv_heads=kv_heads, seq_q=seq_q,
+                 seq_kv=seq_kv, head_size=head_size)
+    dt = _check_dtype(dtype)
+    if q_heads % kv_heads:
+        raise ValueError(f"q_heads ({q_heads}) must be a multiple of kv_heads ({kv_heads})")
+    if mask not in (None, "causal", "additive"):
+        raise ValueError(f"mask must be None, 'causal' or 'additive', not {mask!r}")
+    scale = float(1.0 / math.sqrt(head_size) if scale is None else scale)
+    rep = q_heads // kv_heads
+
+    def build() -> pattern:
+        return _attention("gqa", engine, [batch, kv_heads, rep, seq_q, head_size],
+                          [batch, kv_heads, 1, seq_kv, head_size],
+                          [batch, 1, 1, seq_q, seq_kv], dt, dtype, scale, mask)
+
+    return _cached(engine, ("gqa", batch, q_heads, kv_heads, seq_q, seq_kv, head_size, dtype,
+                            scale, mask), build)
 
 
 # -------------------------------------------------------------------- MLPs
