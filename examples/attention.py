@@ -59,6 +59,10 @@ print(f"pattern:    {pattern.implementation}, scratchpad {pattern.scratchpad_byt
 print(f"timings:    cold {cold * 1e3:.1f} ms (build, compile, run), "
       f"warm {warm * 1e3:.1f} ms a call")
 print(f"cache:      {g.patterns.cache_info()}; pool hits {pool.hits}, misses {pool.misses}")
+for info in pattern.dispatched(stream, *(b.ptr for b in blocks)):
+    print(f"dispatched: {info['partition_kind']} partition of {len(info['ops'])} ops -> "
+          f"{info['implementation']} ({info['backend']}), {info['time_ms']:.2f} ms; "
+          f"separate kernels {info['separate_kernels']}")
 
 result = np.empty(q.shape, np.float32)
 dnnl.usm.memcpy(queue, result, output.get_data_handle(), result.nbytes)

@@ -45,6 +45,7 @@ def test_graph_allocator():
 def test_attention():
     out = run_example("attention.py")
     assert "one fused partition" in out
+    assert "dispatched: sdp partition" in out
     assert "warm" in out and "cold" in out
     assert out.rstrip().endswith("attention: OK")
 

@@ -229,6 +229,20 @@ def test_inputs_as_tensors_and_memory(graph_engine, graph_stream, cl_queue, cl_c
                                np.maximum(x @ w1, 0) @ w2, rtol=1e-4, atol=1e-4)
 
 
+def test_dispatched(graph_engine, graph_stream, device_arrays):
+    p = pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
+    args = [device_arrays(np.zeros(s, np.float32)) for s in ((1, 1, 4, 8), (1, 1, 16, 8),
+                                                            (1, 1, 16, 8))]
+    (info,) = p.dispatched(graph_stream, *args)
+    assert info["partition_kind"] == "sdp"
+    assert info["ops"][0] == "bmm1" and info["ops"][-1] == "bmm2" and "softmax" in info["ops"]
+    assert info["implementation"] and info["backend"] and info["time_ms"] >= 0
+    assert isinstance(info["separate_kernels"], list)
+    m = pat.mlp(graph_engine, 2, 16, 16)
+    args = [device_arrays(np.zeros(s, np.float32)) for s in ((2, 16), (16, 16), (16, 16))]
+    assert len(m.dispatched(graph_stream, *args)) == m.partitions
+
+
 def test_cache(graph_engine):
     pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
     before = pat.cache_info()

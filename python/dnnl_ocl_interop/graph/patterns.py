@@ -149,15 +149,67 @@ class pattern:
 
     @property
     def implementation(self) -> str:
-        """How oneDNN dispatched the pattern, as far as the graph API tells:
-        the number of partitions and of ops in each. oneDNN 3.13 has no
-        implementation query on a compiled partition; ``ONEDNN_VERBOSE=graph``
-        (or ``dnnl.set_verbose``) prints the backend and kernel of each
+        """How oneDNN split the pattern, as far as the graph API tells: the
+        number of partitions and of ops in each. oneDNN 3.13 has no
+        implementation query on a compiled partition; :meth:`dispatched`
+        (or ``ONEDNN_VERBOSE=profile_exec``) reports the kernel of each
         execution."""
         if self.fused:
             return f"one fused partition of {self._ops_per_partition[0]} ops"
         return (f"{len(self._partitions)} partitions of "
                 f"{', '.join(map(str, self._ops_per_partition))} ops")
+
+    def dispatched(self, stream: Any, *inputs: Any, output: Any = None) -> list[dict[str, Any]]:
+        """Runs the pattern once (as ``__call__``, then waits on `stream`)
+        with oneDNN's verbose mode on and returns what oneDNN reported for
+        each partition it executed: ``{"partition_kind", "ops",
+        "implementation", "backend", "time_ms"}`` (for instance ``"sdp"``,
+        ``["bmm1", ...]``, ``"larger_partition_kernel_t"``,
+        ``"dnnl_backend"``; ``separate_kernels``: internal ops oneDNN logged
+        as kernels of their own before the partition, such as the causal
+        mask's ``"_gen_index"``). oneDNN 3.13 has no query for this; its verbose
+        lines are the only source, so this redirects the process's standard
+        output (file descriptor 1) while it runs — other threads' output in
+        that time is lost — and sets ``dnnl.set_verbose(0)`` afterwards.
+        For diagnosis, not for hot paths."""
+        import ctypes
+        import os
+        import sys
+        import tempfile
+
+        libc = ctypes.CDLL(None)
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+        with tempfile.TemporaryFile() as captured:
+            os.dup2(captured.fileno(), 1)
+            try:
+                _core.set_verbose(1)
+                self(stream, *inputs, output=output)
+                stream.wait()
+            finally:
+                _core.set_verbose(0)
+                libc.fflush(None)
+                os.dup2(saved, 1)
+                os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace")
+        found: list[dict[str, Any]] = []
+        internal: list[str] = []
+        for line in text.splitlines():
+            fields = line.split(",")
+            if len(fields) < 8 or fields[2:4] != ["graph", "exec"]:
+                continue
+            if not fields[5].isdigit():
+                # an op oneDNN runs as its own kernel inside the next partition
+                # (the causal mask's GenIndex): "_gen_index(_gen_index)"
+                internal.append(fields[5].split("(")[0])
+                continue
+            found.append({"partition_kind": fields[6], "ops": fields[7].split(";"),
+                          "implementation": fields[-3], "backend": fields[-2],
+                          "time_ms": float(fields[-1]), "separate_kernels": internal})
+            internal = []
+        return found
 
     def __repr__(self) -> str:
         return (f"<dnnl.graph.patterns.pattern {self.name} {self.dtype} "
