@@ -213,6 +213,29 @@ def test_mlp(graph_engine, graph_stream, cl_queue, device_arrays, activation):
                                h @ w2, rtol=1e-4, atol=1e-4)
 
 
+def test_deps_event_and_allocator(graph_engine, graph_stream, pool, cl_queue, device_arrays):
+    """The call runs after `deps`, returns the partition's event (or None),
+    and takes a missing output from the engine's allocator."""
+    import pyopencl as cl
+
+    p = pat.sdpa(graph_engine, 1, 1, 4, 16, 8)
+    rng = np.random.default_rng(29)
+    arrays = [rng.uniform(-1, 1, s).astype(np.float32)
+              for s in ((1, 1, 4, 8), (1, 1, 16, 8), (1, 1, 16, 8))]
+    args = [device_arrays(a) for a in arrays]
+    before = pool.stats.allocations + pool.hits
+    marker = cl.enqueue_marker(cl_queue)
+    out, event = p(graph_stream, *args, deps=[marker])
+    assert event is None or isinstance(event, cl.Event)
+    if event is not None:
+        event.wait()
+    graph_stream.wait()
+    assert pool.stats.allocations + pool.hits > before
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (1, 1, 4, 8)),
+                               sdpa_reference(*arrays, 1 / np.sqrt(8)), rtol=1e-4, atol=1e-4)
+    assert p.scratchpad_bytes[0] > 0  # and so the pattern passed its own scratchpad
+
+
 def test_inputs_as_tensors_and_memory(graph_engine, graph_stream, cl_queue, cl_context,
                                       cl_device, device_arrays):
     p = pat.mlp(graph_engine, 2, 16, 16)
