@@ -267,17 +267,21 @@ def test_dispatched(graph_engine, graph_stream, device_arrays):
 
 
 def test_cache(graph_engine):
-    pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
+    """Same arguments: the same compiled object, counted as a hit; any other
+    shape, mask or scale: a new one. Shapes here are used by no other test."""
+    first = pat.sdpa(graph_engine, 1, 1, 4, 16, 24, mask="causal")
     before = pat.cache_info()
-    first = pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
-    second = pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
-    assert first is second
+    assert pat.sdpa(graph_engine, 1, 1, 4, 16, 24, mask="causal") is first
+    assert pat.sdpa(graph_engine, 1, 1, 4, 16, 24, mask="causal") is first
     after = pat.cache_info()
     assert after["hits"] == before["hits"] + 2 and after["misses"] == before["misses"]
-    other = pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask=None)
-    assert other is not first
-    assert pat.cache_info()["misses"] == after["misses"] + 1
-    assert pat.sdpa(graph_engine, 1, 1, 4, 16, 8, scale=0.25, mask="causal") is not first
+    assert after["size"] == before["size"]
+    others = [pat.sdpa(graph_engine, 1, 1, 4, 16, 24, mask=None),
+              pat.sdpa(graph_engine, 1, 1, 4, 16, 24, scale=0.25, mask="causal"),
+              pat.sdpa(graph_engine, 1, 1, 4, 16, 24, dtype="f16", mask="causal"),
+              pat.gqa(graph_engine, 1, 1, 1, 4, 16, 24, mask="causal")]
+    assert all(o is not first for o in others) and len({id(o) for o in others}) == 4
+    assert pat.cache_info()["misses"] == after["misses"] + 4
 
 
 def test_bad_arguments(graph_engine, graph_stream, cl_context, cl_device, device_arrays):
