@@ -9,6 +9,7 @@ import types
 import dnnl_ocl_interop as dnnl
 
 MODULES = [dnnl, dnnl.ocl_interop, dnnl.graph, dnnl.graph.ocl_interop, dnnl.graph.allocators,
+           dnnl.graph.patterns,
            dnnl.usm, dnnl.arrays, dnnl.cache, dnnl.emulation]
 
 # A pybind11 signature line, the overload header, or an overload number.

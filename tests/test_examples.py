@@ -42,6 +42,15 @@ def test_graph_allocator():
 
 
 @pytest.mark.timeout(600)
+def test_attention():
+    out = run_example("attention.py")
+    assert "one fused partition" in out
+    assert "dispatched: sdp partition" in out
+    assert "warm" in out and "cold" in out
+    assert out.rstrip().endswith("attention: OK")
+
+
+@pytest.mark.timeout(600)
 def test_lstm_inference():
     out = run_example("lstm_inference.py")
     assert "largest difference from NumPy" in out
