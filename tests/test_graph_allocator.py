@@ -316,15 +316,13 @@ def counted_usm(monkeypatch):
     return counts
 
 
-@pytest.mark.timeout(300)
-def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device,
-                                                                         counted_usm):
-    """Once warm, the pool serves every per-execute allocation (the
-    partition's scratchpad) from its cache: no driver allocation at all over
-    many executes on an in-order queue."""
+def _pool_partition(pool, partition, data, cl_device):
+    """The partition compiled on an engine of `pool`, in a private context and
+    in-order queue, with user USM buffers (made with the real allocator)
+    holding `data` and the output: (context, queue, engine, stream, compiled,
+    blocks, ins, outs)."""
     context = cl.Context([cl_device])
     queue = cl.CommandQueue(context, cl_device)
-    pool = g.allocators.caching_pool()
     engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
                                                        pool.allocator, queue)
     blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", cl_device) for _ in range(4)]
@@ -332,6 +330,18 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
         upload(queue, block.ptr, array)
     ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
     outs = [g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)]
+    return context, queue, engine, stream, compiled, blocks, ins, outs
+
+
+@pytest.mark.timeout(300)
+def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device,
+                                                                         counted_usm):
+    """Once warm, the pool serves every per-execute allocation (the
+    partition's scratchpad) from its cache: no driver allocation at all over
+    many executes on an in-order queue."""
+    pool = g.allocators.caching_pool()
+    context, queue, engine, stream, compiled, blocks, ins, outs = _pool_partition(
+        pool, partition, data, cl_device)
     for _ in range(3):  # warm up
         compiled.execute(stream, ins, outs)
     stream.wait()
@@ -353,18 +363,10 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
 
 @pytest.mark.timeout(300)
 def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, counted_usm):
-    context = cl.Context([cl_device])
-    queue = cl.CommandQueue(context, cl_device)
     pool = g.allocators.caching_pool()
-    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
-                                                       pool.allocator, queue)
-    # user buffers in the private context: made with the real allocator
-    blocks = [usm.allocation(context, int(np.prod(SHAPE)) * 4, "device", cl_device) for _ in range(4)]
+    context, queue, engine, stream, compiled, blocks, ins, outs = _pool_partition(
+        pool, partition, data, cl_device)
     user_pointers = {b.ptr for b in blocks}
-    for block, array in zip(blocks, data):
-        upload(queue, block.ptr, array)
-    ins = [g.tensor(p, engine, blocks[p.get_id()].ptr) for p in partition.get_input_ports()]
-    outs = [g.tensor(partition.get_output_ports()[0], engine, blocks[3].ptr)]
 
     runs = 5
     for _ in range(runs):
