@@ -589,3 +589,21 @@ def test_fill_with_a_pattern_that_does_not_divide_the_size(o):
 def test_fill_beyond_the_allocation(o):
     with pytest.raises(dnnl.error):
         usm.fill(o.queue, o.ptr, b"\0\0\0\0", o.desc.get_size() + 4)
+
+
+# Enums: the binding's caster remembers members (cpp/common/enum_caster.hpp) --------
+
+
+def test_enum_results_are_the_members_and_enum_arguments_are_checked_by_class(o):
+    desc = dnnl.memory.desc([2, 3], DT.f32, TAG.ab)
+    assert desc.get_data_type() is DT.f32  # found by value: the member itself
+    assert desc.get_data_type() is DT.f32
+    assert dnnl.ocl_interop.get_memory_kind(o.mem) is dnnl.ocl_interop.memory_kind.buffer
+    assert dnnl.ocl_interop.get_memory_kind(o.usm_mem) is dnnl.ocl_interop.memory_kind.usm
+    for wrong in (dnnl.prop_kind.forward_inference, 3, "f32", None, DT):  # another enum, its value, ...
+        with pytest.raises(TypeError):
+            dnnl.memory.desc([2, 3], wrong, TAG.ab)
+    # A member seen once is still told from another enum's afterwards.
+    assert dnnl.memory.desc([2, 3], DT.s8, TAG.ab).get_data_type() is DT.s8
+    with pytest.raises(TypeError):
+        dnnl.memory.desc([2, 3], dnnl.algorithm.eltwise_relu, TAG.ab)

@@ -86,8 +86,9 @@ T wrap_as(family_t &family, void *handle, bool retain) {
 
 } // namespace
 
-bool load_handle(py::handle obj, family f, void *&handle, arg_state &state) {
+bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool *from_object) {
     initialize_system_loader();
+    if (from_object) *from_object = false;
     if (is_int(obj)) {
         if (!int_to_pointer(obj, handle)) {
             handle = nullptr;
@@ -96,6 +97,7 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state) {
         }
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
         handle = reinterpret_cast<void *>(obj.attr("int_ptr").cast<uintptr_t>());
+        if (from_object) *from_object = true;
     } else {
         PyErr_Clear(); // IsInstance may have failed on an odd object: a mismatch
         return false;

@@ -27,6 +27,9 @@ template <typename Handle>
 struct handle_arg {
     Handle handle = nullptr;
     arg_state state = arg_state::null;
+    // Loaded from a pyopencl object, so a live handle of its family (an int
+    // may be anything).
+    bool from_object = false;
     Handle get(const char *param) const;
 };
 using device_arg = handle_arg<cl_device_id>;
@@ -51,7 +54,8 @@ struct event_list_arg {
 };
 
 // The casters' work: false when `obj` is not of the family (nothing raised).
-bool load_handle(pybind11::handle obj, family f, void *&handle, arg_state &state);
+bool load_handle(pybind11::handle obj, family f, void *&handle, arg_state &state,
+        bool *from_object = nullptr);
 bool load_events(pybind11::handle obj, event_list_arg &out);
 [[noreturn]] void throw_bad_value(arg_state state, const char *param);
 
@@ -122,7 +126,7 @@ struct type_caster<dnnl_ocl_interop::cl_handles::handle_arg<Handle>> {
     bool load(handle src, bool) {
         void *h = nullptr;
         if (!dnnl_ocl_interop::cl_handles::load_handle(
-                    src, cl_handle_traits<Handle>::family, h, value.state))
+                    src, cl_handle_traits<Handle>::family, h, value.state, &value.from_object))
             return false;
         value.handle = static_cast<Handle>(h);
         return true;

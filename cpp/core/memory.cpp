@@ -434,11 +434,12 @@ void bind_memory(py::module_ &m) {
         if (m.host_scalar)
             throw_invalid_argument("set_data_handle(): host-scalar memory holds its value "
                                    "(set_host_scalar_value)");
-        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true);
+        bool mem_object = false;
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true, &mem_object);
         if (h == DNNL_MEMORY_ALLOCATE)
             throw py::value_error("set_data_handle() takes a handle or "
                                   "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
-        check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index);
+        check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index, mem_object);
         m.memory.set_data_handle(h, index);
     }, py::arg("handle"), py::arg("index") = 0,
             "Point buffer `index` of the memory at other storage of the same "

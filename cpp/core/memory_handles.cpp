@@ -17,7 +17,8 @@ namespace py = pybind11;
 
 namespace dnnl_ocl_interop {
 
-void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object) {
+void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object, bool *mem_object) {
+    if (mem_object) *mem_object = false;
     if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
     if (is_int(obj)) {
         void *handle = nullptr;
@@ -25,8 +26,10 @@ void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_obje
             throw py::value_error(std::string(param) + " must be an int between 0 and 2**64-1");
         return handle;
     }
-    if (accept_mem_object && cl_handles::is_mem_object(obj))
+    if (accept_mem_object && cl_handles::is_mem_object(obj)) {
+        if (mem_object) *mem_object = true;
         return cl_handles::to_mem(obj, param);
+    }
     throw_type_error(param,
             accept_mem_object ? "an int handle, a pyopencl memory object, "
                                 "dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE"
@@ -41,16 +44,20 @@ std::vector<void *> memory_handles_from(py::handle obj, const dnnl::memory::desc
         auto items = py::reinterpret_borrow<py::sequence>(obj);
         if (items.size() == 0)
             throw_invalid_argument("handles: the list is empty (give one handle per buffer)");
-        for (size_t i = 0; i < items.size(); ++i)
+        for (size_t i = 0; i < items.size(); ++i) {
+            bool mem_object = false;
             handles.push_back(memory_handle_from(items[i],
-                    ("handles[" + std::to_string(i) + "]").c_str(), accept_mem_object));
-    } else {
-        void *handle = memory_handle_from(obj, "handle", accept_mem_object);
-        bool special = handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE;
-        handles.assign(special ? std::max(desc.get_num_handles(), 1) : 1, handle);
+                    ("handles[" + std::to_string(i) + "]").c_str(), accept_mem_object, &mem_object));
+            check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i), mem_object);
+        }
+        return handles;
     }
+    bool mem_object = false;
+    void *handle = memory_handle_from(obj, "handle", accept_mem_object, &mem_object);
+    bool special = handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE;
+    handles.assign(special ? std::max(desc.get_num_handles(), 1) : 1, handle);
     for (size_t i = 0; i < handles.size(); ++i)
-        check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i));
+        check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i), mem_object);
     return handles;
 }
 
@@ -119,14 +126,17 @@ bool is_usm(const dnnl::memory &memory) {
 }
 
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index) {
+        bool usm, void *handle, int index, bool known_mem_object) {
     fork_guard::check(); // every memory creation and set_data_handle starts here
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
     cl_context context = dnnl::ocl_interop::get_context(engine);
     size_t needed = desc.get_size(index);
-    std::string needs = index == 0 ? "the memory descriptor needs "
-                                   : "buffer " + std::to_string(index) + " of the memory descriptor needs ";
+    auto needs = [&] { // built for a refusal only: this check runs on every memory creation
+        return (index == 0 ? std::string("the memory descriptor needs ")
+                           : "buffer " + std::to_string(index) + " of the memory descriptor needs ")
+                + std::to_string(needed);
+    };
     if (usm) {
         size_t available = usm::bytes_available(context, handle);
         if (available == 0)
@@ -134,15 +144,16 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
                                    "engine's OpenCL context");
         if (available < needed)
             throw_invalid_argument("USM allocation has " + std::to_string(available)
-                    + " bytes from the handle on, but " + needs + std::to_string(needed));
+                    + " bytes from the handle on, but " + needs());
         return;
     }
     // An int handle cannot be validated as a cl_mem without dereferencing it,
-    // but the likeliest mistake, a USM pointer, can be recognized first.
-    if (usm::is_usm_pointer(context, handle))
+    // but the likeliest mistake, a USM pointer, can be recognized first. A
+    // pyopencl memory object holds a cl_mem by construction.
+    if (!known_mem_object && usm::is_usm_pointer(context, handle))
         throw_invalid_argument("handle is a USM pointer, not a cl_mem: use "
                                "memory_kind.usm for USM memory");
-    if (!may_be_cl_mem(context, handle))
+    if (!known_mem_object && !may_be_cl_mem(context, handle))
         throw_invalid_argument("handle is not a cl_mem of the engine's OpenCL platform "
                                "(a USM pointer of another context, or a released or "
                                "wrong handle?)");
@@ -159,7 +170,7 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
             "clGetMemObjectInfo(CL_MEM_SIZE)");
     if (size < needed)
         throw_invalid_argument("cl_mem has " + std::to_string(size)
-                + " bytes, but " + needs + std::to_string(needed));
+                + " bytes, but " + needs());
 }
 
 } // namespace dnnl_ocl_interop

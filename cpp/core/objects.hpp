@@ -61,8 +61,10 @@ inline const special_handle memory_none {DNNL_MEMORY_NONE, "MEMORY_NONE"};
 
 // Interprets a memory handle given from Python: dnnl.MEMORY_ALLOCATE,
 // dnnl.MEMORY_NONE, an int, or (when `accept_mem_object`) a pyopencl memory
-// object. TypeError names `param` for anything else.
-void *memory_handle_from(pybind11::handle obj, const char *param, bool accept_mem_object);
+// object (then *mem_object, when given, is set). TypeError names `param` for
+// anything else.
+void *memory_handle_from(pybind11::handle obj, const char *param, bool accept_mem_object,
+        bool *mem_object = nullptr);
 
 // The handles of a memory made from Python: a list (one per buffer of the
 // layout, as C++'s std::vector<void *> overloads take), or one handle; a
@@ -75,9 +77,10 @@ std::vector<void *> memory_handles_from(pybind11::handle obj, const dnnl::memory
 // past its end or in the wrong context: a cl_mem smaller than buffer `index`
 // of `desc` or from another context, a USM pointer not allocated in the
 // engine's context or with fewer bytes left than that buffer needs. Special
-// handles pass.
+// handles pass. `known_mem_object`: the handle came from a pyopencl memory
+// object, so it is a cl_mem (only its context and size are checked).
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index = 0);
+        bool usm, void *handle, int index = 0, bool known_mem_object = false);
 
 // Refuses (invalid_arguments) a buffer index outside the memory's layout.
 void check_buffer_index(const memory_object &memory, int index);

@@ -63,10 +63,9 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
     return owner;
 }
 
+// `handles` checked (memory_handles_from, check_user_handle).
 memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
-        oi::memory_kind kind, py::handle handle) {
-    auto handles = memory_handles_from(handle, desc, engine, kind == oi::memory_kind::usm,
-            /*accept_mem_object=*/kind == oi::memory_kind::buffer);
+        oi::memory_kind kind, std::vector<void *> handles) {
     std::shared_ptr<void> storage;
     if (kind == oi::memory_kind::usm && engine.get_kind() == dnnl::engine::kind::gpu)
         storage = allocate_usm(desc, engine, handles);
@@ -84,7 +83,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
 
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  oi::memory_kind kind, py::handle handle) {
-        return make(desc, engine, kind, handle);
+        return make(desc, engine, kind,
+                memory_handles_from(handle, desc, engine, kind == oi::memory_kind::usm,
+                        /*accept_mem_object=*/kind == oi::memory_kind::buffer));
     },
             py::arg("desc"), py::arg("engine"), py::arg("kind"),
             py::arg("handle") = memory_allocate,
@@ -101,8 +102,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "keep it allocated while the memory uses it.");
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  cl_handles::mem_arg mem_object) {
-        return make(desc, engine, oi::memory_kind::buffer,
-                py::cast(reinterpret_cast<uintptr_t>(mem_object.get("mem_object"))));
+        cl_mem mem = mem_object.get("mem_object");
+        check_user_handle(desc, engine, /*usm=*/false, mem, 0, mem_object.from_object);
+        return make(desc, engine, oi::memory_kind::buffer, {mem});
     },
             py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
             "Buffer-based memory for `desc` on the user's `mem_object`, which "
@@ -121,7 +123,7 @@ void bind_ocl_interop_memory(py::module_ &m) {
         if (is_usm(memory.memory))
             throw_invalid_argument("set_mem_object(): memory is USM-based; use "
                                    "memory.set_data_handle()");
-        check_user_handle(memory.desc, memory.engine, false, mem);
+        check_user_handle(memory.desc, memory.engine, false, mem, 0, mem_object.from_object);
         oi::set_mem_object(memory.memory, mem);
     }, py::arg("memory"), py::arg("mem_object"),
             "Point buffer-based `memory` at `mem_object` (retained by oneDNN; "
