@@ -103,8 +103,8 @@ std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::mem
 
 // Built once per primitive, so oneDNN's C queries are used: they answer
 // without the clones (and allocations) of the C++ wrappers'.
-std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
-    const dnnl::primitive_desc_base &pd = pdo.pd;
+std::vector<expected_arg> expected_args(
+        const dnnl::primitive_desc_base &pd, const std::vector<quantization_arg> &quantization_args) {
     std::vector<expected_arg> args;
     auto add_if_used = [&](int arg) {
         const_dnnl_memory_desc_t md
@@ -150,7 +150,7 @@ std::vector<expected_arg> expected_args(const primitive_desc_object &pdo) {
                 add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
         }
     }
-    for (const auto &q : pdo.quantization_args)
+    for (const auto &q : quantization_args)
         args.push_back({q.arg, dnnl::memory::desc(), q.on_host});
     // A reorder reads its source on its source engine and writes its
     // destination on its destination engine (two engines for a cross-engine
@@ -186,9 +186,7 @@ dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int i
 }
 
 primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive primitive) {
-    bool direct_copy = std::strcmp(pd.pd.impl_info_str(), "gpu:direct_copy") == 0;
-    return primitive_object {pd.engine, pd.other_engine, std::move(primitive), expected_args(pd),
-            direct_copy};
+    return primitive_object {pd.engine, pd.other_engine, std::move(primitive), pd.quantization_args};
 }
 
 // ---------------------------------------------------------------- cache blobs
@@ -276,6 +274,19 @@ size_t checked_payload(const std::vector<uint8_t> &blob, const std::vector<uint8
 
 } // namespace
 
+const argument_checks &primitive_object::checks() const {
+    if (!checks_) {
+        // The primitive's own descriptor (an equal one's, from oneDNN's cache).
+        dnnl::primitive_desc_base pd(
+                const_cast<dnnl_primitive_desc_t>(primitive.get_primitive_desc()), /*weak=*/true);
+        auto checks = std::make_shared<argument_checks>();
+        checks->args = expected_args(pd, quantization_args);
+        checks->copies_within_one_memory_kind = std::strcmp(pd.impl_info_str(), "gpu:direct_copy") == 0;
+        checks_ = std::move(checks);
+    }
+    return *checks_;
+}
+
 const char *const primitive_from_cache_blob_doc
         = "The primitive for a descriptor, its kernels loaded from `cache_blob` (bytes "
           "from get_cache_blob() of a primitive made from an equal descriptor, in this "
@@ -331,6 +342,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
         throw_type_error("args", "a dict of {ARG_*: dnnl.memory}", args);
     if (stream.engine.get() != p.engine.get())
         throw_invalid_argument("the stream is on another engine than the primitive");
+    const argument_checks &checks = p.checks();
     std::vector<dnnl_exec_arg_t> converted;
     converted.reserve(PyDict_Size(args.ptr()));
     PyObject *key, *value;
@@ -347,7 +359,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
             throw_type_error("args[" + arg_name(arg) + "]", "a dnnl.memory", value);
         const memory_object &mem = py::detail::cast_op<const memory_object &>(caster);
         const expected_arg *expected = nullptr;
-        for (const auto &e : p.args)
+        for (const auto &e : checks.args)
             if (e.arg == arg) expected = &e;
         // oneDNN ignores arguments a primitive does not use (a scratchpad
         // passed to every primitive of a chain, the RNN examples' empty
@@ -385,7 +397,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
                         + " (dnnl.MEMORY_NONE)");
         converted.push_back({arg, mem.memory.get()});
     }
-    if (p.copies_within_one_memory_kind) {
+    if (checks.copies_within_one_memory_kind) {
         const memory_object *from = nullptr, *to = nullptr;
         PyObject *key2, *value2;
         Py_ssize_t pos2 = 0;
@@ -401,8 +413,8 @@ std::vector<dnnl_exec_arg_t> execution_args(
                     "buffer and USM memory (oneDNN 3.13); use memory of one kind on both "
                     "sides, or dnnl.usm.memcpy");
     }
-    if (converted.size() != p.args.size()) // each given one is expected and keys are unique
-        for (const auto &e : p.args)
+    if (converted.size() != checks.args.size()) // each given one is expected and keys are unique
+        for (const auto &e : checks.args)
             if (std::none_of(converted.begin(), converted.end(),
                         [&](const dnnl_exec_arg_t &a) { return a.arg == e.arg; }))
                 throw_invalid_argument("missing argument " + arg_name(e.arg));
@@ -548,12 +560,12 @@ void bind_primitive_base(py::module_ &m) {
             "Base of every primitive: execute it on a stream with its arguments.");
     prim.attr("kind") = m.attr("primitive_kind"); // dnnl::primitive::kind
     prim.def(py::init([](const primitive_desc_object &pd) { return make_primitive(pd); }),
-            py::arg("pd"), py::keep_alive<1, 2>(),
+            py::arg("pd"),
             "The primitive for any descriptor, as C++'s primitive(const primitive_desc &) "
             "(a family's own class, dnnl.<family>(pd), is the usual way).");
     prim.def(py::init([](const primitive_desc_object &pd, const optional_bytes &cache_blob) {
         return make_primitive(pd, cache_blob);
-    }), py::arg("pd"), py::arg("cache_blob"), py::keep_alive<1, 2>(),
+    }), py::arg("pd"), py::arg("cache_blob"),
             primitive_from_cache_blob_doc);
     prim.def("execute", &execute_primitive, py::arg("stream"), py::arg("args"),
             "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "

@@ -7,6 +7,7 @@
 // arguments before oneDNN sees them.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,14 +54,30 @@ struct expected_arg {
     dnnl_engine_t engine = nullptr;
 };
 
-struct primitive_object {
-    engine_object engine;
-    engine_object other_engine; // as primitive_desc_object's
-    dnnl::primitive primitive;
+// What execute() checks of a primitive's arguments.
+struct argument_checks {
     std::vector<expected_arg> args;
     // oneDNN 3.13's "gpu:direct_copy" reorder copies nothing between buffer
     // and USM memory (and reports success): such executions are refused.
     bool copies_within_one_memory_kind = false;
+};
+
+struct primitive_object {
+    primitive_object(engine_object engine, engine_object other_engine, dnnl::primitive primitive,
+            std::vector<quantization_arg> quantization_args)
+        : engine(std::move(engine)), other_engine(std::move(other_engine)),
+          primitive(std::move(primitive)), quantization_args(std::move(quantization_args)) {}
+    engine_object engine;
+    engine_object other_engine; // as primitive_desc_object's
+    dnnl::primitive primitive;
+    std::vector<quantization_arg> quantization_args; // the descriptor's
+    // Worked out from the primitive's descriptor at the first execute (with
+    // the GIL, as every execute): a primitive from oneDNN's cache is made in
+    // a few µs, and the 30-odd descriptor queries would be a good part of it.
+    const argument_checks &checks() const;
+
+private:
+    mutable std::shared_ptr<const argument_checks> checks_;
 };
 
 // Builds a primitive and the list of arguments it expects.

@@ -133,11 +133,11 @@ pybind11::class_<typed_pd<P>, pd_base_t<P>> bind_family(
                     .c_str());
     prim.def(py::init([](const typed_pd<P> &pd) {
         return typed_primitive<P> {make_primitive(pd)};
-    }), py::arg("pd"), py::keep_alive<1, 2>(),
+    }), py::arg("pd"),
             "The primitive for a descriptor (kernels are compiled here).");
     prim.def(py::init([](const typed_pd<P> &pd, const optional_bytes &cache_blob) {
         return typed_primitive<P> {make_primitive(pd, cache_blob)};
-    }), py::arg("pd"), py::arg("cache_blob"), py::keep_alive<1, 2>(),
+    }), py::arg("pd"), py::arg("cache_blob"),
             primitive_from_cache_blob_doc);
     return pd;
 }
