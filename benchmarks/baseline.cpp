@@ -80,6 +80,7 @@ F extension(cl_device_id device, const char *name) {
 }
 
 clDeviceMemAllocINTEL_fn usm_device_alloc;
+clGetMemAllocInfoINTEL_fn usm_get_alloc_info;
 clMemBlockingFreeINTEL_fn usm_free;
 clEnqueueMemFillINTEL_fn usm_fill;
 
@@ -274,6 +275,7 @@ int main(int argc, char **argv) try {
     cl_command_queue out_of_order = clCreateCommandQueueWithProperties(context, device, ooo_props, &err);
     check(err, "clCreateCommandQueue");
     usm_device_alloc = extension<clDeviceMemAllocINTEL_fn>(device, "clDeviceMemAllocINTEL");
+    usm_get_alloc_info = extension<clGetMemAllocInfoINTEL_fn>(device, "clGetMemAllocInfoINTEL");
     usm_free = extension<clMemBlockingFreeINTEL_fn>(device, "clMemBlockingFreeINTEL");
     usm_fill = extension<clEnqueueMemFillINTEL_fn>(device, "clEnqueueMemFillINTEL");
     if (argc > 4)
@@ -299,11 +301,44 @@ int main(int argc, char **argv) try {
     check(err, "clDeviceMemAllocINTEL");
     cl_mem buffer = clCreateBuffer(context, CL_MEM_READ_WRITE, tiny.get_size(), nullptr, &err);
     check(err, "clCreateBuffer");
-    auto make_usm = [&] { memory m = ocl_interop::make_memory(tiny, eng, ocl_interop::memory_kind::usm, usm); };
-    auto make_buffer = [&] { memory m = ocl_interop::make_memory(tiny, eng, buffer); };
+    // The binding refuses user storage oneDNN would use past its end or in
+    // another context, with these queries (cpp/core/memory_handles.cpp); the
+    // rows do the same, as a C++ program that cannot trust its storage
+    // would. The "unchecked" rows (C++ only) show what the checks cost.
+    auto usm_fits = [&](void *ptr, size_t needed) {
+        void *base = nullptr;
+        size_t size = 0;
+        check(usm_get_alloc_info(context, ptr, CL_MEM_ALLOC_BASE_PTR_INTEL, sizeof(base), &base, nullptr),
+                "clGetMemAllocInfoINTEL");
+        check(usm_get_alloc_info(context, ptr, CL_MEM_ALLOC_SIZE_INTEL, sizeof(size), &size, nullptr),
+                "clGetMemAllocInfoINTEL");
+        auto offset = static_cast<size_t>(static_cast<char *>(ptr) - static_cast<char *>(base));
+        if (!base || offset > size || size - offset < needed) throw std::runtime_error("USM pointer refused");
+    };
+    auto mem_fits = [&](cl_mem mem, size_t needed) {
+        cl_context owner = nullptr;
+        size_t size = 0;
+        check(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(owner), &owner, nullptr), "clGetMemObjectInfo");
+        check(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
+        if (owner != context || size < needed) throw std::runtime_error("cl_mem refused");
+    };
+    auto make_usm_unchecked = [&] {
+        memory m = ocl_interop::make_memory(tiny, eng, ocl_interop::memory_kind::usm, usm);
+    };
+    auto make_buffer_unchecked = [&] { memory m = ocl_interop::make_memory(tiny, eng, buffer); };
+    auto make_usm = [&] {
+        usm_fits(usm, tiny.get_size());
+        make_usm_unchecked();
+    };
+    auto make_buffer = [&] {
+        mem_fits(buffer, tiny.get_size());
+        make_buffer_unchecked();
+    };
     for (int i = 0; i < warmup; ++i) { make_usm(); make_buffer(); }
     rows["make_memory(usm)"] = median_us(repeats, batch, make_usm);
     rows["make_memory(cl_mem)"] = median_us(repeats, batch, make_buffer);
+    rows["make_memory(usm), unchecked"] = median_us(repeats, batch, make_usm_unchecked);
+    rows["make_memory(cl_mem), unchecked"] = median_us(repeats, batch, make_buffer_unchecked);
 
     // execute of a tiny eltwise primitive.
     eltwise_forward relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,

@@ -276,6 +276,26 @@ def test_missing_scales(engine, stream, execute):
     np.testing.assert_array_equal(read(dst), 4)
 
 
+def test_checks_hold_when_the_descriptor_is_gone_before_the_first_execute(engine, stream, execute):
+    # A primitive works out its checks at its first execute, from its own
+    # descriptor: the Python descriptor and attributes may be gone by then.
+    import gc
+    attr = dnnl.primitive_attr()
+    attr.set_scales_mask(dnnl.ARG_SRC, 0)
+    src, dst = filled(engine, md([M, N]), 1.0), filled(engine, md([M, N], DT.s8), SENTINEL)
+    prim = dnnl.reorder(dnnl.reorder.primitive_desc(src, dst, attr))
+    del attr
+    gc.collect()
+    args = {dnnl.ARG_FROM: src, dnnl.ARG_TO: dst}
+    assert_refused(lambda: execute(prim, stream, args), stream, dst, "missing", "ARG_ATTR_SCALES | ARG_SRC")
+    small = filled(engine, md([M, N - 1]), 1.0)
+    assert_refused(lambda: execute(prim, stream, {**args, dnnl.ARG_FROM: small,
+                                                  dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC: filled(engine, md([1]), 4.0)}),
+                   stream, dst, "ARG_FROM")
+    execute(prim, stream, {**args, dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC: filled(engine, md([1]), 4.0)})
+    np.testing.assert_array_equal(read(dst), 4)
+
+
 def test_missing_zero_points(engine, stream, execute):
     attr = dnnl.primitive_attr()
     attr.set_zero_points_mask(dnnl.ARG_DST, 0)
