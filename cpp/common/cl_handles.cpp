@@ -96,7 +96,10 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
             return true;
         }
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
-        handle = reinterpret_cast<void *>(obj.attr("int_ptr").cast<uintptr_t>());
+        static PyObject *const int_ptr = PyUnicode_InternFromString("int_ptr"); // made once, not per call
+        auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), int_ptr));
+        if (!value) throw py::error_already_set();
+        handle = reinterpret_cast<void *>(value.cast<uintptr_t>());
         if (from_object) *from_object = true;
     } else {
         PyErr_Clear(); // IsInstance may have failed on an odd object: a mismatch
