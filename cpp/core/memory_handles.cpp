@@ -19,13 +19,13 @@ namespace dnnl_ocl_interop {
 
 void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object, bool *mem_object) {
     if (mem_object) *mem_object = false;
-    if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
-    if (is_int(obj)) {
+    if (is_int(obj)) { // first: the usual handle, and the cheapest test
         void *handle = nullptr;
         if (!int_to_pointer(obj, handle))
             throw py::value_error(std::string(param) + " must be an int between 0 and 2**64-1");
         return handle;
     }
+    if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
     if (accept_mem_object && cl_handles::is_mem_object(obj)) {
         if (mem_object) *mem_object = true;
         return cl_handles::to_mem(obj, param);

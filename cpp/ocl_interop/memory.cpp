@@ -41,8 +41,9 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
         std::vector<void *> &handles) {
     std::shared_ptr<owned_usm> owner;
     for (size_t i = 0; i < handles.size(); ++i) {
+        if (handles[i] != DNNL_MEMORY_ALLOCATE) continue;
         size_t size = desc.get_size(static_cast<int>(i));
-        if (handles[i] != DNNL_MEMORY_ALLOCATE || size == 0) continue;
+        if (size == 0) continue;
         if (!owner) {
             cl_context context = oi::get_context(engine);
             check_cl(clRetainContext(context), "clRetainContext");
