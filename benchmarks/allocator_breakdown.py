@@ -14,7 +14,6 @@ import run  # enables the device the test suite would use
 import numpy as np
 import pyopencl as cl
 import dnnl_ocl_interop as dnnl
-g = dnnl.graph
 device = next(d for p in cl.get_platforms() if "Intel" in p.vendor for d in p.get_devices(cl.device_type.GPU))
 context = cl.Context([device]); queue = cl.CommandQueue(context, device)
 pc = time.perf_counter_ns
@@ -35,30 +34,10 @@ def pmalloc(size, alignment, dev, ctx):
 def pfree(ptr, dev, ctx, event):
     pass
 def make(m, f):
-    # run.attention_partition's work, with the allocator given.
-    lt = g.logical_tensor
-    engine = g.ocl_interop.make_engine_with_allocator(device, context, g.ocl_interop.make_allocator(m, f))
-    stream = dnnl.ocl_interop.make_stream(engine, queue)
-    f32, strided = lt.data_type.f32, lt.layout_type.strided
-    q, k, v = (lt(i, f32, [2, 32, 16], strided) for i in range(3))
-    sc, pr, out = lt(3, f32, [2, 32, 32], strided), lt(4, f32, [2, 32, 32], strided), lt(5, f32, [2, 32, 16], strided)
-    qk = g.op(0, g.op.kind.MatMul, [q, k], [sc], "qk"); qk.set_attr(g.op.attr.transpose_b, True)
-    sm = g.op(1, g.op.kind.SoftMax, [sc], [pr], "softmax"); sm.set_attr(g.op.attr.axis, -1)
-    gr = g.graph(dnnl.engine.kind.gpu)
-    for op in (qk, sm, g.op(2, g.op.kind.MatMul, [pr, v], [out], "pv")): gr.add_op(op)
-    gr.finalize(); part = gr.get_partitions()[0]
-    cp = part.compile(part.get_input_ports(), part.get_output_ports(), engine)
-    storage = []
-    def tensors(ports):
-        res = []
-        for port in ports:
-            qd = cp.query_logical_tensor(port.get_id())
-            storage.append(dnnl.usm.allocation(context, qd.get_mem_size(), "device", device))
-            dnnl.usm.fill(queue, storage[-1].ptr, np.float32(0).tobytes(), qd.get_mem_size()); queue.finish()
-            res.append(g.tensor(qd, engine, storage[-1].ptr))
-        return res
-    ins, outs = tensors(part.get_input_ports()), tensors(part.get_output_ports())
-    return (lambda: cp.execute(stream, ins, outs)), stream, (engine, storage, cp)
+    run_once, stream, _, graph_parts = run.attention_partition(device, context, queue, m, f)
+    return run_once, stream, graph_parts  # graph_parts keeps the tensors' storage
+
+
 plain = make(malloc, free); pooled = make(pmalloc, pfree)
 for w, s, _ in (plain, pooled):
     for _ in range(30): w()

@@ -349,26 +349,28 @@ def graph_row(device, context, queue, repeats, warmup):
     return median, per_execute, graph_parts
 
 
-def attention_partition(device, context, queue):
+def attention_partition(device, context, queue, malloc=None, free=None):
     """The graph row's work, as baseline.cpp does it: (run, stream, malloc
     counter, (engine, compiled partition, partition, tensors(ports))), where
     run() executes the attention partition once on zero-filled USM tensors,
-    with a minimal Python USM allocator. The tensors' USM storage lives as
-    long as tensors(ports) does: keep the last item while run() is used."""
+    with a minimal Python USM allocator (or the `malloc` and `free` given;
+    the counter then stays 0). The tensors' USM storage lives as long as
+    tensors(ports) does: keep the last item while run() is used."""
     g = dnnl.graph
     lt = g.logical_tensor
     calls = {"malloc": 0}
     device_alloc, usm_free = dnnl.usm.device_alloc, dnnl.usm.free
 
-    def malloc(size, alignment, dev, ctx):
+    def counting_malloc(size, alignment, dev, ctx):
         calls["malloc"] += 1
         return device_alloc(ctx, dev, size, alignment)
 
-    def free(ptr, dev, ctx, event):
+    def waiting_free(ptr, dev, ctx, event):
         if event is not None:
             event.wait()
         usm_free(ctx, ptr)
 
+    malloc, free = malloc or counting_malloc, free or waiting_free
     engine = g.ocl_interop.make_engine_with_allocator(device, context, g.ocl_interop.make_allocator(malloc, free))
     stream = dnnl.ocl_interop.make_stream(engine, queue)
     f32, strided = lt.data_type.f32, lt.layout_type.strided
