@@ -46,12 +46,16 @@ URL = f"https://github.com/uxlfoundation/oneDNN/archive/refs/tags/v{VERSION}.tar
 SHA256 = "911275081f9cc3406cb3e7754a0f7a8200adcbff09439d6cde0a1e543f343c5b"
 
 # What the package needs of oneDNN: the OpenCL GPU runtime and the graph
-# component; nothing for the CPU; no tests or examples.
+# component; nothing for the CPU; no tests or examples. Experimental
+# profiling lets a stream on the user's profiling-enabled queue report
+# per-primitive device times (dnnl.profiling); its cost when no queue
+# profiles is measured in docs/benchmarks.md.
 BASE_OPTIONS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DONEDNN_GPU_RUNTIME=OCL",
     "-DONEDNN_CPU_RUNTIME=NONE",
     "-DONEDNN_BUILD_GRAPH=ON",
+    "-DONEDNN_EXPERIMENTAL_PROFILING=ON",
     "-DONEDNN_BUILD_TESTS=OFF",
     "-DONEDNN_BUILD_EXAMPLES=OFF",
     "-DONEDNN_BUILD_DOC=OFF",
