@@ -2,7 +2,7 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
-#include "core/memory_dlpack.hpp"
+#include "usm/memory_dlpack.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
@@ -19,6 +19,7 @@ PYBIND11_MODULE(_core, m) {
     bind_errors(m);
     fork_guard::install();
     bind_library(m);
+    bind_enums(m);
     bind_engine(m);
     bind_stream(m);
     bind_memory(m);

@@ -47,6 +47,18 @@ def plain_desc(dims, data_type=DT.f32):
     return dnnl.memory.desc(list(dims), data_type, plain_tag(len(dims)))
 
 
+@contextlib.contextmanager
+def workarounds_off():
+    """The binding's workarounds for known oneDNN problems switched off
+    (common/workarounds), to watch oneDNN's own behaviour; tests using it are
+    marked test_hooks."""
+    dnnl._core._set_workarounds(False)
+    try:
+        yield
+    finally:
+        dnnl._core._set_workarounds(True)
+
+
 def map_round_trip(mem, values):
     """Writes `values` into `mem` through one map_data view (of their shape
     and dtype) and checks that the next view reads them back."""

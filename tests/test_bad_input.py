@@ -208,10 +208,12 @@ def test_null_handle_raises_invalid_arguments(o, call, param):
     (entry.param, entry.call) for entry in map(ENTRY_POINTS.__getitem__, [
         "make_engine.device", "make_engine.context", "make_stream.queue",
         "set_mem_object.mem_object", "memory.handle"])])
-def test_handle_out_of_range_raises_value_error(o, param, call, value):
-    with pytest.raises(ValueError) as info:
+def test_handle_out_of_range_raises_invalid_arguments(o, param, call, value):
+    """A refused value is dnnl.invalid_arguments (also a ValueError), the one
+    kind of refusal, naming the parameter."""
+    with pytest.raises(dnnl.invalid_arguments) as info:
         call(o, value)
-    assert not isinstance(info.value, dnnl.error)  # Python's range, not oneDNN's check
+    assert info.value.status == dnnl.status.invalid_arguments
     assert param in str(info.value)
 
 

@@ -14,6 +14,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+# The counting is built only with DNNL_OCL_INTEROP_TEST_HOOKS (not in wheels).
+pytestmark = pytest.mark.test_hooks
+
 VARIABLE = "DNNL_OCL_INTEROP_COUNT_CL_CALLS"
 
 # A ReLU of 64 floats executed EXECUTES times on an in-order queue, on

@@ -764,6 +764,7 @@ def test_live_allocator_limit(cl_device, cl_context):
 
 # ------------------------------- dnnl.graph.allocator and engines of an index
 
+@pytest.mark.test_hooks
 def test_default_allocator_engines(partition, data, cl_device, cl_context, cl_queue,
                                    user_buffers):
     """allocator(): oneDNN's own USM memory, on an engine of the user's
@@ -858,6 +859,7 @@ class _HostRecorder:
         self.allocator = g.allocator(host_malloc, host_free)
 
 
+@pytest.mark.test_hooks
 def test_host_allocator_callbacks():
     recorder = _HostRecorder()
     recorder.allocator._host_malloc_and_free(100, 64, count=3)
@@ -876,6 +878,7 @@ def test_host_allocator_callbacks():
     (_Boom, _Boom), (0, MemoryError), ("0x1000", TypeError), (True, TypeError),
     (-1, ValueError), (4096 + 8, ValueError),  # not aligned to 64
 ])
+@pytest.mark.test_hooks
 def test_failing_host_allocator_raises_chained_error(returned, cause_type):
     def fail(size, alignment):
         if returned is _Boom:

@@ -30,7 +30,6 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 import dnnl_ocl_interop as dnnl
-from dnnl_ocl_interop import cache as cache_module
 
 # ------------------------------------------- what every process builds
 #
@@ -219,6 +218,10 @@ def test_next_process_loads_everything(stored, tmp_path, cl_device, engine):
 
 # ------------------------------------------------------------- bad files
 
+# Bytes before an engine blob's id: magic, id size (cpp/common/cache_blobs.hpp).
+ENGINE_HEADER = 16
+
+
 def _flip(data, index):
     return data[:index] + bytes([data[index] ^ 0x5A]) + data[index + 1:]
 
@@ -267,8 +270,8 @@ def test_engine_blob_of_another_device_id_is_rejected(tmp_path, cl_device, cl_co
     cache = dnnl.cache.persistent(tmp_path)
     blob = dnnl.ocl_interop.get_engine_cache_blob(engine)
     path = cache.engine_path(cl_device)
-    with open(path, "wb") as f:
-        f.write(cache_module._wrap_engine_blob(b"another device", blob))
+    with open(path, "wb") as f:  # the id's last byte changed: the checksum still holds
+        f.write(_flip(blob, ENGINE_HEADER + len(dnnl.ocl_interop.get_engine_cache_blob_id(cl_device)) - 1))
     made = cache.engine(cl_device, cl_context)
     assert cache.counts() == _counts(rejected=1, stored=1)
     pd, arg_descs = descriptors(dnnl, made)["softmax_forward"]
@@ -280,19 +283,26 @@ def test_engine_blob_of_another_device_id_is_rejected(tmp_path, cl_device, cl_co
     assert os.path.getsize(path) > 0
 
 
-def test_engine_file_checks():
-    """What the engine file's header refuses, without oneDNN."""
-    blob_id, blob = b"device id", bytes(range(200))
-    good = cache_module._wrap_engine_blob(blob_id, blob)
-    unwrap = cache_module._unwrap_engine_blob
-    assert unwrap(good, blob_id) == blob
-    assert unwrap(good, b"other id") is None
-    assert unwrap(good + b"\0", blob_id) is None
-    assert unwrap(cache_module._wrap_engine_blob(blob_id, b""), blob_id) is None
-    for cut in range(len(good)):
-        assert unwrap(good[:cut], blob_id) is None, cut
-    for index in range(len(good)):
-        assert unwrap(_flip(good, index), blob_id) is None, index
+def test_engine_blob_checks(cl_device, cl_context, engine):
+    """What make_engine refuses of an engine blob before oneDNN reads it:
+    every cut, every flipped byte of the header and id, a flipped byte of
+    oneDNN's part (the checksum), an appended byte, and a primitive's blob."""
+    oi = dnnl.ocl_interop
+    good = oi.get_engine_cache_blob(engine)
+    id_end = ENGINE_HEADER + len(oi.get_engine_cache_blob_id(cl_device))
+    assert len(good) > id_end + 8
+    bad = [good[:cut] for cut in range(id_end + 9)] + [good[:-1], good + b"\0"]
+    bad += [_flip(good, index) for index in range(id_end + 8)]
+    bad += [_flip(good, len(good) // 2 + id_end // 2), _flip(good, len(good) - 1)]
+    pd = dnnl.softmax_forward.primitive_desc(
+        engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.softmax_accurate,
+        dnnl.memory.desc([2, 8], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab),
+        dnnl.memory.desc([2, 8], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab), 1)
+    bad.append(dnnl.softmax_forward(pd).get_cache_blob())
+    for blob in bad:
+        with pytest.raises(dnnl.invalid_arguments, match="cache_blob"):
+            oi.make_engine(cl_device, cl_context, blob)
+    oi.make_engine(cl_device, cl_context, good)  # and the whole one loads
 
 
 # --------------------------------------------------- processes sharing a directory
@@ -309,8 +319,7 @@ def _worker(role, directory, seconds, barrier, results):
         cache = dnnl.cache.persistent(directory)
         engine = cache.engine(device, context)
         pds = [pd for pd, _ in descriptors(dnnl, engine).values()]
-        files = [(cache.engine_path(device), cache_module._wrap_engine_blob(
-            dnnl.ocl_interop.get_engine_cache_blob_id(device), dnnl.ocl_interop.get_engine_cache_blob(engine)))]
+        files = [(cache.engine_path(device), dnnl.ocl_interop.get_engine_cache_blob(engine))]
         files += [(cache.primitive_path(pd), cache.primitive(pd).get_cache_blob()) for pd in pds]
         start = cache.counts()
         barrier.wait(timeout=300)

@@ -111,7 +111,7 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
 
 void throw_bad_value(arg_state state, const char *param) {
     if (state == arg_state::out_of_range) // no C++ caller can pass one: Python's own
-        throw py::value_error(std::string(param) + " must be an OpenCL handle between 0 "
+        throw_invalid_argument(std::string(param) + " must be an OpenCL handle between 0 "
                                                    "and 2**64-1");
     // What oneDNN's C API answers to a NULL handle (a ValueError too).
     throw_invalid_argument(std::string(param) + " is a NULL handle");

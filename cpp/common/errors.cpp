@@ -4,6 +4,8 @@
 
 #include <pybind11/native_enum.h>
 
+#include "oneapi/dnnl/dnnl_graph.hpp"
+
 namespace py = pybind11;
 
 namespace dnnl_ocl_interop {
@@ -15,19 +17,13 @@ PyObject *error_type = nullptr; // dnnl_ocl_interop.error, alive with the module
 // (nullptr: plain error). Alive with the module.
 std::array<PyObject *, dnnl_invalid_data_type + 1> status_types {};
 
+// The status's name, as dnnl.status names it (members from the headers).
 const char *status_name(dnnl_status_t status) {
     switch (status) {
-        case dnnl_success: return "success";
-        case dnnl_out_of_memory: return "out_of_memory";
-        case dnnl_invalid_arguments: return "invalid_arguments";
-        case dnnl_unimplemented: return "unimplemented";
-        case dnnl_last_impl_reached: return "last_impl_reached";
-        case dnnl_runtime_error: return "runtime_error";
-        case dnnl_not_required: return "not_required";
-        case dnnl_invalid_graph: return "invalid_graph";
-        case dnnl_invalid_graph_op: return "invalid_graph_op";
-        case dnnl_invalid_shape: return "invalid_shape";
-        case dnnl_invalid_data_type: return "invalid_data_type";
+#define VALUE(member) \
+    case static_cast<dnnl_status_t>(dnnl::graph::status::member): return #member;
+#include "onednn_enum_status.inc"
+#undef VALUE
         default: return "unknown_status";
     }
 }
@@ -241,20 +237,16 @@ void throw_chained(dnnl_status_t status, const std::string &message, py::object 
 }
 
 void bind_errors(py::module_ &m) {
-    py::native_enum<dnnl_status_t>(m, "status", "enum.Enum",
-            "Status codes of oneDNN calls, carried by dnnl.error.status.")
-            .value("success", dnnl_success)
-            .value("out_of_memory", dnnl_out_of_memory)
-            .value("invalid_arguments", dnnl_invalid_arguments)
-            .value("unimplemented", dnnl_unimplemented)
-            .value("last_impl_reached", dnnl_last_impl_reached)
-            .value("runtime_error", dnnl_runtime_error)
-            .value("not_required", dnnl_not_required)
-            .value("invalid_graph", dnnl_invalid_graph)
-            .value("invalid_graph_op", dnnl_invalid_graph_op)
-            .value("invalid_shape", dnnl_invalid_shape)
-            .value("invalid_data_type", dnnl_invalid_data_type)
-            .finalize();
+    {
+        // Members from the headers (dnnl::graph::status: dnnl::status's and the
+        // graph API's; core/enums.cpp), as the C status values.
+#define VALUE(member) .value(#member, static_cast<dnnl_status_t>(dnnl::graph::status::member))
+        py::native_enum<dnnl_status_t>(m, "status", "enum.Enum",
+                "Status codes of oneDNN calls, carried by dnnl.error.status.")
+#include "onednn_enum_status.inc"
+                .finalize();
+#undef VALUE
+    }
 
     error_type = PyErr_NewExceptionWithDoc("dnnl_ocl_interop._core.error",
             "A oneDNN call failed, or the binding refused an argument on "
@@ -270,6 +262,13 @@ void bind_errors(py::module_ &m) {
     if (!error_type) throw py::error_already_set();
     m.add_object("error", py::handle(error_type));
     add_status_types(m);
+    // The package's Python modules raise their refusals through this, so a
+    // refusal reads the same whichever side makes it.
+    m.def("_error", [](dnnl_status_t status, const std::string &message) {
+        return make_error(status, message);
+    }, py::arg("status"), py::arg("message"),
+            "The dnnl.error (the status's subclass) the binding raises for `status` "
+            "and `message`, for the package's Python modules to raise.");
 
     py::register_exception_translator([](std::exception_ptr p) {
         try {

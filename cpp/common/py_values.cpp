@@ -18,6 +18,41 @@ bool int_to_pointer(py::handle obj, void *&out) {
     return true;
 }
 
+bool pointer_from(py::handle obj, const char *param, void *&out, py::object *owner) {
+    bool typed = false;
+    py::object value = py::reinterpret_borrow<py::object>(obj);
+    if (!is_int(obj)) {
+        if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) return false;
+        value = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+        if (!value) { // __index__ refused (a NumPy array of several elements): no pointer
+            PyErr_Clear();
+            return false;
+        }
+        typed = true;
+    }
+    if (!int_to_pointer(value, out))
+        throw_invalid_argument(std::string(param) + " must be a pointer (0 to 2**64-1)");
+    if (typed && owner) *owner = py::reinterpret_borrow<py::object>(obj);
+    return true;
+}
+
+void *pointer_arg::get(const char *param) const {
+    void *ptr = nullptr;
+    if (!pointer_from(source, param, ptr)) throw_type_error(param, "an int or typed pointer", source);
+    return ptr;
+}
+
+std::shared_ptr<void> keep_alive(py::object obj) {
+    if (!obj) return nullptr;
+    PyObject *held = obj.release().ptr();
+    return std::shared_ptr<void>(held, [](void *p) {
+        if (!Py_IsInitialized() || interpreter_finalizing()) return; // left to the interpreter
+        PyGILState_STATE state = PyGILState_Ensure();
+        Py_DECREF(static_cast<PyObject *>(p));
+        PyGILState_Release(state);
+    });
+}
+
 std::vector<uint8_t> bytes_arg(py::handle obj, const char *param) {
     if (!PyBytes_Check(obj.ptr()) && !PyByteArray_Check(obj.ptr()))
         throw_type_error(param, "bytes or bytearray", obj);

@@ -23,12 +23,14 @@ void bind_engine(py::module_ &m) {
     py::class_<engine_object> engine(m, "engine",
             "An execution device for oneDNN (dnnl::engine). OpenCL engines come "
             "from dnnl.ocl_interop.make_engine or from engine(kind.gpu, index).");
-    py::native_enum<dnnl::engine::kind>(engine, "kind", "enum.Enum",
-            "Engine kinds: any, cpu, gpu.")
-            .value("any", dnnl::engine::kind::any)
-            .value("cpu", dnnl::engine::kind::cpu)
-            .value("gpu", dnnl::engine::kind::gpu)
-            .finalize();
+    {
+        using E = dnnl::engine::kind; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(engine, "kind", "enum.Enum", "Engine kinds: any, cpu, gpu.")
+#include "onednn_enum_engine_kind.inc"
+                .finalize();
+#undef VALUE
+    }
     engine.def(py::init([](dnnl::engine::kind kind, size_t index) {
         fork_guard::check();
         py::gil_scoped_release release; // queries and may set up the device

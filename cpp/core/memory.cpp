@@ -10,9 +10,12 @@
 #include <pybind11/typing.h>
 #include <pybind11/stl.h>
 
+#include "common/data_types.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "common/py_values.hpp"
 #include "core/objects.hpp"
+#include "ocl_interop/storage_checks.hpp"
 
 namespace py = pybind11;
 using dnnl::memory;
@@ -50,44 +53,11 @@ struct mapped_data {
     }
 };
 
-const char *data_type_name(dt t) {
-    switch (t) {
-        case dt::f16: return "f16";
-        case dt::bf16: return "bf16";
-        case dt::f32: return "f32";
-        case dt::f64: return "f64";
-        case dt::s64: return "s64";
-        case dt::s32: return "s32";
-        case dt::s8: return "s8";
-        case dt::u8: return "u8";
-        case dt::s4: return "s4";
-        case dt::u4: return "u4";
-        case dt::f8_e5m2: return "f8_e5m2";
-        case dt::f8_e4m3: return "f8_e4m3";
-        case dt::f4_e2m1: return "f4_e2m1";
-        case dt::f4_e3m0: return "f4_e3m0";
-        case dt::e8m0: return "e8m0";
-        default: return "undef";
-    }
-}
-
-// The NumPy dtype an element maps to, or None for sub-byte types (shown as
-// raw bytes).
+// The NumPy dtype that stores elements of `t` (the data-type table's), or
+// None for sub-byte types (shown as raw bytes).
 py::object numpy_dtype(dt t) {
-    switch (t) {
-        case dt::f16: return py::dtype("float16");
-        case dt::bf16: return py::dtype("uint16");
-        case dt::f32: return py::dtype("float32");
-        case dt::f64: return py::dtype("float64");
-        case dt::s64: return py::dtype("int64");
-        case dt::s32: return py::dtype("int32");
-        case dt::s8: return py::dtype("int8");
-        case dt::u8:
-        case dt::f8_e5m2:
-        case dt::f8_e4m3:
-        case dt::e8m0: return py::dtype("uint8");
-        default: return py::none();
-    }
+    const data_types::row *r = data_types::find(t);
+    return r && r->numpy ? py::object(py::dtype(r->numpy)) : py::object(py::none());
 }
 
 // A NumPy array over buffer `index` of a mapped host copy: shaped and strided
@@ -121,36 +91,27 @@ py::array mapped_array(const memory::desc &desc, int index, void *ptr, py::handl
 std::vector<uint8_t> host_scalar_bytes(dt t, py::handle value) {
     if (!PyNumber_Check(value.ptr()) || PyUnicode_Check(value.ptr()))
         throw_type_error("value", "a number", value);
+    const data_types::row *r = data_types::find(t);
     if (t == dt::bf16) {
-        float f = value.cast<float>();
-        uint32_t bits;
-        std::memcpy(&bits, &f, sizeof(bits));
-        auto half = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-        if (std::isnan(f)) half = static_cast<uint16_t>((bits >> 16) | 0x40u);
+        uint16_t half = data_types::bf16_from_f32(value.cast<float>());
         return {static_cast<uint8_t>(half & 0xff), static_cast<uint8_t>(half >> 8)};
     }
-    py::object dtype = numpy_dtype(t);
-    // f8 and e8m0 have NumPy dtypes for their bits, not for their values.
-    bool bits_only = t == dt::f8_e5m2 || t == dt::f8_e4m3 || t == dt::e8m0;
-    if (dtype.is_none() || bits_only)
-        throw_invalid_argument(std::string("host scalars of data type ") + data_type_name(t)
+    // Types NumPy stores only as bits (f8, e8m0) have no NumPy value to convert.
+    if (!r || r->holds != data_types::numpy_holds::values)
+        throw_invalid_argument(std::string("host scalars of data type ") + data_types::name(t)
                 + " are not supported");
     // NumPy's conversion: OverflowError for an int out of the type's range.
-    py::array converted = py::module_::import("numpy").attr("asarray")(value, dtype);
+    py::array converted = py::module_::import("numpy").attr("asarray")(value, numpy_dtype(t));
     auto *data = static_cast<const uint8_t *>(converted.data());
     return std::vector<uint8_t>(data, data + converted.itemsize());
 }
 
 py::object host_scalar_value(dt t, const std::vector<uint8_t> &bytes) {
-    if (t == dt::bf16) {
-        uint32_t bits = static_cast<uint32_t>(bytes[0] | (bytes[1] << 8)) << 16;
-        float f;
-        std::memcpy(&f, &bits, sizeof(f));
-        return py::float_(f);
-    }
+    if (t == dt::bf16)
+        return py::float_(data_types::f32_from_bf16(static_cast<uint16_t>(bytes[0] | (bytes[1] << 8))));
     py::object dtype = numpy_dtype(t);
     if (dtype.is_none())
-        throw_invalid_argument(std::string("host scalars of data type ") + data_type_name(t)
+        throw_invalid_argument(std::string("host scalars of data type ") + data_types::name(t)
                 + " are not supported");
     py::bytes raw(reinterpret_cast<const char *>(bytes.data()), bytes.size());
     return py::module_::import("numpy").attr("frombuffer")(raw, dtype)[py::int_(0)].attr("item")();
@@ -161,7 +122,7 @@ std::string desc_repr(const memory::desc &d) {
     os << "<dnnl.memory.desc dims=[";
     auto dims = d.get_dims();
     for (size_t i = 0; i < dims.size(); ++i) os << (i ? ", " : "") << dims[i];
-    os << "] " << data_type_name(d.get_data_type());
+    os << "] " << data_types::name(d.get_data_type());
     if (d.get_format_kind() == memory::format_kind::blocked) {
         os << " strides=[";
         auto strides = d.get_strides();
@@ -176,53 +137,41 @@ std::string desc_repr(const memory::desc &d) {
     return os.str();
 }
 
+// Members from the headers (core/enums.cpp); what a data type is lives in
+// the data-type table (common/data_types.cpp).
 void bind_enums(py::class_<memory_object> &mem) {
-    py::native_enum<dt>(mem, "data_type", "enum.Enum",
-            "Element data types of memory descriptors.")
-            .value("undef", dt::undef)
-            .value("f4_e3m0", dt::f4_e3m0)
-            .value("f4_e2m1", dt::f4_e2m1)
-            .value("e8m0", dt::e8m0)
-            .value("f8_e5m2", dt::f8_e5m2)
-            .value("f8_e4m3", dt::f8_e4m3)
-            .value("f16", dt::f16)
-            .value("bf16", dt::bf16)
-            .value("f32", dt::f32)
-            .value("f64", dt::f64)
-            .value("s64", dt::s64)
-            .value("s32", dt::s32)
-            .value("s8", dt::s8)
-            .value("u8", dt::u8)
-            .value("s4", dt::s4)
-            .value("u4", dt::u4)
-            .finalize();
-
-    py::native_enum<memory::format_kind>(mem, "format_kind", "enum.Enum",
-            "How a descriptor's layout is given: undef, any, blocked, opaque, sparse.")
-            .value("undef", memory::format_kind::undef)
-            .value("any", memory::format_kind::any)
-            .value("blocked", memory::format_kind::blocked)
-            .value("sparse", memory::format_kind::sparse)
-            .value("opaque", memory::format_kind::opaque)
-            .value("host_scalar", memory::format_kind::host_scalar)
-            .finalize();
-
-    py::native_enum<memory::sparse_encoding>(mem, "sparse_encoding", "enum.Enum",
-            "Encodings of sparse descriptors (memory.desc.csr, coo, packed).")
-            .value("undef", memory::sparse_encoding::undef)
-            .value("csr", memory::sparse_encoding::csr)
-            .value("packed", memory::sparse_encoding::packed)
-            .value("coo", memory::sparse_encoding::coo)
-            .finalize();
-
-    // Every value of the headers' memory::format_tag, listed at build time
-    // (third_party/onednn.cmake).
-#define TAG(name) .value(#name, tag::name)
-    py::native_enum<tag>(mem, "format_tag", "enum.Enum",
-            "Named memory layouts (dimension orders and blockings), as in dnnl::memory::format_tag.")
-#include "onednn_format_tags.inc"
-            .finalize();
-#undef TAG
+#define VALUE(member) .value(#member, E::member)
+    {
+        using E = dt;
+        py::native_enum<E>(mem, "data_type", "enum.Enum",
+                "Element data types of memory descriptors.")
+#include "onednn_enum_memory_data_type.inc"
+                .finalize();
+    }
+    {
+        using E = memory::format_kind;
+        py::native_enum<E>(mem, "format_kind", "enum.Enum",
+                "How a descriptor's layout is given: undef, any, blocked, opaque, sparse, "
+                "host_scalar.")
+#include "onednn_enum_format_kind.inc"
+                .finalize();
+    }
+    {
+        using E = memory::sparse_encoding;
+        py::native_enum<E>(mem, "sparse_encoding", "enum.Enum",
+                "Encodings of sparse descriptors (memory.desc.csr, coo, packed).")
+#include "onednn_enum_sparse_encoding.inc"
+                .finalize();
+    }
+    {
+        using E = tag; // some 1,670 layouts and their aliases
+        py::native_enum<E>(mem, "format_tag", "enum.Enum",
+                "Named memory layouts (dimension orders and blockings), as in "
+                "dnnl::memory::format_tag.")
+#include "onednn_enum_format_tag.inc"
+                .finalize();
+    }
+#undef VALUE
 }
 
 // C++ gives an empty handle where allow_empty lets construction fail; Python
@@ -257,7 +206,7 @@ void bind_desc(py::class_<memory_object> &mem) {
         // oneDNN takes them, but data would then lie before the handle.
         for (auto s : strides)
             if (s < 0 && s != DNNL_RUNTIME_DIM_VAL)
-                throw py::value_error("desc(): strides must not be negative");
+                throw_invalid_argument("desc(): strides must not be negative");
         return or_zero(memory::desc(dims, data_type, strides, allow_empty));
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("strides"),
@@ -377,9 +326,10 @@ void bind_memory(py::module_ &m) {
 
     mem.def(py::init([](const memory::desc &desc, const engine_object &engine,
                              py::handle handle) {
-        auto handles = memory_handles_from(handle, desc, engine, /*usm=*/false,
+        auto user = memory_handles_from(handle, desc, engine, /*usm=*/false,
                 /*accept_mem_object=*/true);
-        return memory_object(memory(desc, engine, handles), engine);
+        return memory_object(memory(desc, engine, user.handles), engine, nullptr,
+                std::move(user.owners));
     }),
             py::arg("desc"), py::arg("engine"),
             py::arg("handle") = memory_allocate,
@@ -409,13 +359,33 @@ void bind_memory(py::module_ &m) {
             "lives on no engine and may be passed to any primitive's execute, "
             "e.g. as the scale of primitive_attr.set_host_scale.");
     mem.def_static("data_type_size", &memory::data_type_size, py::arg("data_type"),
-            "Bytes per element of `data_type` (0 for sub-byte types and undef).");
+            "Bytes per element of `data_type`, as oneDNN counts them: 1 for the 4-bit "
+            "types (the byte two of them share), 2**64-1 for undef.");
     mem.def_static("numpy_dtype", [](dt t) -> py::typing::Optional<py::dtype> {
         return py::reinterpret_borrow<py::typing::Optional<py::dtype>>(numpy_dtype(t));
     }, py::arg("data_type"),
             "The NumPy dtype map_data() and dnnl.arrays use for elements of "
             "`data_type` (f16 as float16, bf16 as uint16 bits, f8 and e8m0 as "
             "uint8 bits), or None for sub-byte types (shown as raw bytes).");
+    // The data-type table for the package's Python modules (dnnl.arrays):
+    // (name, in memory.data_type, in logical_tensor.data_type, bits, NumPy
+    // storage dtype name or None, "values" | "bits" | "nothing").
+    py::list table;
+    for (const auto &r : data_types::table()) {
+        const char *holds = r.holds == data_types::numpy_holds::values ? "values"
+                : r.holds == data_types::numpy_holds::bits                ? "bits"
+                                                                          : "nothing";
+        table.append(py::make_tuple(r.name, r.in_memory, r.in_graph, r.bits,
+                r.numpy ? py::object(py::str(r.numpy)) : py::object(py::none()), holds));
+    }
+    m.attr("_data_type_table") = py::tuple(table);
+    m.def("_bf16_from_float32", [](py::array_t<float, py::array::c_style | py::array::forcecast> values) {
+        py::array_t<uint16_t> out(std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+        const float *in = values.data();
+        uint16_t *bits = out.mutable_data();
+        for (py::ssize_t i = 0; i < values.size(); ++i) bits[i] = data_types::bf16_from_f32(in[i]);
+        return out;
+    }, py::arg("values"), "bf16 bits (uint16) of float32 values (dnnl.arrays.bf16_from_float32).");
     mem.def("get_desc", [](const memory_object &m) { return m.desc; },
             "The memory descriptor.");
     mem.def("get_engine", [](const memory_object &m) -> py::typing::Optional<engine_object> {
@@ -435,15 +405,21 @@ void bind_memory(py::module_ &m) {
             throw_invalid_argument("set_data_handle(): host-scalar memory holds its value "
                                    "(set_host_scalar_value)");
         bool mem_object = false;
-        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true, &mem_object);
+        py::object owner;
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true, &mem_object,
+                &owner);
         if (h == DNNL_MEMORY_ALLOCATE)
-            throw py::value_error("set_data_handle() takes a handle or "
+            throw_invalid_argument("set_data_handle() takes a handle or "
                                   "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
         check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index, mem_object);
         m.memory.set_data_handle(h, index);
+        if (m.handle_owners.size() <= static_cast<size_t>(index)) m.handle_owners.resize(index + 1);
+        m.handle_owners[index] = keep_alive(std::move(owner));
     }, py::arg("handle"), py::arg("index") = 0,
             "Point buffer `index` of the memory at other storage of the same "
-            "kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE.");
+            "kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE. "
+            "A typed pointer (dnnl.usm.allocation) is kept alive while the memory "
+            "uses it.");
     mem.def("get_host_scalar_value", [](const memory_object &m) {
         if (!m.host_scalar)
             throw_invalid_argument("get_host_scalar_value(): not host-scalar memory");
@@ -488,12 +464,12 @@ void bind_memory(py::module_ &m) {
             if (py::isinstance<mapped_data>(obj)) {
                 auto &mapping = obj.cast<mapped_data &>();
                 if (mapping.owner.memory.get() != self.memory.get())
-                    throw py::value_error("unmap_data(): view maps another memory");
+                    throw_invalid_argument("unmap_data(): view maps another memory");
                 if (mapping.index != index)
-                    throw py::value_error("unmap_data(): view maps buffer "
+                    throw_invalid_argument("unmap_data(): view maps buffer "
                             + std::to_string(mapping.index) + ", not " + std::to_string(index));
                 if (!mapping.mapped)
-                    throw py::value_error("unmap_data(): already unmapped");
+                    throw_invalid_argument("unmap_data(): already unmapped");
                 mapping.unmap();
                 return;
             }

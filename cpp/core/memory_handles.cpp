@@ -1,28 +1,26 @@
+// Memory handles given from Python (ints, typed pointers, pyopencl memory
+// objects, MEMORY_ALLOCATE / MEMORY_NONE), each checked against the storage
+// it names (ocl_interop/storage_checks).
 #include <algorithm>
-#include <cerrno>
 #include <string>
-
-#include <sys/uio.h>
-#include <unistd.h>
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
-#include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
-#include "oneapi/dnnl/dnnl_ocl.hpp"
-#include "usm/usm_api.hpp"
+#include "ocl_interop/storage_checks.hpp"
 
 namespace py = pybind11;
 
 namespace dnnl_ocl_interop {
 
-void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object, bool *mem_object) {
+void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_object,
+        bool *mem_object, py::object *owner) {
     if (mem_object) *mem_object = false;
+    void *handle = nullptr;
     if (is_int(obj)) { // first: the usual handle, and the cheapest test
-        void *handle = nullptr;
         if (!int_to_pointer(obj, handle))
-            throw py::value_error(std::string(param) + " must be an int between 0 and 2**64-1");
+            throw_invalid_argument(std::string(param) + " must be an int between 0 and 2**64-1");
         return handle;
     }
     if (py::isinstance<special_handle>(obj)) return obj.cast<special_handle &>().value;
@@ -30,147 +28,49 @@ void *memory_handle_from(py::handle obj, const char *param, bool accept_mem_obje
         if (mem_object) *mem_object = true;
         return cl_handles::to_mem(obj, param);
     }
+    if (pointer_from(obj, param, handle, owner)) return handle;
     throw_type_error(param,
-            accept_mem_object ? "an int handle, a pyopencl memory object, "
+            accept_mem_object ? "an int handle or typed pointer, a pyopencl memory object, "
                                 "dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE"
-                              : "an int handle, dnnl.MEMORY_ALLOCATE or dnnl.MEMORY_NONE",
+                              : "an int handle or typed pointer, dnnl.MEMORY_ALLOCATE or "
+                                "dnnl.MEMORY_NONE",
             obj);
 }
 
-std::vector<void *> memory_handles_from(py::handle obj, const dnnl::memory::desc &desc,
+user_handles memory_handles_from(py::handle obj, const dnnl::memory::desc &desc,
         const dnnl::engine &engine, bool usm, bool accept_mem_object) {
-    std::vector<void *> handles;
+    user_handles result;
+    auto add = [&](py::handle item, const std::string &param, int index) {
+        bool mem_object = false;
+        py::object owner;
+        void *handle = memory_handle_from(item, param.c_str(), accept_mem_object, &mem_object, &owner);
+        check_user_handle(desc, engine, usm, handle, index, mem_object);
+        result.handles.push_back(handle);
+        result.owners.push_back(keep_alive(std::move(owner)));
+    };
     if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
         auto items = py::reinterpret_borrow<py::sequence>(obj);
         if (items.size() == 0)
             throw_invalid_argument("handles: the list is empty (give one handle per buffer)");
-        for (size_t i = 0; i < items.size(); ++i) {
-            bool mem_object = false;
-            handles.push_back(memory_handle_from(items[i],
-                    ("handles[" + std::to_string(i) + "]").c_str(), accept_mem_object, &mem_object));
-            check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i), mem_object);
-        }
-        return handles;
+        for (size_t i = 0; i < items.size(); ++i)
+            add(items[i], "handles[" + std::to_string(i) + "]", static_cast<int>(i));
+        return result;
     }
-    bool mem_object = false;
-    void *handle = memory_handle_from(obj, "handle", accept_mem_object, &mem_object);
-    bool special = handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE;
-    handles.assign(special ? std::max(desc.get_num_handles(), 1) : 1, handle);
-    for (size_t i = 0; i < handles.size(); ++i)
-        check_user_handle(desc, engine, usm, handles[i], static_cast<int>(i), mem_object);
-    return handles;
+    add(obj, "handle", 0);
+    void *handle = result.handles[0];
+    // A special handle stands for every buffer of the layout.
+    if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE)
+        for (int i = 1; i < std::max(desc.get_num_handles(), 1); ++i) {
+            result.handles.push_back(handle);
+            result.owners.emplace_back();
+        }
+    return result;
 }
 
 void check_buffer_index(const memory_object &memory, int index) {
     if (index < 0 || index >= memory.num_handles)
         throw_invalid_argument("index " + std::to_string(index) + " is not a buffer of the "
                 "memory (its layout has " + std::to_string(memory.num_handles) + ")");
-}
-
-namespace {
-
-enum class readable { yes, no, unknown };
-
-// The pointer-sized word at `address`, read without faulting: process_vm_readv
-// on this process answers EFAULT for an address that is not mapped.
-readable read_word(const void *address, void *&word) {
-    iovec local {&word, sizeof(word)};
-    iovec remote {const_cast<void *>(address), sizeof(word)};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == static_cast<ssize_t>(sizeof(word))) return readable::yes;
-    return n < 0 && errno == EFAULT ? readable::no : readable::unknown;
-}
-
-// The ICD dispatch table every cl_mem of `context`'s platform starts with.
-void *mem_dispatch_of(cl_context context) {
-    void *dispatch = *reinterpret_cast<void *const *>(context);
-    return dispatch;
-}
-
-// Whether an int handle given as a cl_mem can be one of `context`'s platform:
-// an OpenCL object starts with its platform's dispatch table (the ICD rule),
-// so a USM pointer of another context, host memory or an unmapped address is
-// told apart without handing it to the driver (which would dereference it;
-// the CPU runtime crashes). True when the memory cannot be read back (some
-// sandboxes refuse process_vm_readv): the handle is then taken at its word.
-bool may_be_cl_mem(cl_context context, const void *handle) {
-    void *word = nullptr;
-    switch (read_word(handle, word)) {
-        case readable::no: return false;
-        case readable::unknown: return true;
-        case readable::yes: break;
-    }
-    if (word == mem_dispatch_of(context)) return true;
-    // A platform whose objects of different kinds had different tables:
-    // compare with a real cl_mem of the context.
-    cl_int status = CL_SUCCESS;
-    cl_mem probe = clCreateBuffer(context, CL_MEM_READ_WRITE, 1, nullptr, &status);
-    if (status != CL_SUCCESS || !probe) return true;
-    void *probe_dispatch = *reinterpret_cast<void *const *>(probe);
-    clReleaseMemObject(probe);
-    return word == probe_dispatch;
-}
-
-} // namespace
-
-bool is_usm(const dnnl::memory &memory) {
-    const_dnnl_memory_desc_t md = nullptr;
-    dnnl_format_kind_t kind = dnnl_format_kind_undef;
-    if (dnnl_memory_get_memory_desc(memory.get(), &md) == dnnl_success
-            && dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind) == dnnl_success
-            && kind == dnnl_format_kind_host_scalar)
-        return false; // on no engine
-    if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu) return false;
-    return dnnl::ocl_interop::get_memory_kind(memory)
-            == dnnl::ocl_interop::memory_kind::usm;
-}
-
-void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index, bool known_mem_object) {
-    fork_guard::check(); // every memory creation and set_data_handle starts here
-    if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
-    if (engine.get_kind() != dnnl::engine::kind::gpu) return;
-    cl_context context = dnnl::ocl_interop::get_context(engine);
-    size_t needed = desc.get_size(index);
-    auto needs = [&] { // built for a refusal only: this check runs on every memory creation
-        return (index == 0 ? std::string("the memory descriptor needs ")
-                           : "buffer " + std::to_string(index) + " of the memory descriptor needs ")
-                + std::to_string(needed);
-    };
-    if (usm) {
-        size_t available = usm::bytes_available(context, handle);
-        if (available == 0)
-            throw_invalid_argument("handle is not a USM allocation of the "
-                                   "engine's OpenCL context");
-        if (available < needed)
-            throw_invalid_argument("USM allocation has " + std::to_string(available)
-                    + " bytes from the handle on, but " + needs());
-        return;
-    }
-    // An int handle cannot be validated as a cl_mem without dereferencing it,
-    // but the likeliest mistake, a USM pointer, can be recognized first. A
-    // pyopencl memory object holds a cl_mem by construction.
-    if (!known_mem_object && usm::is_usm_pointer(context, handle))
-        throw_invalid_argument("handle is a USM pointer, not a cl_mem: use "
-                               "memory_kind.usm for USM memory");
-    if (!known_mem_object && !may_be_cl_mem(context, handle))
-        throw_invalid_argument("handle is not a cl_mem of the engine's OpenCL platform "
-                               "(a USM pointer of another context, or a released or "
-                               "wrong handle?)");
-    auto mem = static_cast<cl_mem>(handle);
-    cl_context mem_context = nullptr;
-    size_t size = 0;
-    check_cl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(mem_context),
-                     &mem_context, nullptr),
-            "clGetMemObjectInfo(CL_MEM_CONTEXT)");
-    if (mem_context != context)
-        throw_invalid_argument("cl_mem belongs to another OpenCL context than "
-                               "the engine's");
-    check_cl(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr),
-            "clGetMemObjectInfo(CL_MEM_SIZE)");
-    if (size < needed)
-        throw_invalid_argument("cl_mem has " + std::to_string(size)
-                + " bytes, but " + needs());
 }
 
 } // namespace dnnl_ocl_interop

@@ -36,14 +36,19 @@ struct stream_object {
 struct memory_object {
     // `engine` is empty for host-scalar memory, which lives on no engine.
     // `storage` owns storage the binding allocated for the memory.
-    memory_object(dnnl::memory memory, engine_object engine, std::shared_ptr<void> storage = nullptr)
-        : engine(std::move(engine)), storage(std::move(storage)), memory(std::move(memory)),
+    memory_object(dnnl::memory memory, engine_object engine, std::shared_ptr<void> storage = nullptr,
+            std::vector<std::shared_ptr<void>> handle_owners = {})
+        : engine(std::move(engine)), storage(std::move(storage)),
+          handle_owners(std::move(handle_owners)), memory(std::move(memory)),
           desc(this->memory.get_desc()),
           num_handles(desc.get_num_handles()),
           host_scalar(desc.get_format_kind() == dnnl::memory::format_kind::host_scalar) {}
     engine_object engine;
     // Declared before `memory`: freed after oneDNN's memory object is gone.
     std::shared_ptr<void> storage;
+    // Per buffer, the Python object a typed pointer came from
+    // (dnnl.usm.allocation, ...), kept alive while the memory uses it.
+    std::vector<std::shared_ptr<void>> handle_owners;
     dnnl::memory memory;
     // Fixed for the memory's life; cached for execute().
     dnnl::memory::desc desc;
@@ -60,36 +65,31 @@ inline const special_handle memory_allocate {DNNL_MEMORY_ALLOCATE, "MEMORY_ALLOC
 inline const special_handle memory_none {DNNL_MEMORY_NONE, "MEMORY_NONE"};
 
 // Interprets a memory handle given from Python: dnnl.MEMORY_ALLOCATE,
-// dnnl.MEMORY_NONE, an int, or (when `accept_mem_object`) a pyopencl memory
-// object (then *mem_object, when given, is set). TypeError names `param` for
-// anything else.
+// dnnl.MEMORY_NONE, an int or typed pointer (py_values.hpp's pointer_from:
+// then *owner, when given, is set to the typed pointer's object), or (when
+// `accept_mem_object`) a pyopencl memory object (then *mem_object, when
+// given, is set). TypeError names `param` for anything else.
 void *memory_handle_from(pybind11::handle obj, const char *param, bool accept_mem_object,
-        bool *mem_object = nullptr);
+        bool *mem_object = nullptr, pybind11::object *owner = nullptr);
 
 // The handles of a memory made from Python: a list (one per buffer of the
 // layout, as C++'s std::vector<void *> overloads take), or one handle; a
 // special one (MEMORY_ALLOCATE, MEMORY_NONE) stands for every buffer, as in
 // C++'s memory(desc, engine). Each user handle is checked (check_user_handle).
-std::vector<void *> memory_handles_from(pybind11::handle obj, const dnnl::memory::desc &desc,
+// `owners` gets, per handle, what keeps a typed pointer's object alive.
+struct user_handles {
+    std::vector<void *> handles;
+    std::vector<std::shared_ptr<void>> owners;
+};
+user_handles memory_handles_from(pybind11::handle obj, const dnnl::memory::desc &desc,
         const dnnl::engine &engine, bool usm, bool accept_mem_object);
-
-// Refuses (dnnl.error, invalid_arguments) a user handle that oneDNN would use
-// past its end or in the wrong context: a cl_mem smaller than buffer `index`
-// of `desc` or from another context, a USM pointer not allocated in the
-// engine's context or with fewer bytes left than that buffer needs. Special
-// handles pass. `known_mem_object`: the handle came from a pyopencl memory
-// object, so it is a cl_mem (only its context and size are checked).
-void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index = 0, bool known_mem_object = false);
 
 // Refuses (invalid_arguments) a buffer index outside the memory's layout.
 void check_buffer_index(const memory_object &memory, int index);
 
-// Whether `memory` is USM-based (false for buffers and non-OpenCL engines).
-bool is_usm(const dnnl::memory &memory);
-
 // Registration of the core object families (module.cpp calls them in order).
 void bind_library(pybind11::module_ &m); // core/library.cpp
+void bind_enums(pybind11::module_ &m);   // core/enums.cpp
 void bind_engine(pybind11::module_ &m);  // core/engine.cpp
 void bind_stream(pybind11::module_ &m);  // core/stream.cpp
 void bind_memory(pybind11::module_ &m);  // core/memory.cpp

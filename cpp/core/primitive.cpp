@@ -7,9 +7,12 @@
 
 #include <pybind11/stl.h>
 
+#include "common/cache_blobs.hpp"
 #include "common/errors.hpp"
+#include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
 #include "core/primitive_objects.hpp"
+#include "ocl_interop/storage_checks.hpp"
 
 namespace py = pybind11;
 
@@ -190,23 +193,7 @@ primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive prim
 }
 
 // ---------------------------------------------------------------- cache blobs
-//
-// oneDNN reads a cache blob's kernel sizes and binaries without bounds checks,
-// and cannot tell whether a blob is the descriptor's: another matmul's kernels
-// have the same names, and would run out of bounds of this one's memory. So
-// the blob Python sees is oneDNN's behind a header that names the descriptor
-// (its cache blob id) and checksums oneDNN's bytes, all checked before oneDNN
-// reads them:
-//   magic (8 bytes) | id size (u64) | id | FNV-1a of oneDNN's blob (u64) | oneDNN's blob
-// The checksum catches damage, not forgery.
-
-constexpr char blob_magic[8] = {'d', 'n', 'n', 'l', 'p', 'c', 'b', '1'};
-
-uint64_t fnv1a(const uint8_t *data, size_t size) {
-    uint64_t hash = 14695981039346656037ULL;
-    for (size_t i = 0; i < size; ++i) hash = (hash ^ data[i]) * 1099511628211ULL;
-    return hash;
-}
+// (framed and checked by common/cache_blobs)
 
 // dnnl::primitive_desc_base::get_cache_blob_id(), for a primitive's own
 // descriptor as well (which is not a primitive_desc_base).
@@ -225,54 +212,15 @@ std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
     return std::vector<uint8_t>(id, id + size);
 }
 
-void append_u64(std::vector<uint8_t> &out, uint64_t value) {
-    const auto *bytes = reinterpret_cast<const uint8_t *>(&value);
-    out.insert(out.end(), bytes, bytes + sizeof(value));
-}
-
-std::vector<uint8_t> wrap_blob(const std::vector<uint8_t> &id, const std::vector<uint8_t> &onednn) {
-    std::vector<uint8_t> out(blob_magic, blob_magic + sizeof(blob_magic));
-    out.reserve(sizeof(blob_magic) + 16 + id.size() + onednn.size());
-    append_u64(out, id.size());
-    out.insert(out.end(), id.begin(), id.end());
-    append_u64(out, fnv1a(onednn.data(), onednn.size()));
-    out.insert(out.end(), onednn.begin(), onednn.end());
-    return out;
-}
-
-// Where oneDNN's blob starts in `blob`, once the header has been checked
-// against `id`; dnnl.error (invalid_arguments) naming what is wrong otherwise.
-size_t checked_payload(const std::vector<uint8_t> &blob, const std::vector<uint8_t> &id) {
-    size_t pos = 0;
-    auto read_u64 = [&](uint64_t &value) {
-        if (blob.size() - pos < sizeof(value))
-            throw_invalid_argument("cache_blob is truncated (" + std::to_string(blob.size())
-                    + " bytes)");
-        std::memcpy(&value, blob.data() + pos, sizeof(value));
-        pos += sizeof(value);
-    };
-    if (blob.size() < sizeof(blob_magic)
-            || std::memcmp(blob.data(), blob_magic, sizeof(blob_magic)) != 0)
-        throw_invalid_argument("cache_blob is not a primitive cache blob (one comes from "
-                               "primitive.get_cache_blob())");
-    pos = sizeof(blob_magic);
-    uint64_t id_size = 0, checksum = 0;
-    read_u64(id_size);
-    if (id_size > blob.size() - pos)
-        throw_invalid_argument("cache_blob is truncated (" + std::to_string(blob.size()) + " bytes)");
-    bool same_id = id_size == id.size() && std::memcmp(blob.data() + pos, id.data(), id.size()) == 0;
-    pos += id_size;
-    read_u64(checksum);
-    if (!same_id)
-        throw_invalid_argument("cache_blob belongs to another primitive descriptor, device or "
-                               "oneDNN version (its id is not this descriptor's "
-                               "get_cache_blob_id())");
-    if (fnv1a(blob.data() + pos, blob.size() - pos) != checksum)
-        throw_invalid_argument("cache_blob is damaged (its checksum does not match)");
-    return pos;
-}
-
 } // namespace
+
+dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
+        const std::string &why_wrong) {
+    std::string why = why_wrong.empty() ? workarounds::known_wrong(pd) : why_wrong;
+    if (why.empty()) return pd;
+    if (allow_empty) return dnnl::primitive_desc_base();
+    throw status_error(dnnl_unimplemented, why);
+}
 
 const argument_checks &primitive_object::checks() const {
     if (!checks_) {
@@ -281,7 +229,7 @@ const argument_checks &primitive_object::checks() const {
                 const_cast<dnnl_primitive_desc_t>(primitive.get_primitive_desc()), /*weak=*/true);
         auto checks = std::make_shared<argument_checks>();
         checks->args = expected_args(pd, quantization_args);
-        checks->copies_within_one_memory_kind = std::strcmp(pd.impl_info_str(), "gpu:direct_copy") == 0;
+        checks->copies_within_one_memory_kind = workarounds::copies_within_one_memory_kind(pd);
         checks_ = std::move(checks);
     }
     return *checks_;
@@ -318,18 +266,17 @@ primitive_object make_primitive(const primitive_desc_object &pd) {
 primitive_object make_primitive(const primitive_desc_object &pd, const optional_bytes &cache_blob) {
     fork_guard::check();
     if (cache_blob.is_none()) return make_primitive(pd);
-    std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
-    size_t payload = checked_payload(blob, cache_blob_id(pd.pd.get()));
+    std::vector<uint8_t> blob = cache_blobs::unframe(cache_blobs::kind::primitive,
+            bytes_arg(cache_blob, "cache_blob"), cache_blob_id(pd.pd.get()));
     dnnl_primitive_t created = nullptr;
     dnnl_status_t status;
     {
         py::gil_scoped_release release; // builds the kernels' programs from their binaries
         // A primitive without kernels has an empty blob, which oneDNN
         // refuses: there is nothing to load, so it is made as without one.
-        status = payload == blob.size()
-                ? dnnl_primitive_create(&created, pd.pd.get())
-                : dnnl_primitive_create_from_cache_blob(&created, pd.pd.get(),
-                        blob.size() - payload, blob.data() + payload);
+        status = blob.empty() ? dnnl_primitive_create(&created, pd.pd.get())
+                              : dnnl_primitive_create_from_cache_blob(&created, pd.pd.get(),
+                                      blob.size(), blob.data());
     }
     dnnl::error::wrap_c_api(status, "could not create a primitive from a cache blob");
     return with_args(pd, dnnl::primitive(created));
@@ -352,7 +299,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
         int overflow = 0;
         long long key_value = PyLong_AsLongLongAndOverflow(key, &overflow);
         if (overflow || key_value < INT_MIN || key_value > INT_MAX)
-            throw py::value_error("args key " + std::string(py::str(key)) + " is not an ARG_* value");
+            throw_invalid_argument("args key " + std::string(py::str(key)) + " is not an ARG_* value");
         int arg = static_cast<int>(key_value);
         py::detail::make_caster<memory_object> caster;
         if (!caster.load(value, /*convert=*/false))
@@ -410,7 +357,8 @@ std::vector<dnnl_exec_arg_t> execution_args(
         if (from && to && is_usm(from->memory) != is_usm(to->memory))
             throw status_error(dnnl_unimplemented,
                     "reorder: oneDNN chose gpu:direct_copy, which does not copy between "
-                    "buffer and USM memory (oneDNN 3.13); use memory of one kind on both "
+                    "buffer and USM memory (known problem reorder-direct-copy-memory-kinds); "
+                    "use memory of one kind on both "
                     "sides, or dnnl.usm.memcpy");
     }
     if (converted.size() != checks.args.size()) // each given one is expected and keys are unique
@@ -581,7 +529,8 @@ void bind_primitive_base(py::module_ &m) {
         std::vector<uint8_t> blob;
         {
             py::gil_scoped_release release; // oneDNN reads the kernels' binaries back
-            blob = wrap_blob(cache_blob_id(p.primitive.get_primitive_desc()),
+            blob = cache_blobs::frame(cache_blobs::kind::primitive,
+                    cache_blob_id(p.primitive.get_primitive_desc()),
                     p.primitive.get_cache_blob());
         }
         return to_bytes(blob);

@@ -12,7 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
 #include "common/py_values.hpp"
@@ -57,8 +56,9 @@ struct expected_arg {
 // What execute() checks of a primitive's arguments.
 struct argument_checks {
     std::vector<expected_arg> args;
-    // oneDNN 3.13's "gpu:direct_copy" reorder copies nothing between buffer
-    // and USM memory (and reports success): such executions are refused.
+    // The reorder copies nothing between buffer and USM memory (known problem
+    // reorder-direct-copy-memory-kinds, common/workarounds): such executions
+    // are refused.
     bool copies_within_one_memory_kind = false;
 };
 
@@ -79,6 +79,13 @@ struct primitive_object {
 private:
     mutable std::shared_ptr<const argument_checks> checks_;
 };
+
+// `pd`; or, where oneDNN's chosen implementation is known to compute wrong
+// results for it (common/workarounds), the empty descriptor with
+// `allow_empty` and dnnl.unimplemented naming the problem otherwise. Every
+// descriptor constructor passes its result through this.
+dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
+        const std::string &why_wrong = std::string());
 
 // Builds a primitive and the list of arguments it expects.
 primitive_object make_primitive(const primitive_desc_object &pd);
@@ -104,10 +111,6 @@ std::vector<dnnl_exec_arg_t> execution_args(
 
 // primitive.execute(stream, args): checks, then submits (GIL kept).
 void execute_primitive(const primitive_object &p, const stream_object &stream, pybind11::handle args);
-
-// Refuses `events` of another context than `engine`'s (dnnl.error), which
-// the queue would otherwise be handed (ocl_interop/execute.cpp).
-void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
 
 // "ARG_SRC" and the like, for messages.
 std::string arg_name(int arg);

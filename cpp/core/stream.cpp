@@ -6,16 +6,20 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
+#include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
 #include "core/objects.hpp"
-#include "oneapi/dnnl/dnnl_ocl.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 
 namespace py = pybind11;
 
 // oneDNN declares its profiling API only when built with
 // ONEDNN_EXPERIMENTAL_PROFILING, but exports it in every build (benchdnn
 // declares it the same way).
-#ifndef DNNL_EXPERIMENTAL_PROFILING
+#ifdef DNNL_EXPERIMENTAL_PROFILING
+using c_profiling_data_kind = dnnl_profiling_data_kind_t;
+#else
+using c_profiling_data_kind = int;
 extern "C" dnnl_status_t dnnl_reset_profiling(dnnl_stream_t stream);
 extern "C" dnnl_status_t dnnl_query_profiling_data(
         dnnl_stream_t stream, int data_kind, int *num_entries, uint64_t *data);
@@ -36,10 +40,7 @@ void check_profiling(dnnl_status_t status, const stream_object &s, const char *w
     if (status != dnnl_invalid_arguments) dnnl::error::wrap_c_api(status, what);
     std::string why = "the stream was not made with stream.flags.profiling";
 #ifndef DNNL_EXPERIMENTAL_PROFILING
-    cl_command_queue_properties props = 0;
-    clGetCommandQueueInfo(dnnl::ocl_interop::get_command_queue(s.stream), CL_QUEUE_PROPERTIES,
-            sizeof(props), &props, nullptr);
-    if (props & CL_QUEUE_PROFILING_ENABLE)
+    if (queue_profiles(s.stream))
         why += " (this oneDNN was built without ONEDNN_EXPERIMENTAL_PROFILING, so a queue's "
                "CL_QUEUE_PROFILING_ENABLE does not make a stream on it profile; profile on "
                "dnnl.stream(engine, stream.flags.profiling), whose queue "
@@ -56,25 +57,26 @@ void bind_stream(py::module_ &m) {
     py::class_<stream_object> stream(m, "stream",
             "An execution queue on an engine (dnnl::stream). OpenCL streams on "
             "a user queue come from dnnl.ocl_interop.make_stream.");
-    py::native_enum<dnnl::stream::flags>(stream, "flags", "enum.IntFlag",
-            "Stream flags, combinable with |: in_order, out_of_order, default_flags, profiling.")
-            .value("in_order", dnnl::stream::flags::in_order)
-            .value("out_of_order", dnnl::stream::flags::out_of_order)
-            .value("default_flags", dnnl::stream::flags::default_flags)
-            // dnnl_stream_profiling (0x4) is missing from dnnl.hpp's enum
-            // unless oneDNN has experimental profiling; the C API takes it.
-            .value("profiling", static_cast<dnnl::stream::flags>(0x4U))
-            .finalize();
+    {
+        using E = dnnl::stream::flags; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(stream, "flags", "enum.IntFlag",
+                "Stream flags, combinable with |: in_order, out_of_order, default_flags, "
+                "profiling.")
+#include "onednn_enum_stream_flags.inc"
+#ifndef DNNL_EXPERIMENTAL_PROFILING
+                // Without experimental profiling the headers leave out
+                // dnnl_stream_profiling (0x4); the C API takes it all the same.
+                .value("profiling", static_cast<E>(0x4U))
+#endif
+                .finalize();
+#undef VALUE
+    }
     stream.def(py::init([](const engine_object &engine, dnnl::stream::flags flags) {
         fork_guard::check();
         py::gil_scoped_release release;
-        unsigned bits = static_cast<unsigned>(flags);
+        unsigned bits = workarounds::stream_flags(static_cast<unsigned>(flags));
         bool out_of_order = bits & dnnl_stream_out_of_order;
-        // Without an order flag (stream.flags.profiling alone) oneDNN makes
-        // an in-order queue but does not mark the stream in-order, and its
-        // ocl_interop execute then crashes fetching an out-of-order event
-        // (oneDNN 3.13): say in-order, which is what the stream is.
-        if (!out_of_order) bits |= dnnl_stream_in_order;
         return stream_object {engine,
                 dnnl::stream(engine, static_cast<dnnl::stream::flags>(bits)), out_of_order};
     }),
@@ -114,10 +116,10 @@ void bind_stream(py::module_ &m) {
             status = dnnl_stream_wait(s.stream.get());
             int n = 0;
             if (status == dnnl_success)
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n, nullptr);
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<c_profiling_data_kind>(kind), &n, nullptr);
             if (status == dnnl_success && n > 0) {
                 data.assign(n, 0);
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n,
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<c_profiling_data_kind>(kind), &n,
                         data.data());
             }
         }

@@ -42,7 +42,8 @@
 //    reads as the CPU device's, each presents a whole 512-EU Xe-HP tile, and
 //    clRetainDevice/clReleaseDevice do nothing on them, as on root devices.
 //    With N == 1 (the default) none of this is installed.
-//  * Call counting (DNNL_OCL_INTEROP_COUNT_CL_CALLS=/path/file.json): every
+//  * Call counting (DNNL_OCL_INTEROP_COUNT_CL_CALLS=/path/file.json; builds
+//    with the CMake option DNNL_OCL_INTEROP_TEST_HOOKS only): every
 //    call an application makes through the loader into this layer (all 149
 //    entries of the dispatch table, and the Intel USM extension functions
 //    handed out by clGetExtensionFunctionAddress[ForPlatform]) is counted,
@@ -651,7 +652,10 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
 // counted by handing out counting wrappers from
 // clGetExtensionFunctionAddress[ForPlatform]. At exit the counts go to the
 // file as JSON (a "%p" in the path becomes the process id). Without the
-// variable none of this is installed.
+// variable none of this is installed. Built only with the CMake option
+// DNNL_OCL_INTEROP_TEST_HOOKS (a development tool, not part of released
+// wheels); without it the variable is reported as having no effect.
+#ifdef DNNL_OCL_INTEROP_TEST_HOOKS
 namespace counting {
 
 constexpr char variable[] = "DNNL_OCL_INTEROP_COUNT_CL_CALLS";
@@ -1088,6 +1092,18 @@ const cl_icd_dispatch *table_for(const cl_icd_dispatch *target_dispatch) {
 }
 
 } // namespace counting
+#else
+namespace counting {
+void read_variable() {
+    const char *value = std::getenv("DNNL_OCL_INTEROP_COUNT_CL_CALLS");
+    if (value && *value)
+        std::fprintf(stderr,
+                "dnnl_ocl_interop emulation layer: DNNL_OCL_INTEROP_COUNT_CL_CALLS has no effect: "
+                "this build has no call counting (CMake option DNNL_OCL_INTEROP_TEST_HOOKS)\n");
+}
+const cl_icd_dispatch *table_for(const cl_icd_dispatch *) { return &layer; }
+} // namespace counting
+#endif
 
 void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) {
     std::memset(&target, 0, sizeof(target));

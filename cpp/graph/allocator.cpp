@@ -45,15 +45,6 @@ std::mutex slots_mutex;
 
 thread_local call_scope *current_scope = nullptr;
 
-// Callbacks during interpreter shutdown must not touch Python.
-bool interpreter_finalizing() {
-#if PY_VERSION_HEX >= 0x030D0000
-    return Py_IsFinalizing();
-#else
-    return _Py_IsFinalizing();
-#endif
-}
-
 // KeyboardInterrupt, SystemExit, GeneratorExit: not failures to wrap, but the
 // program stopping; they leave the API call as they are.
 bool is_interrupt(py::handle exc) {

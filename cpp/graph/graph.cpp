@@ -9,6 +9,7 @@
 #include <pybind11/native_enum.h>
 #include <pybind11/stl.h>
 
+#include "common/data_types.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
 #include "graph/allocator.hpp"
@@ -27,36 +28,31 @@ void bind_logical_tensor(py::module_ &m) {
     py::class_<lt> cls(m, "logical_tensor",
             "Metadata of a tensor in a graph (dnnl::graph::logical_tensor): id, "
             "data type, dims and layout. Values, not handles: copies are equal.");
-    py::native_enum<lt::data_type>(cls, "data_type", "enum.Enum",
-            "Element data types of logical tensors.")
-            .value("undef", lt::data_type::undef)
-            .value("f16", lt::data_type::f16)
-            .value("bf16", lt::data_type::bf16)
-            .value("f32", lt::data_type::f32)
-            .value("s32", lt::data_type::s32)
-            .value("s8", lt::data_type::s8)
-            .value("u8", lt::data_type::u8)
-            .value("boolean", lt::data_type::boolean)
-            .value("f8_e5m2", lt::data_type::f8_e5m2)
-            .value("f8_e4m3", lt::data_type::f8_e4m3)
-            .value("s4", lt::data_type::s4)
-            .value("u4", lt::data_type::u4)
-            .value("s64", lt::data_type::s64)
-            .finalize();
-    py::native_enum<lt::layout_type>(cls, "layout_type", "enum.Enum",
-            "Layout kinds of logical tensors: undef, any, strided, opaque.")
-            .value("undef", lt::layout_type::undef)
-            .value("any", lt::layout_type::any)
-            .value("strided", lt::layout_type::strided)
-            .value("opaque", lt::layout_type::opaque)
-            .finalize();
-    py::native_enum<lt::property_type>(cls, "property_type", "enum.Enum",
-            "Whether a tensor's data changes between executions: undef, variable, constant, host_scalar.")
-            .value("undef", lt::property_type::undef)
-            .value("variable", lt::property_type::variable)
-            .value("constant", lt::property_type::constant)
-            .value("host_scalar", lt::property_type::host_scalar)
-            .finalize();
+    // Members from the headers (core/enums.cpp); what a data type is lives
+    // in the data-type table (common/data_types.cpp).
+#define VALUE(member) .value(#member, E::member)
+    {
+        using E = lt::data_type;
+        py::native_enum<E>(cls, "data_type", "enum.Enum", "Element data types of logical tensors.")
+#include "onednn_enum_graph_data_type.inc"
+                .finalize();
+    }
+    {
+        using E = lt::layout_type;
+        py::native_enum<E>(cls, "layout_type", "enum.Enum",
+                "Layout kinds of logical tensors: undef, any, strided, opaque.")
+#include "onednn_enum_layout_type.inc"
+                .finalize();
+    }
+    {
+        using E = lt::property_type;
+        py::native_enum<E>(cls, "property_type", "enum.Enum",
+                "Whether a tensor's data changes between executions: undef, variable, "
+                "constant, host_scalar.")
+#include "onednn_enum_property_type.inc"
+                .finalize();
+    }
+#undef VALUE
     using dims = lt::dims;
     auto ptype = py::arg_v("property_type", lt::property_type::undef, "logical_tensor.property_type.undef");
     cls.def(py::init<size_t, lt::data_type, lt::layout_type>(), py::arg("tid"),
@@ -106,7 +102,7 @@ void set_attr_checked(g::op &op, g::op::attr name, py::handle value) {
     try {
         set_attr(op, name, value);
     } catch (const py::cast_error &) {
-        throw py::value_error("set_attr(): value out of range for its C type (s64 or f32)");
+        throw_invalid_argument("set_attr(): value out of range for its C type (s64 or f32)");
     }
 }
 
@@ -139,49 +135,20 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
 void bind_op(py::module_ &m) {
     py::class_<g::op> cls(m, "op", "An operation of a graph (dnnl::graph::op).");
     using k = g::op::kind;
-#define KIND(name) .value(#name, k::name)
-    py::native_enum<k>(cls, "kind", "enum.Enum",
-            "Op kinds of the graph API (MatMul, SoftMax, ...).")
-            KIND(Abs) KIND(AbsBackward) KIND(Add) KIND(AvgPool) KIND(AvgPoolBackward)
-            KIND(BatchNormForwardTraining) KIND(BatchNormInference)
-            KIND(BatchNormTrainingBackward) KIND(BiasAdd) KIND(BiasAddBackward)
-            KIND(Clamp) KIND(ClampBackward) KIND(Concat) KIND(Convolution)
-            KIND(ConvolutionBackwardData) KIND(ConvolutionBackwardWeights)
-            KIND(ConvTranspose) KIND(ConvTransposeBackwardData) KIND(Dequantize)
-            KIND(Divide) KIND(DynamicDequantize) KIND(DynamicQuantize) KIND(Elu)
-            KIND(EluBackward) KIND(End) KIND(Exp) KIND(GELU) KIND(GELUBackward)
-            KIND(GroupNorm) KIND(HardSigmoid) KIND(HardSigmoidBackward) KIND(HardSwish)
-            KIND(HardSwishBackward) KIND(Interpolate) KIND(InterpolateBackward)
-            KIND(LayerNorm) KIND(LayerNormBackward) KIND(LeakyReLU) KIND(Log)
-            KIND(LogSoftmax) KIND(LogSoftmaxBackward) KIND(MatMul) KIND(Maximum)
-            KIND(MaxPool) KIND(MaxPoolBackward) KIND(Minimum) KIND(Mish)
-            KIND(MishBackward) KIND(Multiply) KIND(Pow) KIND(PReLU) KIND(PReLUBackward)
-            KIND(Quantize) KIND(Reciprocal) KIND(ReduceL1) KIND(ReduceL2) KIND(ReduceMax)
-            KIND(ReduceMean) KIND(ReduceMin) KIND(ReduceProd) KIND(ReduceSum) KIND(ReLU)
-            KIND(ReLUBackward) KIND(Reorder) KIND(Round) KIND(RMSNorm) KIND(Select)
-            KIND(Sigmoid) KIND(SigmoidBackward) KIND(SoftMax) KIND(SoftMaxBackward)
-            KIND(SoftPlus) KIND(SoftPlusBackward) KIND(Sqrt) KIND(SqrtBackward)
-            KIND(Square) KIND(SquaredDifference) KIND(StaticReshape) KIND(StaticTranspose)
-            KIND(Subtract) KIND(Tanh) KIND(TanhBackward) KIND(TypeCast) KIND(Wildcard)
-            KIND(GenIndex) KIND(GreaterEqual) KIND(Dropout) KIND(ConvTransposeBackwardWeights)
-            .finalize();
-#undef KIND
-    using a = g::op::attr;
-#define ATTR(name) .value(#name, a::name)
-    py::native_enum<a>(cls, "attr", "enum.Enum",
-            "Op attribute names, for op.set_attr.")
-            ATTR(undef) ATTR(alpha) ATTR(beta) ATTR(epsilon) ATTR(max) ATTR(min)
-            ATTR(momentum) ATTR(scales) ATTR(axis) ATTR(begin_norm_axis) ATTR(groups)
-            ATTR(axes) ATTR(dilations) ATTR(dst_shape) ATTR(kernel) ATTR(order)
-            ATTR(output_padding) ATTR(pads_begin) ATTR(pads_end) ATTR(shape) ATTR(sizes)
-            ATTR(src_shape) ATTR(strides) ATTR(weights_shape) ATTR(zps) ATTR(group_shape)
-            ATTR(exclude_pad) ATTR(keep_dims) ATTR(keep_stats) ATTR(per_channel_broadcast)
-            ATTR(special_zero) ATTR(transpose_a) ATTR(transpose_b) ATTR(use_affine)
-            ATTR(use_dst) ATTR(auto_broadcast) ATTR(auto_pad) ATTR(data_format) ATTR(mode)
-            ATTR(qtype) ATTR(rounding_type) ATTR(weights_format) ATTR(accumulation_mode)
-            ATTR(coordinate_transformation_mode)
-            .finalize();
-#undef ATTR
+    {
+        using E = k; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(cls, "kind", "enum.Enum", "Op kinds of the graph API (MatMul, SoftMax, ...).")
+#include "onednn_enum_op_kind.inc"
+                .finalize();
+    }
+    {
+        using E = g::op::attr;
+        py::native_enum<E>(cls, "attr", "enum.Enum", "Op attribute names, for op.set_attr.")
+#include "onednn_enum_op_attr.inc"
+                .finalize();
+#undef VALUE
+    }
     cls.def(py::init<size_t, k, const std::string &>(), py::arg("id"), py::arg("kind"),
             py::arg("verbose_name") = "");
     cls.def(py::init<size_t, k, const std::vector<lt> &, const std::vector<lt> &,
@@ -202,11 +169,15 @@ void bind_op(py::module_ &m) {
 }
 
 void bind_graph_and_partition(py::module_ &m) {
-    py::native_enum<g::partition::policy>(m, "partition_policy", "enum.Enum",
-            "How get_partitions() groups ops: fusion or debug (one op per partition).")
-            .value("fusion", g::partition::policy::fusion)
-            .value("debug", g::partition::policy::debug)
-            .finalize();
+    {
+        using E = g::partition::policy; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(m, "partition_policy", "enum.Enum",
+                "How get_partitions() groups ops: fusion or debug (one op per partition).")
+#include "onednn_enum_partition_policy.inc"
+                .finalize();
+#undef VALUE
+    }
 
     py::class_<g::partition> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
@@ -265,26 +236,6 @@ void bind_graph_and_partition(py::module_ &m) {
     }, "(fpmath_mode, apply_to_int)");
 }
 
-// Bits of one element of `dt` (0 when unknown).
-size_t element_bits(lt::data_type dt) {
-    using t = lt::data_type;
-    switch (dt) {
-        case t::s4:
-        case t::u4: return 4;
-        case t::s8:
-        case t::u8:
-        case t::boolean:
-        case t::f8_e5m2:
-        case t::f8_e4m3: return 8;
-        case t::f16:
-        case t::bf16: return 16;
-        case t::f32:
-        case t::s32: return 32;
-        case t::s64: return 64;
-        default: return 0;
-    }
-}
-
 bool is_host_scalar(const lt &desc) {
     return desc.get_property_type() == lt::property_type::host_scalar;
 }
@@ -296,7 +247,7 @@ bool is_host_scalar(const lt &desc) {
 // Other layouts (opaque, any, unknown dims): get_mem_size().
 size_t addressed_bytes(const lt &desc) {
     if (desc.get_layout_type() != lt::layout_type::strided) return desc.get_mem_size();
-    size_t bits = element_bits(desc.get_data_type());
+    size_t bits = data_types::bits(desc.get_data_type());
     lt::dims dims, strides;
     try {
         dims = desc.get_dims();
@@ -357,7 +308,7 @@ scalar_value scalar_from(const lt &desc, py::handle value) {
                     value);
         double d = py::float_(py::reinterpret_borrow<py::object>(value));
         if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max())
-            throw py::value_error("make_scalar_tensor(): scalar " + std::string(py::repr(value))
+            throw_invalid_argument("make_scalar_tensor(): scalar " + std::string(py::repr(value))
                     + " is out of range for f32");
         v.f32 = static_cast<float>(d);
     } else if (dt == lt::data_type::s32 || dt == lt::data_type::s64) {
@@ -370,7 +321,7 @@ scalar_value scalar_from(const lt &desc, py::handle value) {
         long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
         bool s32 = dt == lt::data_type::s32;
         if (overflow || (s32 && (x < INT32_MIN || x > INT32_MAX)))
-            throw py::value_error("make_scalar_tensor(): scalar " + std::string(py::repr(i))
+            throw_invalid_argument("make_scalar_tensor(): scalar " + std::string(py::repr(i))
                     + " is out of range for " + (s32 ? "s32" : "s64"));
         if (s32) v.s32 = static_cast<int32_t>(x);
         else v.s64 = static_cast<int64_t>(x);
@@ -387,7 +338,8 @@ void bind_tensor(py::module_ &m) {
             "Data for a logical tensor on an engine (dnnl::graph::tensor), or a "
             "host scalar (make_scalar_tensor).");
     cls.def(py::init([](const lt &desc, const engine_object &engine, py::handle handle) {
-        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false);
+        py::object owner;
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false, nullptr, &owner);
         if (is_host_scalar(desc))
             throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
                                    "tensor with tensor.make_scalar_tensor, not on an engine");
@@ -396,11 +348,12 @@ void bind_tensor(py::module_ &m) {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
                                              : g::tensor(desc, engine, h);
         });
-        return tensor_object(t, engine);
+        return tensor_object(t, engine, keep_alive(std::move(owner)));
     }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle") = memory_allocate,
             "`handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator "
             "provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a "
-            "USM pointer (int) of the engine's context with room, from the "
+            "USM pointer of the engine's context (an int, or a typed pointer such as "
+            "dnnl.usm.allocation, which the tensor keeps alive) with room, from the "
             "pointer on, for every element the logical tensor addresses (for "
             "strided layouts the furthest element, so a view into a larger "
             "allocation is taken). oneDNN does not free a user pointer.");
@@ -421,13 +374,15 @@ void bind_tensor(py::module_ &m) {
         return reinterpret_cast<uintptr_t>(t.tensor.get_data_handle());
     }, "The tensor's USM pointer (int; 0 when it has none, and for host scalars).");
     cls.def("set_data_handle", [](tensor_object &t, py::handle handle) {
-        void *h = memory_handle_from(handle, "handle", false);
+        py::object owner;
+        void *h = memory_handle_from(handle, "handle", false, nullptr, &owner);
         if (h == DNNL_MEMORY_ALLOCATE)
-            throw py::value_error("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
+            throw_invalid_argument("set_data_handle() takes a USM pointer or dnnl.MEMORY_NONE");
         if (is_host_scalar(t.logical))
             throw_invalid_argument("set_data_handle(): a host-scalar tensor has no data handle");
         check_tensor_storage(t.logical, t.engine, h);
         t.tensor.set_data_handle(h);
+        t.handle_owner = keep_alive(std::move(owner));
     }, py::arg("handle"), "Point the tensor at a USM pointer of its engine's context "
                           "(checked to hold what the logical tensor addresses) or "
                           "dnnl.MEMORY_NONE.");
@@ -592,13 +547,16 @@ void bind_graph(py::module_ &m) {
             "A compiled partition, ready to execute (dnnl::graph::compiled_partition).");
     bind_graph_and_partition(m);
     bind_tensor(m);
-    py::native_enum<g::graph_dump_mode>(m, "graph_dump_mode", "enum.IntFlag",
-            "What set_dump_mode() has oneDNN write, combinable with |: none, "
-            "subgraph (each partition, as compiled), graph (the graph, when partitioned).")
-            .value("none", g::graph_dump_mode::none)
-            .value("subgraph", g::graph_dump_mode::subgraph)
-            .value("graph", g::graph_dump_mode::graph)
-            .finalize();
+    {
+        using E = g::graph_dump_mode; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(m, "graph_dump_mode", "enum.IntFlag",
+                "What set_dump_mode() has oneDNN write, combinable with |: none, "
+                "subgraph (each partition, as compiled), graph (the graph, when partitioned).")
+#include "onednn_enum_graph_dump_mode.inc"
+                .finalize();
+#undef VALUE
+    }
     m.def("set_dump_mode", [](g::graph_dump_mode modes) {
         auto status = static_cast<dnnl_status_t>(g::set_dump_mode(modes));
         if (status != dnnl_success)

@@ -2,6 +2,7 @@
 // shared by compiled_partition.execute and graph.ocl_interop.execute.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include <CL/cl.h>
@@ -13,10 +14,13 @@
 namespace dnnl_ocl_interop {
 
 struct tensor_object {
-    tensor_object(dnnl::graph::tensor tensor, engine_object engine)
-        : engine(std::move(engine)), tensor(std::move(tensor)),
-          logical(this->tensor.get_logical_tensor()) {}
+    tensor_object(dnnl::graph::tensor tensor, engine_object engine,
+            std::shared_ptr<void> handle_owner = nullptr)
+        : engine(std::move(engine)), handle_owner(std::move(handle_owner)),
+          tensor(std::move(tensor)), logical(this->tensor.get_logical_tensor()) {}
     engine_object engine; // first: destroyed after the tensor (see core/objects.hpp)
+    // The Python object of a typed pointer the tensor uses (dnnl.usm.allocation).
+    std::shared_ptr<void> handle_owner;
     dnnl::graph::tensor tensor;
     dnnl::graph::logical_tensor logical; // fixed; cached for execute()
 };

@@ -1,9 +1,11 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/workarounds.hpp"
 #include "common/py_values.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
+#include "ocl_interop/ocl_interop.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 
 namespace py = pybind11;
@@ -17,12 +19,12 @@ using graph_allocator::allocator_object;
 cl_event execute_partition(const compiled_partition_object &cp, stream_object &s,
         const graph_execution &ex, std::vector<cl_event> deps,
         const dnnl::graph::tensor *scratchpad) {
-    // oneDNN 3.13 turns "no dependencies" into a NULL event when a partition
-    // starts with a no-op step, and passes it on as a wait list, which the
-    // queue refuses (CL_INVALID_EVENT_WAIT_LIST). A marker keeps it valid.
+    // A partition starting with a no-op step turns "no dependencies" into a
+    // NULL event, passed on as a wait list, which the queue refuses (known
+    // problem graph-noop-null-event). A marker keeps it valid.
     check_same_context(deps, s.engine);
     cl_event marker = nullptr;
-    if (deps.empty() && s.out_of_order) {
+    if (deps.empty() && s.out_of_order && workarounds::graph_needs_dependency_marker()) {
         cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);
         check_cl(clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker),
                 "clEnqueueMarkerWithWaitList");
@@ -68,6 +70,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "Called with the GIL held; failures are raised as from "
             "ocl_interop.make_allocator's callables (dnnl.runtime_error chained "
             "to them). Shares the 64 slots of ocl_interop.make_allocator.");
+#ifdef DNNL_OCL_INTEROP_TEST_HOOKS // test-only entry points, not in released wheels
     allocator.def("_malloc_and_free", [](const allocator_object &self, size_t size,
                                              size_t alignment, cl_handles::device_arg device,
                                              cl_handles::context_arg context, size_t count) {
@@ -85,6 +88,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             }, py::arg("size"), py::arg("alignment"), py::arg("count") = 1,
                     "For tests: `count` host_mallocs, then their host_frees, made as "
                     "oneDNN makes them for CPU engines, failures raised as from compile.");
+#endif
 
     graph.def("make_engine_with_allocator", [](dnnl::engine::kind kind, size_t index,
                                                     const allocator_object &alloc) {
@@ -128,7 +132,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             py::gil_scoped_release release;
             engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator);
         } else {
-            std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
+            std::vector<uint8_t> blob = engine_cache_blob_payload(cache_blob, dev);
             py::gil_scoped_release release;
             engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator, blob);
         }

@@ -1,6 +1,7 @@
 #include <vector>
 
 #include "ocl_interop/ocl_interop.hpp"
+#include "common/cache_blobs.hpp"
 #include "common/cl_handles.hpp"
 #include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
@@ -12,6 +13,11 @@ namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
 
+std::vector<uint8_t> engine_cache_blob_payload(py::handle cache_blob, cl_device_id device) {
+    return cache_blobs::unframe(cache_blobs::kind::engine, bytes_arg(cache_blob, "cache_blob"),
+            oi::get_engine_cache_blob_id(device));
+}
+
 void bind_ocl_interop_engine(py::module_ &m) {
     m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,
                                  const optional_bytes &cache_blob) {
@@ -22,7 +28,7 @@ void bind_ocl_interop_engine(py::module_ &m) {
             py::gil_scoped_release release; // may build kernels
             return engine_object(oi::make_engine(dev, ctx));
         }
-        std::vector<uint8_t> blob = bytes_arg(cache_blob, "cache_blob");
+        std::vector<uint8_t> blob = engine_cache_blob_payload(cache_blob, dev);
         py::gil_scoped_release release;
         return engine_object(oi::make_engine(dev, ctx, blob));
     },
@@ -31,7 +37,10 @@ void bind_ocl_interop_engine(py::module_ &m) {
             "(pyopencl objects or int handles). oneDNN retains both, so the "
             "engine keeps them alive. `device` must be an Intel GPU in "
             "`context`. With `cache_blob` (from get_engine_cache_blob), the "
-            "engine's kernels are loaded from it instead of being compiled.");
+            "engine's kernels are loaded from it instead of being compiled; a "
+            "blob that is not one, is damaged, or belongs to another device, "
+            "driver or oneDNN version raises dnnl.error (invalid_arguments) "
+            "before oneDNN reads it.");
     m.def("get_context", [](const engine_object &engine) {
         return cl_handles::retained_context(oi::get_context(engine));
     }, py::arg("engine"), "The engine's OpenCL context (a new pyopencl.Context "
@@ -56,9 +65,13 @@ void bind_ocl_interop_engine(py::module_ &m) {
             py::gil_scoped_release release;
             blob = oi::get_engine_cache_blob(engine);
         }
-        return to_bytes(blob);
+        if (blob.empty()) return py::bytes(); // nothing compiled: nothing to load
+        return to_bytes(cache_blobs::frame(cache_blobs::kind::engine,
+                oi::get_engine_cache_blob_id(oi::get_device(engine)), blob));
     }, py::arg("engine"), "The engine's compiled kernels as bytes, for "
-                          "make_engine(device, context, cache_blob).");
+                          "make_engine(device, context, cache_blob): oneDNN's blob behind "
+                          "a header naming the device's get_engine_cache_blob_id() and a "
+                          "checksum, which make_engine checks (b'' when oneDNN has none).");
 }
 
 } // namespace dnnl_ocl_interop

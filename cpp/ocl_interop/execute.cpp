@@ -8,9 +8,6 @@ namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
-namespace {
-
-} // namespace
 
 // oneDNN hands dependencies to the engine's queue; an event of another
 // context there is undefined behaviour (the CPU runtime crashes), so each one

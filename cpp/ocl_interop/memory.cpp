@@ -7,6 +7,7 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
+#include "ocl_interop/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 #include "usm/usm_api.hpp"
 
@@ -64,23 +65,28 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
     return owner;
 }
 
-// `handles` checked (memory_handles_from, check_user_handle).
+// `user` checked (memory_handles_from, check_user_handle).
 memory_object make(const dnnl::memory::desc &desc, const engine_object &engine,
-        oi::memory_kind kind, std::vector<void *> handles) {
+        oi::memory_kind kind, user_handles user) {
     std::shared_ptr<void> storage;
     if (kind == oi::memory_kind::usm && engine.get_kind() == dnnl::engine::kind::gpu)
-        storage = allocate_usm(desc, engine, handles);
-    return memory_object(oi::make_memory(desc, engine, kind, handles), engine, std::move(storage));
+        storage = allocate_usm(desc, engine, user.handles);
+    return memory_object(oi::make_memory(desc, engine, kind, user.handles), engine,
+            std::move(storage), std::move(user.owners));
 }
 
 } // namespace
 
 void bind_ocl_interop_memory(py::module_ &m) {
-    py::native_enum<oi::memory_kind>(m, "memory_kind", "enum.Enum",
-            "How OpenCL memory is held: USM pointers or cl_mem buffers.")
-            .value("usm", oi::memory_kind::usm)
-            .value("buffer", oi::memory_kind::buffer)
-            .finalize();
+    {
+        using E = oi::memory_kind; // members from the headers (core/enums.cpp)
+#define VALUE(member) .value(#member, E::member)
+        py::native_enum<E>(m, "memory_kind", "enum.Enum",
+                "How OpenCL memory is held: USM pointers or cl_mem buffers.")
+#include "onednn_enum_ocl_memory_kind.inc"
+                .finalize();
+#undef VALUE
+    }
 
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  oi::memory_kind kind, py::handle handle) {
@@ -94,18 +100,20 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM "
             "the binding frees when the memory is gone, waiting for work still using "
             "it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM "
-            "pointer (int) of the engine's context for kind.usm, or a cl_mem of "
+            "pointer of the engine's context for kind.usm (an int, or a typed "
+            "pointer such as dnnl.usm.allocation, which the memory keeps alive), "
+            "or a cl_mem of "
             "the engine's context for kind.buffer. User storage must hold "
             "desc.get_size() bytes; a list gives one handle per buffer of a "
             "multi-buffer (sparse) layout. Plain host pointers are refused even where "
             "the device could use system memory: their size cannot be "
-            "checked. oneDNN does not free a user USM pointer, so "
-            "keep it allocated while the memory uses it.");
+            "checked. oneDNN does not free a user USM pointer: keep an int "
+            "pointer allocated while the memory uses it.");
     m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
                                  cl_handles::mem_arg mem_object) {
         cl_mem mem = mem_object.get("mem_object");
         check_user_handle(desc, engine, /*usm=*/false, mem, 0, mem_object.from_object);
-        return make(desc, engine, oi::memory_kind::buffer, {mem});
+        return make(desc, engine, oi::memory_kind::buffer, user_handles {{mem}, {}});
     },
             py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
             "Buffer-based memory for `desc` on the user's `mem_object`, which "

@@ -2,7 +2,13 @@
 // into the `ocl_interop` submodule.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include <CL/cl.h>
 #include <pybind11/pybind11.h>
+
+#include "oneapi/dnnl/dnnl.hpp"
 
 namespace dnnl_ocl_interop {
 
@@ -10,5 +16,18 @@ void bind_ocl_interop_engine(pybind11::module_ &m);  // ocl_interop/engine.cpp
 void bind_ocl_interop_stream(pybind11::module_ &m);  // ocl_interop/stream.cpp
 void bind_ocl_interop_memory(pybind11::module_ &m);  // ocl_interop/memory.cpp
 void bind_ocl_interop_execute(pybind11::module_ &m); // ocl_interop/execute.cpp
+
+// Whether the OpenCL queue of `stream` was made with CL_QUEUE_PROFILING_ENABLE
+// (false for a stream without one).
+bool queue_profiles(const dnnl::stream &stream);
+
+// Refuses `events` of another context than `engine`'s (dnnl.error), which
+// the queue would otherwise be handed (ocl_interop/execute.cpp).
+void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
+
+// oneDNN's engine blob inside `cache_blob` (bytes from get_engine_cache_blob),
+// checked to be whole and `device`'s (common/cache_blobs); TypeError or
+// dnnl.error (invalid_arguments) naming the parameter otherwise.
+std::vector<uint8_t> engine_cache_blob_payload(pybind11::handle cache_blob, cl_device_id device);
 
 } // namespace dnnl_ocl_interop

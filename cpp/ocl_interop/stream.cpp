@@ -10,6 +10,15 @@ namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
 
+bool queue_profiles(const dnnl::stream &stream) {
+    cl_command_queue_properties props = 0;
+    if (clGetCommandQueueInfo(oi::get_command_queue(stream), CL_QUEUE_PROPERTIES, sizeof(props),
+                &props, nullptr)
+            != CL_SUCCESS)
+        return false;
+    return (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+}
+
 void bind_ocl_interop_stream(py::module_ &m) {
     m.def("make_stream", [](const engine_object &engine, cl_handles::queue_arg queue) {
         fork_guard::check();
@@ -22,7 +31,10 @@ void bind_ocl_interop_stream(py::module_ &m) {
     }, py::arg("engine"), py::arg("queue"),
             "A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or "
             "int), which must belong to the engine's context and device. oneDNN "
-            "retains the queue. The stream is out-of-order when the queue is.");
+            "retains the queue. The stream is out-of-order when the queue is. When "
+            "the queue was made with profiling enabled, oneDNN profiles the stream "
+            "(get_profiling_data); it refuses an out-of-order queue with profiling "
+            "enabled (dnnl.error, invalid_arguments).");
     m.def("get_command_queue", [](const stream_object &stream) {
         return cl_handles::retained_queue(oi::get_command_queue(stream.stream));
     }, py::arg("stream"), "The stream's OpenCL queue (a new "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/workarounds.hpp"
 #include "primitives/family.hpp"
 
 namespace py = pybind11;
@@ -13,18 +14,13 @@ using namespace family_args;
 
 namespace {
 
-// oneDNN 3.13's "ocl:many_inputs" sum (chosen when the first scale is 1)
-// scales source i by scales[i-1]: its kernel indexes scales from input 1, its
-// scale buffer starts at input 0. Unless all scales are equal that gives wrong
-// sums, so the binding refuses it (sum has no other implementation to step to).
-typed_pd<dnnl::sum> avoid_shifted_scales(typed_pd<dnnl::sum> pd, const floats &scales) {
-    bool all_equal = std::all_of(scales.begin(), scales.end(),
-            [&](float s) { return s == scales.front(); });
-    if (pd.pd && !all_equal && std::strcmp(pd.pd.impl_info_str(), "ocl:many_inputs") == 0)
-        throw status_error(dnnl_unimplemented,
-                "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong "
-                "sources when they differ (oneDNN 3.13); use a first scale other than 1, "
-                "equal scales, or binary primitives");
+// A sum whose implementation applies `scales` to the wrong sources (known
+// problem sum-many-inputs-scales; sum has no other implementation to step
+// to) is refused as any known-wrong descriptor is.
+typed_pd<dnnl::sum> avoid_shifted_scales(
+        typed_pd<dnnl::sum> pd, const floats &scales, bool allow_empty) {
+    std::string why = workarounds::known_wrong_sum(pd.pd, scales);
+    if (!why.empty()) pd.pd = refuse_known_wrong(pd.pd, allow_empty, why);
     return pd;
 }
 
@@ -41,7 +37,9 @@ void bind_reorder(py::module_ &m) {
         dnnl::primitive_desc_base desc;
         {
             py::gil_scoped_release release;
-            desc = P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
+            desc = refuse_known_wrong(
+                    P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty),
+                    allow_empty);
         }
         // The reorder runs on the GPU engine of the two (the source's when
         // both are), and keeps the other alive.
@@ -109,12 +107,14 @@ void bind_data_movement(py::module_ &m) {
                                 const mds &srcs, const std::optional<attr_object> &attr,
                                 bool allow_empty) {
             return avoid_shifted_scales(
-                    create<P, md, floats, mds>(e, dst, scales, srcs, attr, allow_empty), scales);
+                    create<P, md, floats, mds>(e, dst, scales, srcs, attr, allow_empty), scales,
+                    allow_empty);
         }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
         pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
                                 const std::optional<attr_object> &attr, bool allow_empty) {
             return avoid_shifted_scales(
-                    create<P, floats, mds>(e, scales, srcs, attr, allow_empty), scales);
+                    create<P, floats, mds>(e, scales, srcs, attr, allow_empty), scales,
+                    allow_empty);
         }), "engine"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
     }
 }

@@ -93,7 +93,8 @@ typed_pd<P> create(const engine_object &engine, const Args &...args,
     const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;
     typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., a.attr, allow_empty);
-    return family_detail::wrap<P>(engine, std::move(pd), a.quantization_args);
+    return family_detail::wrap<P>(engine, refuse_known_wrong(std::move(pd), allow_empty),
+            a.quantization_args);
 }
 
 // Same, for descriptors whose engine is not the first argument (reorder).
@@ -142,8 +143,7 @@ pybind11::class_<typed_pd<P>, pd_base_t<P>> bind_family(
     return pd;
 }
 
-// Registration of the family groups (core/primitive.cpp's bind_primitives
-// calls them in order).
+// Registration of the family groups (module.cpp calls them in order).
 void bind_convolution_like(pybind11::module_ &m); // primitives/convolution_like.cpp
 void bind_normalizations(pybind11::module_ &m);   // primitives/normalization.cpp
 void bind_elementwise(pybind11::module_ &m);      // primitives/elementwise.cpp

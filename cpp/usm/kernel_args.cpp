@@ -6,6 +6,7 @@
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/py_values.hpp"
 #include "usm/usm_api.hpp"
 
 namespace py = pybind11;
@@ -13,9 +14,9 @@ namespace py = pybind11;
 namespace dnnl_ocl_interop {
 
 void bind_usm_kernel_args(py::module_ &m) {
-    m.def("set_kernel_arg", [](cl_handles::kernel_arg kernel, cl_uint index, uintptr_t ptr) {
+    m.def("set_kernel_arg", [](cl_handles::kernel_arg kernel, cl_uint index, const pointer_arg &ptr) {
         cl_kernel k = kernel.get("kernel");
-        void *p = reinterpret_cast<void *>(ptr);
+        void *p = ptr.get("ptr");
         // A pointer the kernel could not address would fault on the device.
         if (!p) throw_invalid_argument("ptr is a NULL pointer");
         cl_context context = nullptr;
@@ -30,7 +31,8 @@ void bind_usm_kernel_args(py::module_ &m) {
             py::arg("kernel"), py::arg("index"), py::arg("ptr"),
             "Set argument `index` of the OpenCL `kernel` (a pyopencl.Kernel) to "
             "the USM pointer `ptr` (an int, e.g. memory.get_data_handle() of USM "
-            "memory or allocation.ptr), with clSetKernelArgMemPointerINTEL: the "
+            "memory, or a typed pointer such as dnnl.usm.allocation), with "
+            "clSetKernelArgMemPointerINTEL: the "
             "way USM memory meets a pyopencl kernel. Set the other arguments "
             "with kernel.set_arg and enqueue with pyopencl.enqueue_nd_range_kernel "
             "(kernel(queue, ...) would set every argument again). `ptr` must be "

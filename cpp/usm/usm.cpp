@@ -18,7 +18,7 @@ uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
         const cl_handles::device_arg *device, size_t size, cl_uint alignment) {
     cl_context ctx = context.get("context");
     cl_device_id dev = device ? device->get("device") : nullptr;
-    if (size == 0) throw py::value_error("size must be positive");
+    if (size == 0) throw_invalid_argument("size must be positive");
     const usm::api_t &api = usm::api_for(ctx);
     cl_int err = CL_SUCCESS;
     void *ptr = nullptr;
@@ -59,20 +59,18 @@ struct usm_operand {
 
 usm_operand operand(py::handle obj, const char *param, bool writable) {
     usm_operand op;
-    if (is_int(obj)) {
-        if (!int_to_pointer(obj, op.ptr))
-            throw py::value_error(std::string(param) + " must be a pointer (0 to 2**64-1)");
+    if (pointer_from(obj, param, op.ptr)) {
         // What the OpenCL call would answer (CL_INVALID_VALUE), as oneDNN maps it.
         if (!op.ptr) throw_invalid_argument(std::string(param) + " is a NULL pointer");
         return op;
     }
     if (!PyObject_CheckBuffer(obj.ptr()))
-        throw_type_error(param, "an int USM pointer or a NumPy array", obj);
+        throw_type_error(param, "a USM pointer (int or typed pointer) or a NumPy array", obj);
     op.info = py::reinterpret_borrow<py::buffer>(obj).request(writable);
     py::ssize_t expected = op.info.itemsize;
     for (py::ssize_t i = op.info.ndim - 1; i >= 0; --i) {
         if (op.info.shape[i] != 1 && op.info.strides[i] != expected)
-            throw py::value_error(std::string(param) + " must be C-contiguous");
+            throw_invalid_argument(std::string(param) + " must be C-contiguous");
         expected *= op.info.shape[i];
     }
     op.ptr = op.info.ptr;
@@ -99,9 +97,9 @@ void bind_usm(py::module_ &m) {
         return allocate(alloc_kind::host, context, nullptr, size, alignment);
     }, py::arg("context"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of host USM.");
-    m.def("free", [](cl_handles::context_arg context, uintptr_t ptr) {
+    m.def("free", [](cl_handles::context_arg context, const pointer_arg &ptr) {
         cl_context ctx = context.get("context");
-        void *p = reinterpret_cast<void *>(ptr);
+        void *p = ptr.get("ptr");
         if (!p) return; // like free(NULL)
         if (usm::pointer_type(ctx, p) == CL_MEM_TYPE_UNKNOWN_INTEL)
             throw_invalid_argument("free(): pointer is not a USM allocation of "
@@ -112,9 +110,9 @@ void bind_usm(py::module_ &m) {
     }, py::arg("context"), py::arg("ptr"),
             "Free a USM allocation after the work that uses it has finished. "
             "Freeing 0 does nothing.");
-    m.def("pointer_type", [](cl_handles::context_arg context, uintptr_t ptr) {
+    m.def("pointer_type", [](cl_handles::context_arg context, const pointer_arg &ptr) {
         cl_context ctx = context.get("context");
-        switch (usm::pointer_type(ctx, reinterpret_cast<void *>(ptr))) {
+        switch (usm::pointer_type(ctx, ptr.get("ptr"))) {
             case CL_MEM_TYPE_HOST_INTEL: return "host";
             case CL_MEM_TYPE_DEVICE_INTEL: return "device";
             case CL_MEM_TYPE_SHARED_INTEL: return "shared";
@@ -130,7 +128,7 @@ void bind_usm(py::module_ &m) {
         usm_operand d = operand(dst, "dst", /*writable=*/true);
         usm_operand s = operand(src, "src", /*writable=*/false);
         if (size > d.capacity || size > s.capacity)
-            throw py::value_error("size " + std::to_string(size)
+            throw_invalid_argument("size " + std::to_string(size)
                     + " is larger than the " + (size > d.capacity ? "dst" : "src")
                     + " array");
         cl_context ctx = nullptr;
@@ -162,26 +160,28 @@ void bind_usm(py::module_ &m) {
     }, py::arg("queue"), py::arg("dst"), py::arg("src"), py::arg("size"),
             py::arg("deps") = py::tuple(),
             "Copy `size` bytes from `src` to `dst` on `queue` after the events "
-            "in `deps`; returns the copy's pyopencl.Event. Either side is an int "
-            "USM pointer or a C-contiguous NumPy array; with an array the copy "
+            "in `deps`; returns the copy's pyopencl.Event. Either side is a USM "
+            "pointer (an int or a typed pointer such as dnnl.usm.allocation) or a "
+            "C-contiguous NumPy array; with an array the copy "
             "completes before memcpy returns.");
-    m.def("fill", [](cl_handles::queue_arg queue, uintptr_t ptr, py::bytes pattern, size_t size,
-                          const cl_handles::event_list_arg &deps) {
+    m.def("fill", [](cl_handles::queue_arg queue, const pointer_arg &ptr_arg, py::bytes pattern,
+                          size_t size, const cl_handles::event_list_arg &deps) {
         cl_command_queue q = queue.get("queue");
         const std::vector<cl_event> &wait_list = deps.get("deps");
+        void *ptr = ptr_arg.get("ptr");
         if (!ptr) throw_invalid_argument("ptr is a NULL pointer"); // as for memcpy
         std::string pat = pattern;
         if (pat.empty() || size % pat.size() != 0)
-            throw py::value_error("size must be a multiple of the non-empty "
+            throw_invalid_argument("size must be a multiple of the non-empty "
                                   "pattern's length");
         cl_context ctx = nullptr;
         check_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr),
                 "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)");
-        if (usm::bytes_available(ctx, reinterpret_cast<void *>(ptr)) < size)
+        if (usm::bytes_available(ctx, ptr) < size)
             throw_invalid_argument("fill(): ptr is not a USM allocation of the "
                                    "queue's context with size bytes left");
         cl_event event = nullptr;
-        check_cl(usm::api_for(ctx).enqueue_fill(q, reinterpret_cast<void *>(ptr),
+        check_cl(usm::api_for(ctx).enqueue_fill(q, ptr,
                          pat.data(), pat.size(), size,
                          static_cast<cl_uint>(wait_list.size()),
                          wait_list.empty() ? nullptr : wait_list.data(), &event),

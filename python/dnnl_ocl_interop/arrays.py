@@ -15,8 +15,9 @@ from typing import Any, List, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import _core
+from ._errors import invalid_argument
 
-__all__ = ["as_memory", "bf16_from_float32", "float32_from_bf16", "memory_and_events",
+__all__ = ["as_memory", "bf16_from_float32", "data_type_of", "float32_from_bf16", "memory_and_events",
            "numpy_dtype", "read", "to_pyopencl", "write"]
 
 def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
@@ -25,14 +26,14 @@ def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     sub-byte types."""
     dtype = _core.memory.numpy_dtype(data_type)
     if dtype is None:
-        raise ValueError(f"no NumPy dtype holds {data_type} elements")
+        raise invalid_argument(f"no NumPy dtype holds {data_type} elements")
     return dtype
 
 
 def _plain_dims(memory) -> list:
     desc = memory.get_desc()
     if desc.get_format_kind() != _core.memory.format_kind.blocked or desc.get_inner_nblks():
-        raise ValueError("the memory has a blocked layout: reorder it to a plain "
+        raise invalid_argument("the memory has a blocked layout: reorder it to a plain "
                          "layout (e.g. with dnnl.reorder) to move data in or out")
     return desc.get_dims()
 
@@ -48,7 +49,7 @@ def write(memory, array) -> None:
     if array.dtype != expected:
         raise TypeError(f"array has dtype {array.dtype}, the memory holds {expected}")
     if list(array.shape) != list(dims):
-        raise ValueError(f"array has shape {tuple(array.shape)}, the memory has dims {tuple(dims)}")
+        raise invalid_argument(f"array has shape {tuple(array.shape)}, the memory has dims {tuple(dims)}")
     view = memory.map_data()
     try:
         view[...] = array
@@ -73,11 +74,7 @@ def read(memory) -> np.ndarray:
 def bf16_from_float32(array) -> np.ndarray:
     """bf16 bit patterns (uint16) of float32 values, rounded to nearest even;
     NaNs stay NaN (quieted, sign kept), as in oneDNN's conversion."""
-    values = np.asarray(array, dtype=np.float32)
-    bits = values.view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    quiet_nan = (bits >> 16) | 0x40
-    return np.where(np.isnan(values), quiet_nan, rounded).astype(np.uint16)
+    return _core._bf16_from_float32(np.asarray(array, dtype=np.float32))
 
 
 def float32_from_bf16(bits) -> np.ndarray:
@@ -87,14 +84,25 @@ def float32_from_bf16(bits) -> np.ndarray:
 
 # -- pyopencl arrays -----------------------------------------------------------
 
-# The oneDNN data type of each pyopencl element type, when no desc is given.
+# The oneDNN data type of each NumPy element type that holds its values (the
+# data-type table's, cpp/common/data_types.cpp), used when no desc is given.
 # bf16 and the f8 types have no NumPy type: their bits live in uint16 / uint8
 # arrays, which need a desc saying what they hold.
-_DATA_TYPES = {
-    np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.float64): "f64",
-    np.dtype(np.int8): "s8", np.dtype(np.uint8): "u8", np.dtype(np.int32): "s32",
-    np.dtype(np.int64): "s64",
-}
+_DATA_TYPES = {np.dtype(numpy): getattr(_core.memory.data_type, name)
+               for name, in_memory, _, _, numpy, holds in _core._data_type_table
+               if in_memory and holds == "values"}
+
+
+def data_type_of(dtype) -> "_core.memory.data_type":
+    """The oneDNN data type whose values a NumPy dtype holds (float32 -> f32,
+    int8 -> s8, ...); TypeError for a dtype no data type matches (uint16
+    holds bf16 bits only with a descriptor that says so)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _DATA_TYPES:
+        hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
+                if dtype == np.uint16 else "")
+        raise TypeError(f"dtype {dtype} matches no oneDNN data type{hint}")
+    return _DATA_TYPES[dtype]
 
 
 class memory_and_events(NamedTuple):
@@ -171,37 +179,36 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
     if not hasattr(array, "strides") or not hasattr(array, "offset"):
         raise TypeError(f"array must be a pyopencl.array.Array, not {type(array).__name__}")
     if base is None:
-        raise ValueError("array has no storage (an empty array)")
+        raise invalid_argument("array has no storage (an empty array)")
     if not isinstance(base, cl.MemoryObjectHolder):
-        raise ValueError(f"array's storage is a {type(base).__name__}, not a cl_mem buffer: "
+        raise invalid_argument(f"array's storage is a {type(base).__name__}, not a cl_mem buffer: "
                          "oneDNN buffer memory needs a cl_mem (arrays of SVM allocators "
                          "cannot be shared)")
     engine_context = oi.get_context(engine)
     if not _same_context(base.context, engine_context):
-        raise ValueError("array belongs to another OpenCL context than the engine's")
+        raise invalid_argument("array belongs to another OpenCL context than the engine's")
     dtype = np.dtype(array.dtype)
     shape, strides = tuple(array.shape), tuple(array.strides)
     if not shape:
-        raise ValueError("array is 0-dimensional: reshape it to (1,) first")
+        raise invalid_argument("array is 0-dimensional: reshape it to (1,) first")
     if any(s < 0 for s in strides):
-        raise ValueError(f"array has negative strides {strides}: oneDNN descriptors "
+        raise invalid_argument(f"array has negative strides {strides}: oneDNN descriptors "
                          "cannot express them (copy the array first)")
     if any(s % dtype.itemsize for s in strides):
-        raise ValueError(f"array strides {strides} are not multiples of its item size "
+        raise invalid_argument(f"array strides {strides} are not multiples of its item size "
                          f"{dtype.itemsize}")
     extent = _view_extent(shape, strides, dtype.itemsize)
     if extent == 0:
-        raise ValueError(f"array of shape {shape} has no elements")
+        raise invalid_argument(f"array of shape {shape} has no elements")
     if array.offset + extent > base.size:
-        raise ValueError(f"array addresses bytes {array.offset} to {array.offset + extent} "
+        raise invalid_argument(f"array addresses bytes {array.offset} to {array.offset + extent} "
                          f"of a {base.size}-byte buffer")
 
     if desc is None:
-        if dtype not in _DATA_TYPES:
-            hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
-                    if dtype == np.uint16 else "")
-            raise TypeError(f"array has dtype {dtype}, which no oneDNN data type matches{hint}")
-        data_type = getattr(_core.memory.data_type, _DATA_TYPES[dtype])
+        try:
+            data_type = data_type_of(dtype)
+        except TypeError as e:
+            raise TypeError(f"array: {e}") from None
         desc = _core.memory.desc(list(shape), data_type, [s // dtype.itemsize for s in strides])
     else:
         expected = _core.memory.numpy_dtype(desc.get_data_type())
@@ -209,11 +216,11 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
             raise TypeError(f"desc holds {desc.get_data_type()} elements ({expected}), "
                             f"the array has dtype {dtype}")
         if desc.get_submemory_offset():
-            raise ValueError("desc has a sub-memory offset: view the array at that "
+            raise invalid_argument("desc has a sub-memory offset: view the array at that "
                              "element instead (oneDNN kernels may ignore the offset)")
         needed = _desc_extent(desc)
         if needed > extent:
-            raise ValueError(f"desc addresses {needed} bytes from the array's first "
+            raise invalid_argument(f"desc addresses {needed} bytes from the array's first "
                              f"element, but the array spans {extent}")
 
     # From the first element to the end of the buffer: make_memory checks
@@ -231,7 +238,7 @@ def _sub_buffer(cl, base, offset: int):
         parent, origin = base.associated_memobject, base.offset + offset
     align = max(d.mem_base_addr_align for d in parent.context.devices) // 8
     if origin % align:
-        raise ValueError(f"array's offset of {offset} bytes (buffer offset {origin}) is not "
+        raise invalid_argument(f"array's offset of {offset} bytes (buffer offset {origin}) is not "
                          f"a multiple of {align} bytes, the device's mem_base_addr_align: "
                          "OpenCL makes no sub-buffer there, so the view cannot be shared "
                          "without a copy (view from an aligned element, or copy the view)")
@@ -271,11 +278,11 @@ def to_pyopencl(memory, queue, events: Optional[Sequence[Any]] = None):
     dtype = numpy_dtype(desc.get_data_type())
     buffer = oi.get_mem_object(memory)
     if buffer is None:
-        raise ValueError("memory has no storage (dnnl.MEMORY_NONE)")
+        raise invalid_argument("memory has no storage (dnnl.MEMORY_NONE)")
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
     if not _same_context(queue.context, buffer.context):
-        raise ValueError("queue belongs to another OpenCL context than the memory's engine")
+        raise invalid_argument("queue belongs to another OpenCL context than the memory's engine")
     item = dtype.itemsize
     return cla.Array(queue, tuple(dims), dtype, data=buffer,
                      offset=desc.get_submemory_offset() * item,

@@ -12,7 +12,8 @@ that a new process loads kernels instead of compiling them::
     matmul = cache.primitive(matmul_pd)        # dnnl.matmul
 
 A file that is damaged, truncated or not the key's (another primitive's blob
-copied over it, a file of another program) is refused before oneDNN reads
+copied over it, a file of another program) is refused by the binding's checks
+of the blob's header (``dnnl.error``, ``invalid_arguments``) before oneDNN reads
 it, counted in ``rejected``, and replaced by a freshly built blob. Files are
 written whole (a temporary file in the same directory, then ``os.replace``),
 so processes sharing the directory never read a partial file. Once the
@@ -23,7 +24,6 @@ raises: the object is built and returned, the failure is counted in
 
 import hashlib
 import os
-import struct
 import threading
 import uuid
 import warnings
@@ -36,12 +36,6 @@ if TYPE_CHECKING:  # pyopencl is imported after the device choice (emulation.ens
 
 __all__ = ["persistent"]
 
-# An engine blob is oneDNN's device description, which oneDNN reads without
-# any check: it is stored behind this header, checked before oneDNN sees it.
-# (Primitive blobs carry the binding's own header, checked by the C++ side.)
-_ENGINE_MAGIC = b"DNNLENG1"
-_ENGINE_HEADER = struct.Struct("<8sQQ32s")  # magic, id length, blob length, sha256(id + blob)
-
 PathLike = Union[str, "os.PathLike[str]"]
 Device = Union["pyopencl.Device", int]
 Context = Union["pyopencl.Context", int]
@@ -50,28 +44,6 @@ Context = Union["pyopencl.Context", int]
 def _key(blob_id: bytes) -> str:
     """A file-name-safe key for a cache blob id of any length."""
     return hashlib.sha256(blob_id).hexdigest()
-
-
-def _wrap_engine_blob(blob_id: bytes, blob: bytes) -> bytes:
-    """The file stored for oneDNN's engine blob `blob` of the device whose
-    engine cache blob id is `blob_id`: header, id, blob."""
-    digest = hashlib.sha256(blob_id + blob).digest()
-    return _ENGINE_HEADER.pack(_ENGINE_MAGIC, len(blob_id), len(blob), digest) + blob_id + blob
-
-
-def _unwrap_engine_blob(data: bytes, blob_id: bytes) -> Optional[bytes]:
-    """oneDNN's engine blob from a stored file, or None when the file is not
-    a whole, undamaged engine blob for `blob_id`."""
-    size = _ENGINE_HEADER.size
-    if len(data) < size:
-        return None
-    magic, id_size, blob_size, digest = _ENGINE_HEADER.unpack_from(data)
-    if magic != _ENGINE_MAGIC or len(data) != size + id_size + blob_size or blob_size == 0:
-        return None
-    stored_id, blob = data[size:size + id_size], data[size + id_size:]
-    if stored_id != blob_id or hashlib.sha256(stored_id + blob).digest() != digest:
-        return None
-    return blob
 
 
 def _family_of(pd: "_core.primitive_desc") -> Any:
@@ -145,26 +117,24 @@ class persistent:
         a bad one), ``make_engine(device, context)``, and its blob is stored.
         Arguments as for ``make_engine``."""
         oi = _core.ocl_interop
-        blob_id = oi.get_engine_cache_blob_id(device)
-        path = os.path.join(self.directory, f"engine-{_key(blob_id)}.blob")
+        path = self.engine_path(device)
         data = self._read(path)
         if data is not None:
-            blob = _unwrap_engine_blob(data, blob_id)
-            if blob is not None:
-                try:
-                    engine = oi.make_engine(device, context, blob)
-                except _core.error:
-                    pass  # oneDNN refused it: rebuild below
-                else:
-                    self._count("hits")
-                    return engine
-            self._count("rejected")
+            try:
+                # The binding checks the blob (its header names the device's
+                # id, a checksum covers oneDNN's bytes) before oneDNN reads it.
+                engine = oi.make_engine(device, context, data)
+            except _core.error:
+                self._count("rejected")
+            else:
+                self._count("hits")
+                return engine
         else:
             self._count("misses")
         engine = oi.make_engine(device, context)
         blob = oi.get_engine_cache_blob(engine)
-        if blob:  # make_engine refuses an empty blob: nothing worth storing
-            self._write(path, _wrap_engine_blob(blob_id, blob))
+        if blob:  # b"": oneDNN compiled nothing worth storing
+            self._write(path, blob)
         return engine
 
     # --------------------------------------------------------- primitives

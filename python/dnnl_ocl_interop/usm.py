@@ -10,6 +10,7 @@ zero-copy NumPy views of host and shared allocations.
 import numpy as np
 
 from . import _core
+from ._errors import invalid_argument
 from ._core.usm import *  # noqa: F401,F403
 from ._core.usm import __all__ as _core_names
 
@@ -46,7 +47,7 @@ class allocation:
                 raise TypeError(f"a {kind} allocation needs a device")
             self.ptr = _ALLOCATORS[kind](context, device, size, alignment)
         else:
-            raise ValueError(f"kind must be 'device', 'shared' or 'host', not {kind!r}")
+            raise invalid_argument(f"kind must be 'device', 'shared' or 'host', not {kind!r}")
         self.context, self.size, self.kind = context, size, kind
 
     def __int__(self) -> int:
@@ -85,13 +86,13 @@ class allocation:
         elements of ``dtype`` as fit.
         """
         if self.kind == "device":
-            raise ValueError("device USM is not host-accessible: copy it with usm.memcpy")
+            raise invalid_argument("device USM is not host-accessible: copy it with usm.memcpy")
         if not self.ptr:
-            raise ValueError("the allocation was freed")
+            raise invalid_argument("the allocation was freed")
         dtype = np.dtype(dtype)
         if shape is None:
             shape = (self.size // dtype.itemsize,)
         shape = tuple(int(n) for n in np.atleast_1d(shape))
         if int(np.prod(shape)) * dtype.itemsize > self.size:
-            raise ValueError(f"shape {shape} of {dtype} needs more than the {self.size} bytes allocated")
+            raise invalid_argument(f"shape {shape} of {dtype} needs more than the {self.size} bytes allocated")
         return np.asarray(_ArrayInterface(self, shape, dtype))

@@ -33,7 +33,7 @@ def get_device(engine: dnnl_ocl_interop._core.engine) -> pyopencl.Device:
     """
 def get_engine_cache_blob(engine: dnnl_ocl_interop._core.engine) -> bytes:
     """
-    The engine's compiled kernels as bytes, for make_engine(device, context, cache_blob).
+    The engine's compiled kernels as bytes, for make_engine(device, context, cache_blob): oneDNN's blob behind a header naming the device's get_engine_cache_blob_id() and a checksum, which make_engine checks (b'' when oneDNN has none).
     """
 def get_engine_cache_blob_id(device: pyopencl.Device | int) -> bytes:
     """
@@ -49,12 +49,12 @@ def get_memory_kind(memory: dnnl_ocl_interop._core.memory) -> memory_kind:
     """
 def make_engine(device: pyopencl.Device | int, context: pyopencl.Context | int, cache_blob: bytes | bytearray | None = None) -> dnnl_ocl_interop._core.engine:
     """
-    A GPU engine on the user's OpenCL `device` and `context` (pyopencl objects or int handles). oneDNN retains both, so the engine keeps them alive. `device` must be an Intel GPU in `context`. With `cache_blob` (from get_engine_cache_blob), the engine's kernels are loaded from it instead of being compiled.
+    A GPU engine on the user's OpenCL `device` and `context` (pyopencl objects or int handles). oneDNN retains both, so the engine keeps them alive. `device` must be an Intel GPU in `context`. With `cache_blob` (from get_engine_cache_blob), the engine's kernels are loaded from it instead of being compiled; a blob that is not one, is damaged, or belongs to another device, driver or oneDNN version raises dnnl.error (invalid_arguments) before oneDNN reads it.
     """
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, kind: memory_kind, handle: typing.Any = ...) -> dnnl_ocl_interop._core.memory:
     """
-    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM the binding frees when the memory is gone, waiting for work still using it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM pointer (int) of the engine's context for kind.usm, or a cl_mem of the engine's context for kind.buffer. User storage must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer, so keep it allocated while the memory uses it.
+    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM the binding frees when the memory is gone, waiting for work still using it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM pointer of the engine's context for kind.usm (an int, or a typed pointer such as dnnl.usm.allocation, which the memory keeps alive), or a cl_mem of the engine's context for kind.buffer. User storage must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer: keep an int pointer allocated while the memory uses it.
     """
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, mem_object: pyopencl.MemoryObjectHolder | int) -> dnnl_ocl_interop._core.memory:
@@ -63,7 +63,7 @@ def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_inter
     """
 def make_stream(engine: dnnl_ocl_interop._core.engine, queue: pyopencl.CommandQueue | int) -> dnnl_ocl_interop._core.stream:
     """
-    A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or int), which must belong to the engine's context and device. oneDNN retains the queue. The stream is out-of-order when the queue is.
+    A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or int), which must belong to the engine's context and device. oneDNN retains the queue. The stream is out-of-order when the queue is. When the queue was made with profiling enabled, oneDNN profiles the stream (get_profiling_data); it refuses an out-of-order queue with profiling enabled (dnnl.error, invalid_arguments).
     """
 def set_mem_object(memory: dnnl_ocl_interop._core.memory, mem_object: pyopencl.MemoryObjectHolder | int) -> None:
     """

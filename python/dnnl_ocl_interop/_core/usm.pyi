@@ -11,11 +11,11 @@ def device_alloc(context: pyopencl.Context | int, device: pyopencl.Device | int,
     """
     Allocate `size` bytes of device USM; returns the pointer (int). Free it with free().
     """
-def fill(queue: pyopencl.CommandQueue | int, ptr: typing.SupportsInt | typing.SupportsIndex, pattern: bytes, size: typing.SupportsInt | typing.SupportsIndex, deps: collections.abc.Sequence[pyopencl.Event | int | None] = ()) -> pyopencl.Event | None:
+def fill(queue: pyopencl.CommandQueue | int, ptr: int | typing.SupportsIndex, pattern: bytes, size: typing.SupportsInt | typing.SupportsIndex, deps: collections.abc.Sequence[pyopencl.Event | int | None] = ()) -> pyopencl.Event | None:
     """
     Fill `size` bytes at `ptr` with repeats of `pattern` (bytes); returns the pyopencl.Event.
     """
-def free(context: pyopencl.Context | int, ptr: typing.SupportsInt | typing.SupportsIndex) -> None:
+def free(context: pyopencl.Context | int, ptr: int | typing.SupportsIndex) -> None:
     """
     Free a USM allocation after the work that uses it has finished. Freeing 0 does nothing.
     """
@@ -25,15 +25,15 @@ def host_alloc(context: pyopencl.Context | int, size: typing.SupportsInt | typin
     """
 def memcpy(queue: pyopencl.CommandQueue | int, dst: typing.Any, src: typing.Any, size: typing.SupportsInt | typing.SupportsIndex, deps: collections.abc.Sequence[pyopencl.Event | int | None] = ()) -> pyopencl.Event | None:
     """
-    Copy `size` bytes from `src` to `dst` on `queue` after the events in `deps`; returns the copy's pyopencl.Event. Either side is an int USM pointer or a C-contiguous NumPy array; with an array the copy completes before memcpy returns.
+    Copy `size` bytes from `src` to `dst` on `queue` after the events in `deps`; returns the copy's pyopencl.Event. Either side is a USM pointer (an int or a typed pointer such as dnnl.usm.allocation) or a C-contiguous NumPy array; with an array the copy completes before memcpy returns.
     """
-def pointer_type(context: pyopencl.Context | int, ptr: typing.SupportsInt | typing.SupportsIndex) -> str:
+def pointer_type(context: pyopencl.Context | int, ptr: int | typing.SupportsIndex) -> str:
     """
     'device', 'shared', 'host' or 'unknown' (not a USM allocation of `context`).
     """
-def set_kernel_arg(kernel: pyopencl.Kernel | int, index: typing.SupportsInt | typing.SupportsIndex, ptr: typing.SupportsInt | typing.SupportsIndex) -> None:
+def set_kernel_arg(kernel: pyopencl.Kernel | int, index: typing.SupportsInt | typing.SupportsIndex, ptr: int | typing.SupportsIndex) -> None:
     """
-    Set argument `index` of the OpenCL `kernel` (a pyopencl.Kernel) to the USM pointer `ptr` (an int, e.g. memory.get_data_handle() of USM memory or allocation.ptr), with clSetKernelArgMemPointerINTEL: the way USM memory meets a pyopencl kernel. Set the other arguments with kernel.set_arg and enqueue with pyopencl.enqueue_nd_range_kernel (kernel(queue, ...) would set every argument again). `ptr` must be a USM allocation (device, shared or host) of the kernel's context, else dnnl.error (invalid_arguments); how far the kernel reads or writes from it cannot be checked. A bad index raises dnnl.error naming CL_INVALID_ARG_INDEX.
+    Set argument `index` of the OpenCL `kernel` (a pyopencl.Kernel) to the USM pointer `ptr` (an int, e.g. memory.get_data_handle() of USM memory, or a typed pointer such as dnnl.usm.allocation), with clSetKernelArgMemPointerINTEL: the way USM memory meets a pyopencl kernel. Set the other arguments with kernel.set_arg and enqueue with pyopencl.enqueue_nd_range_kernel (kernel(queue, ...) would set every argument again). `ptr` must be a USM allocation (device, shared or host) of the kernel's context, else dnnl.error (invalid_arguments); how far the kernel reads or writes from it cannot be checked. A bad index raises dnnl.error naming CL_INVALID_ARG_INDEX.
     """
 def shared_alloc(context: pyopencl.Context | int, device: pyopencl.Device | int, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
     """

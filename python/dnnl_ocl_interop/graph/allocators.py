@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .. import usm
+from .._errors import invalid_argument
 from . import ocl_interop
 
 __all__ = ["allocation_statistics", "caching_pool", "statistics_allocator"]
@@ -198,7 +199,7 @@ class caching_pool:
     @limit_bytes.setter
     def limit_bytes(self, value: "int | None") -> None:
         if value is not None and value < 0:
-            raise ValueError(f"limit_bytes must not be negative, not {value}")
+            raise invalid_argument(f"limit_bytes must not be negative, not {value}")
         self._limit[0] = value
 
     @property

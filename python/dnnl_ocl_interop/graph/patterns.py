@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import _core
+from .._errors import invalid_argument
 from .._core import graph as _g
 from . import ocl_interop as _goi
 
@@ -227,10 +228,10 @@ class pattern:
                 raise TypeError(f"{self.name}: {port.name} must be {dtype.name}, "
                                 f"got a tensor of {got.get_data_type().name}")
             if got.get_dims() != dims:
-                raise ValueError(f"{self.name}: {port.name} must have dims {dims}, "
+                raise invalid_argument(f"{self.name}: {port.name} must have dims {dims}, "
                                  f"got a tensor of {got.get_dims()}")
             if got.get_layout_type() == _STRIDED and got.get_strides() != _dense_strides(dims):
-                raise ValueError(f"{self.name}: {port.name} must be dense (strides "
+                raise invalid_argument(f"{self.name}: {port.name} must be dense (strides "
                                  f"{_dense_strides(dims)}), got {got.get_strides()}")
             handle = value.get_data_handle()
         elif isinstance(value, _core.memory):
@@ -242,10 +243,10 @@ class pattern:
                 raise TypeError(f"{self.name}: {port.name} must be {dtype.name}, "
                                 f"got a memory of {desc.get_data_type().name}")
             if list(desc.get_dims()) != dims:
-                raise ValueError(f"{self.name}: {port.name} must have dims {dims}, "
+                raise invalid_argument(f"{self.name}: {port.name} must have dims {dims}, "
                                  f"got a memory of {list(desc.get_dims())}")
             if list(desc.get_strides()) != _dense_strides(dims):
-                raise ValueError(f"{self.name}: {port.name} must be a dense memory "
+                raise invalid_argument(f"{self.name}: {port.name} must be a dense memory "
                                  f"(strides {_dense_strides(dims)})")
             handle = value.get_data_handle()
         elif isinstance(value, int) and not isinstance(value, bool):
@@ -331,14 +332,14 @@ def _cached(engine: Any, key: tuple, build: Callable[[], pattern]) -> pattern:
 
 def _check_dtype(dtype: str) -> Any:
     if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, not {dtype!r}")
+        raise invalid_argument(f"dtype must be one of {sorted(_DTYPES)}, not {dtype!r}")
     return _DTYPES[dtype]
 
 
 def _check_sizes(**sizes: int) -> None:
     for name, value in sizes.items():
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int, not {value!r}")
+            raise invalid_argument(f"{name} must be a positive int, not {value!r}")
 
 
 class _ids:
@@ -436,7 +437,7 @@ def sdpa(engine: Any, batch: int, heads: int, seq_q: int, seq_kv: int, head_size
     _check_sizes(batch=batch, heads=heads, seq_q=seq_q, seq_kv=seq_kv, head_size=head_size)
     dt = _check_dtype(dtype)
     if mask not in (None, "causal", "additive"):
-        raise ValueError(f"mask must be None, 'causal' or 'additive', not {mask!r}")
+        raise invalid_argument(f"mask must be None, 'causal' or 'additive', not {mask!r}")
     if scale is None:
         scale = 1.0 / math.sqrt(head_size)
     scale = float(scale)
@@ -469,9 +470,9 @@ def gqa(engine: Any, batch: int, q_heads: int, kv_heads: int, seq_q: int, seq_kv
                  seq_kv=seq_kv, head_size=head_size)
     dt = _check_dtype(dtype)
     if q_heads % kv_heads:
-        raise ValueError(f"q_heads ({q_heads}) must be a multiple of kv_heads ({kv_heads})")
+        raise invalid_argument(f"q_heads ({q_heads}) must be a multiple of kv_heads ({kv_heads})")
     if mask not in (None, "causal", "additive"):
-        raise ValueError(f"mask must be None, 'causal' or 'additive', not {mask!r}")
+        raise invalid_argument(f"mask must be None, 'causal' or 'additive', not {mask!r}")
     scale = float(1.0 / math.sqrt(head_size) if scale is None else scale)
     rep = q_heads // kv_heads
 
@@ -534,7 +535,7 @@ def mlp(engine: Any, tokens: int, hidden: int, intermediate: int, dtype: str = "
     _check_sizes(tokens=tokens, hidden=hidden, intermediate=intermediate)
     dt = _check_dtype(dtype)
     if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, "
+        raise invalid_argument(f"activation must be one of {sorted(_ACTIVATIONS)}, "
                          f"not {activation!r}")
 
     def build() -> pattern:

@@ -404,7 +404,7 @@ class tensor:
         """
     def __init__(self, logical_tensor: logical_tensor, engine: dnnl_ocl_interop._core.engine, handle: typing.Any = ...) -> None:
         """
-        `handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a USM pointer (int) of the engine's context with room, from the pointer on, for every element the logical tensor addresses (for strided layouts the furthest element, so a view into a larger allocation is taken). oneDNN does not free a user pointer.
+        `handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a USM pointer of the engine's context (an int, or a typed pointer such as dnnl.usm.allocation, which the tensor keeps alive) with room, from the pointer on, for every element the logical tensor addresses (for strided layouts the furthest element, so a view into a larger allocation is taken). oneDNN does not free a user pointer.
         """
     def get_data_handle(self) -> int:
         """

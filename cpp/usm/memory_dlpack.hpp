@@ -1,4 +1,4 @@
-// DLPack export of host-visible memory (core/memory_dlpack.cpp).
+// DLPack export of host-visible (host and shared USM) memory (usm/memory_dlpack.cpp).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -15,10 +15,12 @@
 
 #include <pybind11/stl.h>
 
+#include "common/data_types.hpp"
 #include "common/dlpack.hpp"
 #include "common/errors.hpp"
-#include "core/memory_dlpack.hpp"
+#include "usm/memory_dlpack.hpp"
 #include "core/objects.hpp"
+#include "ocl_interop/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 #include "usm/usm_api.hpp"
 
@@ -73,24 +75,24 @@ void versioned_capsule_destructor(PyObject *capsule) {
     throw py::buffer_error("__dlpack__: " + why);
 }
 
-// DLPack's type of a oneDNN data type, or false when none is exported.
+// DLPack's type of a oneDNN data type (the data-type table's), or false when
+// none is exported.
 bool dl_data_type(memory::data_type t, dlpack::DLDataType &out) {
-    using dt = memory::data_type;
-    switch (t) {
-        case dt::f32: out = {dlpack::kDLFloat, 32, 1}; return true;
-        case dt::f16: out = {dlpack::kDLFloat, 16, 1}; return true;
-        case dt::f64: out = {dlpack::kDLFloat, 64, 1}; return true;
-        case dt::bf16: out = {dlpack::kDLBfloat, 16, 1}; return true;
-        case dt::s8: out = {dlpack::kDLInt, 8, 1}; return true;
-        case dt::s32: out = {dlpack::kDLInt, 32, 1}; return true;
-        case dt::s64: out = {dlpack::kDLInt, 64, 1}; return true;
-        case dt::u8: out = {dlpack::kDLUInt, 8, 1}; return true;
-        default: return false;
-    }
+    const data_types::row *r = data_types::find(t);
+    if (!r || r->dlpack_code == data_types::no_dlpack) return false;
+    out = {r->dlpack_code, static_cast<uint8_t>(r->bits), 1};
+    return true;
 }
 
-std::string data_type_str(memory::data_type t) {
-    return py::str(py::cast(t)).cast<std::string>();
+// "f16, bf16, ... and s8": the types dl_data_type exports, for messages.
+std::string exported_types() {
+    std::vector<const char *> names;
+    for (const auto &r : data_types::table())
+        if (r.in_memory && r.dlpack_code != data_types::no_dlpack) names.push_back(r.name);
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+        list += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+    return list;
 }
 
 // The host address of the memory's storage, or BufferError saying why the
@@ -123,8 +125,8 @@ py::capsule export_memory(const memory_object &m, bool versioned) {
                "DLPack cannot describe: reorder it to a plain layout first (dnnl.reorder)");
     dlpack::DLDataType dtype {};
     if (!dl_data_type(desc.get_data_type(), dtype))
-        refuse("data type " + data_type_str(desc.get_data_type())
-                + " is not exported (f32, f16, bf16, f64, s8, u8, s32 and s64 are)");
+        refuse("data type " + std::string(data_types::name(desc.get_data_type()))
+                + " is not exported (" + exported_types() + " are)");
     void *data = host_address(m);
 
     auto owned = std::make_unique<exported_tensor>(m);

@@ -1,0 +1,145 @@
+#include "common/workarounds.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+namespace dnnl_ocl_interop {
+namespace workarounds {
+namespace {
+
+std::atomic<bool> enabled {true};
+
+bool older_than(const dnnl_version_t &v, const version &w) {
+    if (v.major != w.major) return v.major < w.major;
+    if (v.minor != w.minor) return v.minor < w.minor;
+    return v.patch < w.patch;
+}
+
+const problem *find(const char *id) {
+    for (const problem &p : problems())
+        if (std::strcmp(p.id, id) == 0) return &p;
+    return nullptr;
+}
+
+bool is_gpu(const dnnl::primitive_desc_base &pd) {
+    return pd.get_engine().get_kind() == dnnl::engine::kind::gpu;
+}
+
+// Every element of `md` lies where a dense layout puts it, from the handle
+// on: no gaps between them and no sub-memory offset.
+bool dense_from_the_handle(const dnnl::memory::desc &md) {
+    if (md.is_zero() || md.get_format_kind() != dnnl::memory::format_kind::blocked) return true;
+    if (md.get_submemory_offset() != 0) return false;
+    size_t elements = 1;
+    for (auto d : md.get_padded_dims()) elements *= static_cast<size_t>(d);
+    return md.get_size() == elements * dnnl::memory::data_type_size(md.get_data_type());
+}
+
+std::string offsets_or_gaps(const char *family, const char *arg) {
+    return std::string(family) + ": oneDNN's GPU implementations ignore " + arg
+            + "'s strides and sub-memory offset (they address its elements as if it were dense "
+              "from the handle on), so results would be wrong";
+}
+
+} // namespace
+
+// Measured with oneDNN 3.13.1 (the pinned release) and read in upstream's
+// main of 2026-11: none is fixed there, so none has a `fixed` release yet.
+const std::vector<problem> &problems() {
+    static const std::vector<problem> list = {
+            {"sum-many-inputs-scales",
+                    "sum's ocl:many_inputs applies scales[i-1] to source i", {0, 0, 0}},
+            {"reorder-direct-copy-memory-kinds",
+                    "reorder's gpu:direct_copy copies nothing between buffer and USM memory",
+                    {0, 0, 0}},
+            {"eltwise-strides",
+                    "GPU eltwise ignores strides and sub-memory offsets", {0, 0, 0}},
+            {"rnn-offsets", "GPU RNNs ignore sub-memory offsets", {0, 0, 0}},
+            {"graph-noop-null-event",
+                    "a partition starting with a no-op step passes a NULL event as a wait list "
+                    "on an out-of-order queue without dependencies",
+                    {0, 0, 0}},
+            {"stream-profiling-without-order",
+                    "a stream made with the profiling flag alone is not marked in-order, and "
+                    "ocl_interop execute then crashes",
+                    {0, 0, 0}},
+    };
+    return list;
+}
+
+bool applies(const char *id) {
+    if (!enabled.load(std::memory_order_relaxed)) return false;
+    const problem *p = find(id);
+    if (!p) return false;
+    if (p->fixed.major == 0) return true;
+    return older_than(*dnnl::version(), p->fixed);
+}
+
+void set_enabled(bool on) { enabled.store(on); }
+
+std::string known_wrong(const dnnl::primitive_desc_base &pd) {
+    if (!pd || !is_gpu(pd)) return "";
+    using kind = dnnl::primitive::kind;
+    kind k = pd.get_kind();
+    if (k == kind::eltwise && applies("eltwise-strides")) {
+        const struct {
+            dnnl::query what;
+            const char *name;
+        } args[] = {{dnnl::query::src_md, "src"}, {dnnl::query::dst_md, "dst"},
+                {dnnl::query::diff_src_md, "diff_src"}, {dnnl::query::diff_dst_md, "diff_dst"}};
+        for (const auto &a : args)
+            if (!dense_from_the_handle(pd.query_md(a.what, 0)))
+                return offsets_or_gaps("eltwise", a.name)
+                        + " (known problem eltwise-strides): reorder the data into dense memory "
+                          "first (dnnl.ops does so)";
+    }
+    if (k == kind::rnn && applies("rnn-offsets")) {
+        // Every argument descriptor of the RNN, whichever cell: a non-zero
+        // sub-memory offset anywhere is read (or written) from the handle.
+        for (int arg : {DNNL_ARG_SRC_LAYER, DNNL_ARG_AUGRU_ATTENTION, DNNL_ARG_SRC_ITER,
+                     DNNL_ARG_SRC_ITER_C, DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER,
+                     DNNL_ARG_WEIGHTS_PEEPHOLE, DNNL_ARG_WEIGHTS_PROJECTION, DNNL_ARG_BIAS,
+                     DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C,
+                     DNNL_ARG_DIFF_SRC_LAYER, DNNL_ARG_DIFF_AUGRU_ATTENTION,
+                     DNNL_ARG_DIFF_SRC_ITER, DNNL_ARG_DIFF_SRC_ITER_C, DNNL_ARG_DIFF_WEIGHTS_LAYER,
+                     DNNL_ARG_DIFF_WEIGHTS_ITER, DNNL_ARG_DIFF_WEIGHTS_PEEPHOLE,
+                     DNNL_ARG_DIFF_WEIGHTS_PROJECTION, DNNL_ARG_DIFF_BIAS,
+                     DNNL_ARG_DIFF_DST_LAYER, DNNL_ARG_DIFF_DST_ITER, DNNL_ARG_DIFF_DST_ITER_C}) {
+            auto md = pd.query_md(dnnl::query::exec_arg_md, arg);
+            if (!md.is_zero() && md.get_submemory_offset() != 0)
+                return "RNN: oneDNN's GPU implementation ignores sub-memory offsets, so it would "
+                       "read or write the wrong elements (known problem rnn-offsets): give "
+                       "each argument its own memory (reorder a slice into it first)";
+        }
+    }
+    return "";
+}
+
+std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales) {
+    if (!pd || !applies("sum-many-inputs-scales")) return "";
+    bool all_equal = std::all_of(scales.begin(), scales.end(),
+            [&](float s) { return s == scales.front(); });
+    if (all_equal || std::strcmp(pd.impl_info_str(), "ocl:many_inputs") != 0) return "";
+    return "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong sources when "
+           "they differ (known problem sum-many-inputs-scales); use a first scale other than "
+           "1, equal scales, or binary primitives";
+}
+
+bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd) {
+    return applies("reorder-direct-copy-memory-kinds")
+            && std::strcmp(pd.impl_info_str(), "gpu:direct_copy") == 0;
+}
+
+unsigned stream_flags(unsigned flags) {
+    // Without an order flag oneDNN makes an in-order queue but does not mark
+    // the stream in-order: say in-order, which is what the stream is.
+    if (applies("stream-profiling-without-order") && !(flags & dnnl_stream_out_of_order))
+        flags |= dnnl_stream_in_order;
+    return flags;
+}
+
+bool graph_needs_dependency_marker() { return applies("graph-noop-null-event"); }
+
+} // namespace workarounds
+} // namespace dnnl_ocl_interop

@@ -1,0 +1,63 @@
+// oneDNN problems the binding routes around: the one place that knows them.
+//
+// Each problem has an id (named in its entry of docs/known-problems.md;
+// tests/test_known_problems.py checks that the two lists agree), the first
+// oneDNN release without it, and the function the binding calls where the
+// problem would show. A problem applies to every oneDNN the binding supports
+// older than `fixed` (the running library's dnnl_version()); a problem still
+// present upstream has no `fixed`. Where a problem
+// gives wrong results silently, the binding refuses with its id and cause, and
+// a strict xfail in the tests watches oneDNN's raw behaviour (with the
+// workarounds switched off), so the day oneDNN is fixed the suite says so.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace dnnl_ocl_interop {
+namespace workarounds {
+
+struct version {
+    int major, minor, patch;
+};
+
+struct problem {
+    const char *id;   // e.g. "eltwise-strides"
+    const char *what; // one line: what oneDNN gets wrong
+    version fixed;    // the first release without it; {0, 0, 0}: none yet
+};
+
+// Every problem, in the order of docs/known-problems.md.
+const std::vector<problem> &problems();
+
+// Whether the running oneDNN has `id`, and the binding's workaround for it is
+// on (workarounds can be switched off for tests: set_enabled).
+bool applies(const char *id);
+
+// Tests only: with false, no workaround acts (applies() answers false), so a
+// test can watch oneDNN's own behaviour.
+void set_enabled(bool enabled);
+
+// ---- primitive descriptors (family.hpp's create, and the reorder/concat/sum
+// constructors): why oneDNN's chosen implementation is known to compute wrong
+// results for `pd`, or "" when it is not. The caller refuses
+// (dnnl.unimplemented) or, with allow_empty, gives the empty descriptor.
+std::string known_wrong(const dnnl::primitive_desc_base &pd);
+// The same for a sum with `scales`.
+std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales);
+
+// ---- execution: a reorder implementation that copies nothing between
+// buffer and USM memory (the caller refuses such executions).
+bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
+
+// ---- streams: the flags to create a stream with, for the flags asked.
+unsigned stream_flags(unsigned flags);
+
+// ---- graph: whether an execution with no dependencies on an out-of-order
+// queue needs a marker event as its dependency.
+bool graph_needs_dependency_marker();
+
+} // namespace workarounds
+} // namespace dnnl_ocl_interop

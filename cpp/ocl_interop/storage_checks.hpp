@@ -1,0 +1,23 @@
+// What the binding checks of user storage before oneDNN uses it
+// (ocl_interop/storage_checks.cpp): the OpenCL and USM probes behind
+// dnnl.memory's and make_memory's handle checks.
+#pragma once
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace dnnl_ocl_interop {
+
+// Refuses (dnnl.error, invalid_arguments) a user handle that oneDNN would use
+// past its end or in the wrong context: a cl_mem smaller than buffer `index`
+// of `desc` or from another context, a USM pointer not allocated in the
+// engine's context or with fewer bytes left than that buffer needs. Special
+// handles pass. `known_mem_object`: the handle came from a pyopencl memory
+// object, so it is a cl_mem (only its context and size are checked).
+void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
+        bool usm, void *handle, int index = 0, bool known_mem_object = false);
+
+// Whether `memory` is USM-based (false for buffers, host scalars and
+// non-OpenCL engines).
+bool is_usm(const dnnl::memory &memory);
+
+} // namespace dnnl_ocl_interop
