@@ -16,8 +16,8 @@ import numpy as np
 
 from . import _core
 
-__all__ = ["as_memory", "bf16_from_float32", "float32_from_bf16", "memory_and_events",
-           "numpy_dtype", "read", "to_pyopencl", "write"]
+__all__ = ["as_memory", "bf16_from_float32", "data_type", "float32_from_bf16",
+           "memory_and_events", "numpy_dtype", "read", "to_pyopencl", "write"]
 
 def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     """The NumPy dtype that holds one element of a oneDNN data type (the
@@ -27,6 +27,47 @@ def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     if dtype is None:
         raise ValueError(f"no NumPy dtype holds {data_type} elements")
     return dtype
+
+
+# The oneDNN data type of each NumPy element type, as as_memory takes an array
+# without a desc. bf16 and the f8 types have no NumPy type: their bits live in
+# uint16 / uint8 arrays, which need a desc (or data_type(..., bf16_bits=True))
+# saying what they hold.
+_DATA_TYPES = {
+    np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.float64): "f64",
+    np.dtype(np.int8): "s8", np.dtype(np.uint8): "u8", np.dtype(np.int32): "s32",
+    np.dtype(np.int64): "s64",
+}
+
+
+def data_type(dtype, bf16_bits: bool = False) -> "_core.memory.data_type":
+    """The oneDNN data type of a NumPy dtype (the inverse of :func:`numpy_dtype`).
+
+    ``dtype`` is anything ``numpy.dtype`` takes (``numpy.float16``,
+    ``"float32"``, an array's ``.dtype``), a ``dnnl.memory.data_type``
+    (returned as it is) or the name of one (``"bf16"``, ``"s8"``):
+    float32, float16, float64, int8, uint8, int32 and int64 are f32, f16,
+    f64, s8, u8, s32 and s64. uint16 is bf16 bits when ``bf16_bits`` is
+    true (``numpy_dtype(bf16)`` is uint16), and has no data type otherwise.
+    Other dtypes raise ``TypeError`` (the one message ``as_memory`` gives).
+    """
+    data_types = _core.memory.data_type
+    if isinstance(dtype, data_types):
+        return dtype
+    if isinstance(dtype, str) and dtype in data_types.__members__:
+        return data_types.__members__[dtype]
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{dtype!r} is neither a NumPy dtype nor a oneDNN data type") from None
+    name = _DATA_TYPES.get(dtype)
+    if name is None:
+        if dtype == np.uint16 and bf16_bits:
+            return data_types.bf16
+        hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
+                if dtype == np.uint16 else "")
+        raise TypeError(f"dtype {dtype} matches no oneDNN data type{hint}")
+    return getattr(data_types, name)
 
 
 def _plain_dims(memory) -> list:
@@ -86,15 +127,6 @@ def float32_from_bf16(bits) -> np.ndarray:
 
 
 # -- pyopencl arrays -----------------------------------------------------------
-
-# The oneDNN data type of each pyopencl element type, when no desc is given.
-# bf16 and the f8 types have no NumPy type: their bits live in uint16 / uint8
-# arrays, which need a desc saying what they hold.
-_DATA_TYPES = {
-    np.dtype(np.float32): "f32", np.dtype(np.float16): "f16", np.dtype(np.float64): "f64",
-    np.dtype(np.int8): "s8", np.dtype(np.uint8): "u8", np.dtype(np.int32): "s32",
-    np.dtype(np.int64): "s64",
-}
 
 
 class memory_and_events(NamedTuple):
@@ -197,12 +229,11 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
                          f"of a {base.size}-byte buffer")
 
     if desc is None:
-        if dtype not in _DATA_TYPES:
-            hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
-                    if dtype == np.uint16 else "")
-            raise TypeError(f"array has dtype {dtype}, which no oneDNN data type matches{hint}")
-        data_type = getattr(_core.memory.data_type, _DATA_TYPES[dtype])
-        desc = _core.memory.desc(list(shape), data_type, [s // dtype.itemsize for s in strides])
+        try:
+            element_type = data_type(dtype)
+        except TypeError as e:
+            raise TypeError(f"array: {e}") from None
+        desc = _core.memory.desc(list(shape), element_type, [s // dtype.itemsize for s in strides])
     else:
         expected = _core.memory.numpy_dtype(desc.get_data_type())
         if expected is None or expected != dtype:
