@@ -347,10 +347,10 @@ def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weight
     any_layout = _core.memory.desc(list(W.dims), W.data_type, _core.memory.format_tag.any)
     source = operand(W.name, _A.ARG_FROM, W.array, W.dims, W.strides, W.data_type)
     W.desc, W.key = any_layout, (W.dims, "any", W.data_type)
-    entry, _ = _plan.cached_entry(p)
+    entry, _ = _plan.cached_entry(p, _plan.queue_of(p))
     chosen = entry.pd.weights_desc()
     dtype = W.array.dtype
-    array = _plan._empty(W.array.queue, (chosen.get_size() // dtype.itemsize,), dtype,
+    array = _plan.new_array(W.array.queue, (chosen.get_size() // dtype.itemsize,), dtype,
                          allocator=W.array.allocator)
     _plan.run(_reorder_into(source, array, chosen))
     options = {"transpose_b": bool(kwargs.get("transpose_b", False))} if name == "matmul" else \

@@ -46,6 +46,13 @@ def _load_pyopencl() -> None:
     _Array, _enqueue_marker, _empty = cla.Array, cl.enqueue_marker, cla.empty
 
 
+def new_array(queue: Any, shape: Tuple[int, ...], dtype: Any, allocator: Any) -> Any:
+    """A new dense pyopencl array (the result of a call)."""
+    if _empty is None:
+        _load_pyopencl()
+    return _empty(queue, shape, dtype, allocator=allocator)
+
+
 # -- data types -----------------------------------------------------------------
 
 _types_of_dtypes: Dict[Any, Any] = {}  # a memo of arrays.data_type(dtype, bf16_bits=True)
@@ -76,7 +83,7 @@ def result_type(default: Any, dtype: Any, out: Any) -> Any:
     """The destination's data type: ``out``'s, else ``dtype``, else `default`;
     ``dtype`` and ``out`` must agree."""
     if out is not None:
-        found = data_type_of(out, "out")
+        found = data_type_of(check_array(out, "out"), "out")
         if dtype is not None and resolve_type(dtype) != found:
             raise TypeError(f"out has dtype {out.dtype} ({found.name}), but dtype= asks for "
                             f"{resolve_type(dtype).name}")
@@ -189,9 +196,15 @@ class naming:
         return None
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
-        if error is not None and isinstance(error, (TypeError, ValueError)) and error.args \
-                and isinstance(error.args[0], str) and not error.args[0].startswith(self.name):
-            error.args = (f"{self.name}: {error.args[0]}",) + error.args[1:]
+        if isinstance(error, (TypeError, ValueError)):
+            prefix(error, f"{self.name}: ")
+
+
+def prefix(error: BaseException, text: str) -> None:
+    """Put `text` in front of an exception's message (its class, and a
+    dnnl.error's status, stay)."""
+    if error.args and isinstance(error.args[0], str) and not error.args[0].startswith(text):
+        error.args = (text + error.args[0],) + error.args[1:]
 
 
 def memory_of(array: Any, name: str, engine: Any, desc: Any) -> Any:
@@ -199,8 +212,8 @@ def memory_of(array: Any, name: str, engine: Any, desc: Any) -> Any:
     try:
         return _as_memory(array, engine, desc)
     except (TypeError, ValueError) as e:
-        with naming(name):
-            raise e from None
+        prefix(e, f"{name}: ")
+        raise
 
 
 # -- post-ops ---------------------------------------------------------------------
@@ -467,7 +480,7 @@ def _dst_strides(p: plan) -> Tuple[int, ...]:
     return tuple(s // item for s in p.out.strides)
 
 
-def _build(p: plan, ctx: Any, key: Any) -> _entry:
+def _build(p: plan, ctx: Any, key: Any) -> "_entry":
     """Descriptors, primitive descriptor and primitive of a plan (a miss)."""
     descs = [op.make_desc() for op in p.operands]
     dst_desc = p.dst_desc
@@ -480,8 +493,7 @@ def _build(p: plan, ctx: Any, key: Any) -> _entry:
     try:
         pd = p.make_pd(ctx.engine, descs, dst_desc, attr)
     except _core.error as e:
-        if e.args and isinstance(e.args[0], str):
-            e.args = (f"ops.{p.op} ({describe(p)}): {e.args[0]}",) + e.args[1:]
+        prefix(e, f"ops.{p.op} ({describe(p)}): ")
         raise
     primitive = _cache.create(p.family, pd)
     return _entry(primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
@@ -493,19 +505,30 @@ def cache_key(p: plan, ctx: Any) -> Any:
             p.post_ops, tuple(p.scales))
 
 
-def run(p: plan) -> Any:
-    """Execute a plan; returns the result array (``out`` or a new one)."""
-    out = p.out
-    holder = out if out is not None else p.queue_array
-    queue = holder.queue
-    if queue is None:
-        name = "out" if out is not None else p.operands[0].name
+def queue_of(p: plan) -> Any:
+    """The queue the call runs on: ``out``'s, else the first operand's."""
+    holder = p.out if p.out is not None else p.queue_array
+    if holder.queue is None:
+        name = "out" if p.out is not None else p.operands[0].name
         raise ValueError(f"{name} has no queue: give it one (array.with_queue(queue))")
+    return holder.queue
+
+
+def cached_entry(p: plan, queue: Any) -> Tuple[_entry, Any]:
+    """The cache entry of a plan (made on a miss) and the queue's context."""
     ctx = _context.of_queue(queue)
     key = cache_key(p, ctx)
     entry = _cache.lookup(key)
     if entry is None:
         entry = _cache.insert(key, _build(p, ctx, key))
+    return entry, ctx
+
+
+def run(p: plan) -> Any:
+    """Execute a plan; returns the result array (``out`` or a new one)."""
+    out = p.out
+    queue = queue_of(p)
+    entry, ctx = cached_entry(p, queue)
     engine = ctx.engine
     args = {}
     deps: List[Any] = []
@@ -516,7 +539,7 @@ def run(p: plan) -> Any:
             deps += events
     if out is None:
         first = p.queue_array
-        out = _empty(queue, p.dst_dims, entry.dst_dtype, allocator=first.allocator)
+        out = new_array(queue, p.dst_dims, entry.dst_dtype, first.allocator)
         memory, _ = _as_memory(out, engine, entry.dst_desc)
     else:
         memory, events = memory_of(out, "out", engine, entry.dst_desc)
@@ -533,18 +556,6 @@ def run(p: plan) -> Any:
         del out.events[:]
     out.add_event(event)
     return out
-
-
-def cached_entry(p: plan) -> Any:
-    """The cache entry of a plan (made on a miss) and its context, without
-    running it: what ops.prepare_weights asks for."""
-    holder = p.out if p.out is not None else p.queue_array
-    ctx = _context.of_queue(holder.queue)
-    key = cache_key(p, ctx)
-    entry = _cache.lookup(key)
-    if entry is None:
-        entry = _cache.insert(key, _build(p, ctx, key))
-    return entry, ctx
 
 
 if TYPE_CHECKING:
