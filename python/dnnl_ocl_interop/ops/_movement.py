@@ -12,7 +12,7 @@ from ._plan import array_operand, number, operand, operation, plan, result_type
 _A = _core
 
 
-def _reorder_plan(x: Any, dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: Any,
+def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: Any,
                   axis: Optional[int], out: Any) -> plan:
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.reorder.primitive_desc(engine, d[0], engine, dst_desc, attr)
@@ -42,7 +42,7 @@ def reorder(x: Any, dtype: Any = None, *, src_scale: Any = None, dst_scale: Any 
     element along ``axis``.
     """
     X = array_operand("x", _A.ARG_FROM, x)
-    return _reorder_plan(x, X.dims, X, dtype, src_scale, dst_scale, axis, out)
+    return _reorder_plan(X.dims, X, dtype, src_scale, dst_scale, axis, out)
 
 
 def astype(x: Any, dtype: Any, *, out: Any = None) -> Any:
@@ -82,7 +82,7 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None, *, dtype: Any = None
     X.dims = tuple(X.dims[a] for a in order)
     X.strides = tuple(X.strides[a] for a in order)
     X.key = (X.dims, X.strides, X.data_type)
-    return _reorder_plan(x, X.dims, X, dtype, None, None, None, out)
+    return _reorder_plan(X.dims, X, dtype, None, None, None, out)
 
 
 @operation

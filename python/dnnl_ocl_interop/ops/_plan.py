@@ -105,13 +105,22 @@ def accumulating_type(src_type: Any) -> Any:
 
 # -- operands ---------------------------------------------------------------------
 
+_dense: Dict[Tuple[int, ...], Tuple[int, ...]] = {}  # a memo of dense_strides
+
+
 def dense_strides(dims: Sequence[int]) -> Tuple[int, ...]:
     """Row-major strides (elements) of `dims`."""
-    strides, step = [], 1
-    for d in reversed(dims):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
+    dims = tuple(dims)
+    found = _dense.get(dims)
+    if found is None:
+        strides, step = [], 1
+        for d in reversed(dims):
+            strides.append(step)
+            step *= max(d, 1)
+        if len(_dense) > 4096:  # bounded: shapes may vary without end
+            _dense.clear()
+        found = _dense[dims] = tuple(reversed(strides))
+    return found
 
 
 class operand:
@@ -500,9 +509,15 @@ def _build(p: plan, ctx: Any, key: Any) -> "_entry":
 
 
 def cache_key(p: plan, ctx: Any) -> Any:
+    """Everything that selects the primitive of a plan. A dense ``out``
+    shares its key with a new (dense) result."""
+    dst_strides = None
+    if p.out is not None:
+        dst_strides = _dst_strides(p)
+        if dst_strides == dense_strides(p.dst_dims):
+            dst_strides = None
     return (p.op, id(ctx.engine), p.params, tuple(op.key for op in p.operands),
-            p.dst_dims, p.dst_type, None if p.out is None else _dst_strides(p),
-            p.post_ops, tuple(p.scales))
+            p.dst_dims, p.dst_type, dst_strides, p.post_ops, tuple(p.scales))
 
 
 def queue_of(p: plan) -> Any:
