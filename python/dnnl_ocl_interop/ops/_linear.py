@@ -183,15 +183,40 @@ def inner_product(x: Any, weights: Any, bias: Any = None, *, post_ops: Any = (),
                 result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
 
 
-def _grouped(W: operand, groups: int, outer: int) -> None:
-    """Weights [outer*?, ...] split into `groups` along dim 0: oneDNN's
-    grouped weights [G, dim0 / G, ...]."""
+def _grouped(W: operand, groups: int) -> None:
+    """Weights [OC, ...] split into `groups` along dim 0: oneDNN's grouped
+    weights [G, OC / G, ...]."""
     if groups == 1:
         return
     per = W.dims[0] // groups
     W.dims = (groups, per) + tuple(W.dims[1:])
     W.strides = (W.strides[0] * per,) + tuple(W.strides)
     W.key = (W.dims, W.strides, W.data_type)
+
+
+def _window_plan(op: str, family: Any, alg: Any, X: operand, W: operand, bias: Any,
+                 dst: Tuple[int, ...], geometry: Any, post_ops: Any, out: Any,
+                 dtype: Any) -> plan:
+    """The plan of a convolution or deconvolution whose weights are in
+    oneDNN's (grouped) layout; geometry: strides, dilations (PyTorch's),
+    left and right padding."""
+    strides, dilations, left, right = geometry
+    _finish_weights(W)
+    operands = [X, W]
+    if bias is not None:
+        operands.append(_bias(bias, dst[1], (dst[1],), 0))
+    has_bias, dilates = bias is not None, [d - 1 for d in dilations]
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        if has_bias:
+            return family.primitive_desc(engine, _FI, alg, d[0], d[1], d[2], dst_desc,
+                                         list(strides), dilates, list(left), list(right), attr)
+        return family.primitive_desc(engine, _FI, alg, d[0], d[1], dst_desc, list(strides),
+                                     dilates, list(left), list(right), attr)
+
+    return plan(op, family, (strides, tuple(dilates), tuple(left), tuple(right)), operands,
+                dst, result_type(accumulating_type(X.data_type), dtype, out), out, make_pd,
+                post_ops)
 
 
 def _groups(groups: Any) -> int:
@@ -228,24 +253,9 @@ def convolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padd
     extents = [(k - 1) * d + 1 for k, d in zip(W.dims[2:], dilations)]
     left, right = paddings(padding, n, extents, strides)
     dst = (X.dims[0], oc) + tuple(output_sizes(X, extents, strides, left, right))
-    _grouped(W, groups, oc)
-    _finish_weights(W)
-    operands = [X, W]
-    if bias is not None:
-        operands.append(_bias(bias, oc, (oc,), 0))
-    has_bias, dilates = bias is not None, [d - 1 for d in dilations]
-    geometry = (strides, tuple(dilates), tuple(left), tuple(right))
-
-    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
-        alg, family = _A.algorithm.convolution_direct, _A.convolution_forward
-        if has_bias:
-            return family.primitive_desc(engine, _FI, alg, d[0], d[1], d[2], dst_desc,
-                                         list(strides), dilates, left, right, attr)
-        return family.primitive_desc(engine, _FI, alg, d[0], d[1], dst_desc, list(strides),
-                                     dilates, left, right, attr)
-
-    return plan("convolution", _A.convolution_forward, geometry, operands, dst,
-                result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
+    _grouped(W, groups)
+    return _window_plan("convolution", _A.convolution_forward, _A.algorithm.convolution_direct,
+                        X, W, bias, dst, (strides, dilations, left, right), post_ops, out, dtype)
 
 
 @operation
@@ -297,23 +307,9 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
         W.dims = (groups, per_group_oc, per_group_c) + tuple(W.dims[2:])
         W.strides = (per_group_c * s_in, s_out, s_in) + tuple(W.strides[2:])
     W.key = (W.dims, W.strides, W.data_type)
-    _finish_weights(W)
-    operands = [X, W]
-    if bias is not None:
-        operands.append(_bias(bias, oc, (oc,), 0))
-    has_bias, dilates = bias is not None, [d - 1 for d in dilations]
-    geometry = (strides, tuple(dilates), tuple(left), tuple(right))
-
-    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
-        alg, family = _A.algorithm.deconvolution_direct, _A.deconvolution_forward
-        if has_bias:
-            return family.primitive_desc(engine, _FI, alg, d[0], d[1], d[2], dst_desc,
-                                         list(strides), dilates, left, right, attr)
-        return family.primitive_desc(engine, _FI, alg, d[0], d[1], dst_desc, list(strides),
-                                     dilates, left, right, attr)
-
-    return plan("deconvolution", _A.deconvolution_forward, geometry, operands, dst,
-                result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
+    return _window_plan("deconvolution", _A.deconvolution_forward,
+                        _A.algorithm.deconvolution_direct, X, W, bias, dst,
+                        (strides, dilations, left, right), post_ops, out, dtype)
 
 
 _WEIGHTED = {"matmul": matmul, "inner_product": inner_product, "convolution": convolution,

@@ -245,32 +245,30 @@ BINARY = {name: alg for name, alg in _members("binary_").items() if name != "sel
 BINARY.update({"maximum": _ALG.binary_max, "minimum": _ALG.binary_min})
 
 
+def _algorithm(kind: str, table: Dict[str, Any], algorithm: Any, name: str) -> Any:
+    """`algorithm` (a name in `table` or one of its ``dnnl.algorithm``
+    members), else ValueError naming the argument."""
+    if isinstance(algorithm, _ALG):
+        if algorithm not in table.values():
+            raise ValueError(f"{name}: {algorithm} is not one of the {kind} algorithms ops takes")
+        return algorithm
+    found = table.get(algorithm) if isinstance(algorithm, str) else None
+    if found is None:
+        raise ValueError(f"{name}: unknown {kind} algorithm {algorithm!r} (one of "
+                         f"{', '.join(sorted(table))})")
+    return found
+
+
 def eltwise_algorithm(algorithm: Any, name: str = "algorithm") -> Any:
     """A oneDNN eltwise algorithm from its name ("relu", "gelu_tanh", ...;
     aliases sigmoid, silu, softplus, gelu) or an ``algorithm`` member."""
-    if isinstance(algorithm, _ALG):
-        if not algorithm.name.startswith("eltwise_"):
-            raise ValueError(f"{name}: {algorithm} is not an eltwise algorithm")
-        return algorithm
-    found = ELTWISE.get(algorithm) if isinstance(algorithm, str) else None
-    if found is None:
-        raise ValueError(f"{name}: unknown eltwise algorithm {algorithm!r} (one of "
-                         f"{', '.join(sorted(ELTWISE))})")
-    return found
+    return _algorithm("eltwise", ELTWISE, algorithm, name)
 
 
 def binary_algorithm(algorithm: Any, name: str = "algorithm") -> Any:
-    """A oneDNN binary algorithm from its name ("add", "max", "ge", ...) or
-    an ``algorithm`` member."""
-    if isinstance(algorithm, _ALG):
-        if not algorithm.name.startswith("binary_") or algorithm == _ALG.binary_select:
-            raise ValueError(f"{name}: {algorithm} is not a two-input binary algorithm")
-        return algorithm
-    found = BINARY.get(algorithm) if isinstance(algorithm, str) else None
-    if found is None:
-        raise ValueError(f"{name}: unknown binary algorithm {algorithm!r} (one of "
-                         f"{', '.join(sorted(BINARY))})")
-    return found
+    """A oneDNN two-input binary algorithm from its name ("add", "max", "ge",
+    ...) or an ``algorithm`` member."""
+    return _algorithm("binary", BINARY, algorithm, name)
 
 
 def number(value: Any, name: str) -> float:
