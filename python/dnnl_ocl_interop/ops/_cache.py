@@ -15,6 +15,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Hashable
 
+from . import _context
+
 __all__ = ["cache_info", "clear_cache", "get_cache_capacity", "set_cache_capacity"]
 
 DEFAULT_CAPACITY = 1024  # as oneDNN's own primitive cache
@@ -76,13 +78,15 @@ def cache_info() -> Dict[str, int]:
 
 
 def clear_cache() -> None:
-    """Drop every cached primitive and zero the statistics. The cache holds
-    its primitives' engines, and through them their OpenCL contexts, until
-    their entries are evicted or cleared."""
+    """Drop every cached primitive and every cached stream, and zero the
+    statistics. Until then, the cache holds its primitives' engines (and
+    through them their OpenCL contexts) and a stream per queue it has run on
+    (released by itself once nothing else holds the queue)."""
     global _hits, _misses, _evictions
     with _lock:
         _entries.clear()
         _hits = _misses = _evictions = 0
+    _context.clear()
 
 
 def get_cache_capacity() -> int:

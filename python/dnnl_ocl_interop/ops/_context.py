@@ -1,50 +1,82 @@
-"""Engines and streams of ``dnnl.ops``: one stream per pyopencl queue, one
+"""Engines and streams of ``dnnl.ops``: one stream per OpenCL queue, one
 engine per (OpenCL context, device), made on first use and reused.
 
-What is kept, and for how long:
+pyopencl's queues cannot be referenced weakly, so streams are kept by queue
+handle, and a stream retains its queue (through oneDNN). What is kept, and
+for how long:
 
-- a stream per ``pyopencl.CommandQueue`` *object*, for as long as that object
-  lives (a weak reference to it; the stream retains the ``cl_command_queue``
-  through oneDNN, not the Python object). Two Python objects wrapping one
-  queue get a stream each.
+- a stream per ``cl_command_queue``, until nothing but the cache holds that
+  queue: whenever a stream is made for a new queue, the cache drops the
+  streams whose queue's OpenCL reference count has fallen to the cache's own
+  references (every pyopencl object of it, the arrays on it and the events
+  of its work are gone). At most :data:`MAX_STREAMS` are kept (the oldest
+  goes first); ``ops.clear_cache()`` drops them all.
 - an engine per (context, device) handle pair, for as long as something uses
-  it: the streams above and the primitives in the ops cache
-  (``ops.clear_cache()`` lets those go). The engine retains the context, so a
-  handle cannot be reused by another context while its engine is cached.
+  it: the streams above and the primitives in the ops cache (the engine
+  retains the context, so a handle is not reused while its engine is
+  cached).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Dict, Tuple
+from collections import OrderedDict
+from typing import Any, Dict, List, Tuple
 
 from .. import _core
 
+MAX_STREAMS = 64
+
 _oi = _core.ocl_interop
 _lock = threading.Lock()
-_by_queue: Dict[int, Tuple[Any, "context"]] = {}  # id(queue) -> (weakref to it, context)
+_streams: Dict[int, "context"] = {}  # cl_command_queue handle -> context, oldest first
 _engines: "weakref.WeakValueDictionary[Tuple[int, int], Any]" = weakref.WeakValueDictionary()
 
 
+RECENT_MARKERS = 64
+
+
 class context:
-    """The oneDNN objects for one pyopencl queue."""
+    """The oneDNN objects for one OpenCL queue, and on an in-order queue the
+    markers ops enqueued there last (an operand waiting for one of them needs
+    no barrier on that queue: the queue's order already waits)."""
 
-    __slots__ = ("engine", "stream", "in_order", "queue_ref", "__weakref__")
+    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers")
 
-    def __init__(self, engine: Any, stream: Any, in_order: bool, queue_ref: Any) -> None:
+    def __init__(self, engine: Any, stream: Any, in_order: bool, queue: Any,
+                 own_references: int) -> None:
         self.engine = engine      #: dnnl.engine on the queue's context and device
         self.stream = stream      #: dnnl.stream on the queue
         self.in_order = in_order  #: whether execute returns no event (an in-order queue)
-        self.queue_ref = queue_ref
+        self.queue = queue        #: a pyopencl.CommandQueue of the cache's own
+        self.own_references = own_references  #: the queue's references the cache holds
+        self.markers: "OrderedDict[int, Any]" = OrderedDict()  # id(event) -> event
+
+    def add_marker(self, event: Any) -> None:
+        """Remember a marker ops enqueued on this (in-order) queue."""
+        self.markers[id(event)] = event
+        if len(self.markers) > RECENT_MARKERS:
+            self.markers.popitem(last=False)
+
+    def foreign(self, events: List[Any]) -> List[Any]:
+        """The events that are not this queue's recent markers."""
+        markers = self.markers
+        return [e for e in events if markers.get(id(e)) is not e]
 
 
 def of_queue(queue: Any) -> context:
     """The context of a pyopencl queue, made on first use."""
-    entry = _by_queue.get(id(queue))
-    if entry is not None and entry[0]() is queue:
-        return entry[1]
+    found = _streams.get(queue.int_ptr)
+    if found is not None:
+        return found
     return _make(queue)
+
+
+def _references(queue: Any) -> int:
+    import pyopencl as cl
+
+    return queue.get_info(cl.command_queue_info.REFERENCE_COUNT)
 
 
 def _make(queue: Any) -> context:
@@ -52,32 +84,47 @@ def _make(queue: Any) -> context:
 
     if not isinstance(queue, cl.CommandQueue):
         raise TypeError(f"queue must be a pyopencl.CommandQueue, not {type(queue).__name__}")
-    cl_context, device = queue.context, queue.device
-    key = (cl_context.int_ptr, device.int_ptr)
+    handle = queue.int_ptr
     with _lock:
+        found = _streams.get(handle)
+        if found is not None:
+            return found
+        _sweep()
+        cl_context, device = queue.context, queue.device
+        key = (cl_context.int_ptr, device.int_ptr)
         engine = _engines.get(key)
         if engine is None:
             engine = _oi.make_engine(device, cl_context)
             _engines[key] = engine
-    stream = _oi.make_stream(engine, queue)
-    out_of_order = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
-    ident = id(queue)
+        before = _references(queue)
+        stream = _oi.make_stream(engine, queue)
+        own = cl.CommandQueue.from_int_ptr(handle, retain=True)
+        out_of_order = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+        made = context(engine, stream, not (queue.properties & out_of_order), own,
+                       _references(queue) - before)
+        while len(_streams) >= MAX_STREAMS:
+            del _streams[next(iter(_streams))]
+        _streams[handle] = made
+        return made
 
-    def forget(ref: Any) -> None:  # the queue object is gone: drop its stream
-        current = _by_queue.get(ident)
-        if current is not None and current[0] is ref:
-            _by_queue.pop(ident, None)
 
-    ref = weakref.ref(queue, forget)
-    made = context(engine, stream, not (queue.properties & out_of_order), ref)
+def _sweep() -> None:
+    """Drop the streams of queues only the cache still holds (lock held)."""
+    for handle, found in list(_streams.items()):
+        found.markers.clear()  # events may hold their queue
+        if _references(found.queue) <= found.own_references:
+            del _streams[handle]
+
+
+def sweep() -> int:
+    """Drop the streams of queues nothing else holds; how many are left."""
     with _lock:
-        current = _by_queue.get(ident)
-        if current is not None and current[0]() is queue:
-            return current[1]  # another thread made it first
-        _by_queue[ident] = (ref, made)
-    return made
+        _sweep()
+        return len(_streams)
 
 
-def stream_count() -> int:
-    """How many queues have a cached stream (for tests)."""
-    return len(_by_queue)
+def clear() -> None:
+    """Drop every stream (and so, once the primitive cache is empty too,
+    every engine and the OpenCL objects they retain)."""
+    with _lock:
+        _streams.clear()

@@ -27,8 +27,10 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
         return _A.eltwise_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, alpha, beta,
                                                  attr)
 
-    return plan("eltwise", _A.eltwise_forward, (alg, alpha, beta), [X], X.dims,
-                result_type(X.data_type, None, out), out, make_pd)
+    p = plan("eltwise", _A.eltwise_forward, (alg, alpha, beta), [X], X.dims,
+             result_type(X.data_type, None, out), out, make_pd)
+    p.dense_only = True  # src and dst of one layout; ocl:xe ignores strides
+    return p
 
 
 @operation
@@ -181,8 +183,10 @@ def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.softmax_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, axis, attr)
 
-    return plan("softmax", _A.softmax_forward, (alg, axis), [X], X.dims,
-                result_type(X.data_type, dtype, out), out, make_pd)
+    p = plan("softmax", _A.softmax_forward, (alg, axis), [X], X.dims,
+             result_type(X.data_type, dtype, out), out, make_pd)
+    p.dense_only = True  # softmax's ocl:xe ignores the source's strides
+    return p
 
 
 @operation

@@ -79,6 +79,7 @@ def _swap_last(op: operand) -> None:
 def _bias(bias: Any, channels: int, dims: Tuple[int, ...], axis: int) -> operand:
     """A 1-D bias of `channels` values along `axis` of the destination."""
     op = array_operand("bias", _A.ARG_BIAS, bias)
+    op.dense = True  # oneDNN 3.13's kernels read a strided bias as dense
     if tuple(op.dims) != (channels,):
         raise ValueError(f"bias has shape {tuple(op.dims)}, expected ({channels},)")
     if axis == len(dims) - 1:
@@ -133,7 +134,9 @@ def matmul(a: Any, b: Any, bias: Any = None, *, transpose_a: bool = False,
     dst = tuple(batch) + (A.dims[-2], B.dims[-1])
     operands = [A, B]
     if bias is not None:
-        operands.append(broadcast_to(array_operand("bias", _A.ARG_BIAS, bias), dst))
+        bias_operand = broadcast_to(array_operand("bias", _A.ARG_BIAS, bias), dst)
+        bias_operand.dense = True  # oneDNN 3.13's kernels read a strided bias as dense
+        operands.append(bias_operand)
     has_bias = bias is not None
 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:

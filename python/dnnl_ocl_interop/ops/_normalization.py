@@ -15,6 +15,7 @@ _F = _core.normalization_flags
 
 def _per_channel(name: str, arg: int, array: Any, channels: int) -> operand:
     op = array_operand(name, arg, array)
+    op.dense = True  # per-channel vectors: a strided one is copied first
     if tuple(op.dims) != (channels,):
         raise ValueError(f"{name} has shape {tuple(op.dims)}, expected ({channels},)")
     return op
@@ -87,8 +88,10 @@ def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None
         return _A.batch_normalization_forward.primitive_desc(engine, _FI, d[0], dst_desc, eps,
                                                              flags, attr)
 
-    return plan("batch_norm", _A.batch_normalization_forward, (eps, flags), operands, X.dims,
-                result_type(X.data_type, dtype, out), out, make_pd)
+    p = plan("batch_norm", _A.batch_normalization_forward, (eps, flags), operands, X.dims,
+             result_type(X.data_type, dtype, out), out, make_pd)
+    p.dense_only = True  # no implementation takes a strided source
+    return p
 
 
 @operation
@@ -113,8 +116,10 @@ def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: f
         return _A.group_normalization_forward.primitive_desc(engine, _FI, d[0], dst_desc,
                                                              groups, eps, flags, attr)
 
-    return plan("group_norm", _A.group_normalization_forward, (groups, eps, flags), operands,
-                X.dims, result_type(X.data_type, dtype, out), out, make_pd)
+    p = plan("group_norm", _A.group_normalization_forward, (groups, eps, flags), operands,
+             X.dims, result_type(X.data_type, dtype, out), out, make_pd)
+    p.dense_only = True  # ocl:ref misreads a strided source (and corrupts memory)
+    return p
 
 
 def _pool_plan(x: Any, algorithm: Any, kernel_size: Any, stride: Any, padding: Any,

@@ -35,15 +35,17 @@ _ALG = _core.algorithm
 # (the emulated device is enabled before the process's first OpenCL call).
 _Array: Any = None
 _enqueue_marker: Any = None
+_enqueue_barrier: Any = None
 _empty: Any = None
 
 
 def _load_pyopencl() -> None:
-    global _Array, _enqueue_marker, _empty
+    global _Array, _enqueue_marker, _enqueue_barrier, _empty
     import pyopencl as cl
     import pyopencl.array as cla
 
-    _Array, _enqueue_marker, _empty = cla.Array, cl.enqueue_marker, cla.empty
+    _Array, _empty = cla.Array, cla.empty
+    _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
 
 
 def new_array(queue: Any, shape: Tuple[int, ...], dtype: Any, allocator: Any) -> Any:
@@ -129,7 +131,8 @@ class operand:
     transpose, a broadcast, grouped weights), or a fixed descriptor
     (prepared weights)."""
 
-    __slots__ = ("name", "arg", "array", "dims", "strides", "data_type", "desc", "key")
+    __slots__ = ("name", "arg", "array", "dims", "strides", "data_type", "desc", "key",
+                 "dense")
 
     def __init__(self, name: str, arg: int, array: Any, dims: Tuple[int, ...],
                  strides: Tuple[int, ...], data_type: Any, desc: Any = None,
@@ -142,6 +145,9 @@ class operand:
         self.data_type = data_type
         self.desc = desc
         self.key = key if key is not None else (dims, strides, data_type)
+        # oneDNN 3.13 reads this argument as dense whatever its strides (bias,
+        # binary post-op inputs): a strided array is copied first
+        self.dense = False
 
     def make_desc(self) -> Any:
         if self.desc is not None:
@@ -341,6 +347,7 @@ def parse_post_ops(post_ops: Any, dst_dims: Tuple[int, ...], has_out: bool
                 continue
             arg = _core.ARG_ATTR_MULTIPLE_POST_OP(i) | _core.ARG_SRC_1
             op = broadcast_to(array_operand(name, arg, other), dst_dims)
+            op.dense = True  # read as dense by matmul's and convolution's kernels
             operands.append(op)
             key.append(("binary", alg, op.key))
         elif kind in ELTWISE:
@@ -374,13 +381,16 @@ def post_ops_attr(key: Tuple[Any, ...], descs: Sequence[Any]) -> Any:
 
 def scale_operand(value: Any, name: str, target_arg: int, mask: int, channels: int
                   ) -> Tuple[Any, Optional[operand], Optional[float]]:
-    """A ``*_scale=`` argument: (key, operand or None, host value or None).
+    """A ``*_scale=`` argument: (key, operand or None, number or None).
 
-    A number is one factor, passed as a host scalar; a pyopencl array of
-    `channels` f32 factors varies along the dimensions of `mask`."""
+    A number is one factor (passed as one f32 in device memory: oneDNN 3.13's
+    reorder takes host-scalar scales when it is made and refuses them when it
+    runs); a pyopencl array of `channels` f32 factors varies along the
+    dimensions of `mask`."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return (target_arg, "host"), None, float(value)
+        return (target_arg, 0), None, float(value)
     op = array_operand(name, _core.ARG_ATTR_SCALES | target_arg, value)
+    op.dense = True
     if op.data_type != _dt.f32 or len(op.dims) != 1 or op.dims[0] != channels:
         raise ValueError(f"{name}: per-channel scales are a 1-D float32 array of {channels} "
                          f"factors, not {op.data_type.name} {tuple(op.dims)}")
@@ -390,20 +400,32 @@ def scale_operand(value: Any, name: str, target_arg: int, mask: int, channels: i
 def scales_attr(attr: Any, scales: Sequence[Tuple[Any, ...]]) -> None:
     """Set the scales of `scales` (keys of scale_operand) on `attr`."""
     for key in scales:
-        if key[1] == "host":
-            attr.set_host_scale(key[0], _dt.f32)
-        else:
-            attr.set_scales_mask(key[0], key[1])
+        attr.set_scales_mask(key[0], key[1])
 
 
-_HOST_F32 = None
+# (id(engine), value) -> (engine, memory holding the value); the engine object
+# is kept so that its id is not reused while the entry exists
+_scalars: Dict[Tuple[int, float], Tuple[Any, Any]] = {}
+_ONE_F32 = None
 
 
-def host_scalar(value: float) -> Any:
-    global _HOST_F32
-    if _HOST_F32 is None:
-        _HOST_F32 = _desc.host_scalar(_dt.f32)
-    return _core.memory(_HOST_F32, value)
+def scalar_memory(engine: Any, value: float) -> Any:
+    """One f32 in device memory on `engine`, written once and shared by
+    every call scaling by `value` (at most 256 values are kept)."""
+    global _ONE_F32
+    key = (id(engine), value)
+    found = _scalars.get(key)
+    if found is None:
+        import numpy as np
+
+        if _ONE_F32 is None:
+            _ONE_F32 = _desc([1], _dt.f32, [1])
+        memory = _core.memory(_ONE_F32, engine)
+        arrays.write(memory, np.array([value], np.float32))
+        if len(_scalars) >= 256:
+            _scalars.clear()
+        found = _scalars[key] = (engine, memory)
+    return found[1]
 
 
 # -- a call ------------------------------------------------------------------------
@@ -417,8 +439,8 @@ class plan:
     """
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
-                 "out", "post_ops", "scales", "host_scales", "make_pd", "queue_array",
-                 "dst_desc")
+                 "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
+                 "dst_desc", "dense_only")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -434,9 +456,12 @@ class plan:
         self.out = out
         self.make_pd = make_pd
         self.scales: List[Any] = []      # keys of scale_operand
-        self.host_scales: List[Tuple[int, float]] = []  # (ARG_ATTR_SCALES | arg, value)
+        self.scalar_scales: List[Tuple[int, float]] = []  # (ARG_ATTR_SCALES | arg, number)
         self.post_ops: Tuple[Any, ...] = ()
         self.dst_desc: Any = None  # a fixed destination descriptor (prepared weights)
+        # Primitives that mishandle strided operands in oneDNN 3.13 get dense
+        # copies, and write a strided out= through a dense result.
+        self.dense_only = False
         self.queue_array: Any = operands[0].array  # the result lives on its queue
         if out is not None:
             check_array(out, "out")
@@ -452,21 +477,24 @@ class plan:
         """Scale argument `target_arg` by a number or per-channel array."""
         if value is None:
             return
-        key, op, host = scale_operand(value, name, target_arg, mask, channels)
+        key, op, number_value = scale_operand(value, name, target_arg, mask, channels)
         self.scales.append(key)
         if op is not None:
             self.operands.append(op)
-        elif host is not None:
-            self.host_scales.append((_core.ARG_ATTR_SCALES | target_arg, host))
+        elif number_value is not None:
+            self.scalar_scales.append((_core.ARG_ATTR_SCALES | target_arg, number_value))
 
 
 class _entry:
-    """A cached primitive and what a call needs to run it."""
+    """A cached primitive and what a call needs to run it. It holds the
+    engine's Python object too: keys name the engine by id(), and a
+    primitive keeps only oneDNN's engine, not that object."""
 
-    __slots__ = ("primitive", "pd", "descs", "dst_desc", "dst_dtype")
+    __slots__ = ("engine", "primitive", "pd", "descs", "dst_desc", "dst_dtype")
 
-    def __init__(self, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
+    def __init__(self, engine: Any, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
                  dst_dtype: Any) -> None:
+        self.engine = engine
         self.primitive = primitive
         self.pd = pd
         self.descs = descs
@@ -503,7 +531,7 @@ def _build(p: plan, ctx: Any, key: Any) -> "_entry":
         prefix(e, f"ops.{p.op} ({describe(p)}): ")
         raise
     primitive = _cache.create(p.family, pd)
-    return _entry(primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
+    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
 
 
 def cache_key(p: plan, ctx: Any) -> Any:
@@ -537,8 +565,39 @@ def cached_entry(p: plan, queue: Any) -> Tuple[_entry, Any]:
     return entry, ctx
 
 
+def is_dense(dims: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether strides (elements) are row-major for dims (size-1 dims aside)."""
+    return all(n == 1 or s == d for n, s, d in zip(dims, strides, dense_strides(dims)))
+
+
+def _densify(p: plan) -> Any:
+    """Dense copies of the strided operands oneDNN would misread (those of a
+    dense_only plan, and operands marked dense), in place in the plan; for a
+    dense_only plan with a strided ``out``, that ``out`` (the plan then makes
+    a new dense result on its queue, to be copied into it), else None.
+    Operands marked dense are only ever reinterpreted with leading 1s, so
+    the copy's row-major layout is theirs."""
+    from ._movement import copy
+
+    for op in p.operands:
+        if (op.dense or p.dense_only) and not is_dense(op.dims, op.strides):
+            op.array = copy(op.array)
+            op.strides = dense_strides(op.dims)
+            op.key = (op.dims, op.strides, op.data_type)
+    target = p.out
+    if not p.dense_only or target is None or is_dense(p.dst_dims, _dst_strides(p)):
+        return None
+    p.out, p.queue_array = None, target
+    return target
+
+
 def run(p: plan) -> Any:
     """Execute a plan; returns the result array (``out`` or a new one)."""
+    target = _densify(p)
+    if target is not None:
+        from ._movement import copy
+
+        return copy(run(p), out=target)
     out = p.out
     queue = queue_of(p)
     entry, ctx = cached_entry(p, queue)
@@ -559,11 +618,19 @@ def run(p: plan) -> Any:
         if events:
             deps += events
     args[p.dst_arg] = memory
-    for arg, value in p.host_scales:
-        args[arg] = host_scalar(value)
+    for arg, value in p.scalar_scales:
+        args[arg] = scalar_memory(engine, value)
+    if ctx.in_order and deps:
+        # oneDNN 3.13 ignores deps on in-order streams: a barrier waits
+        # instead, unless every event is a marker of this queue's own.
+        deps = ctx.foreign(deps)
+        if deps:
+            _enqueue_barrier(queue, wait_for=deps)
+            deps = []
     event = _execute(entry.primitive, ctx.stream, args, deps)
     if event is None:  # in-order queue: a marker stands for the primitive
         event = _enqueue_marker(queue)
+        ctx.add_marker(event)
     if out is p.out:
         # The primitive waited for out's events: they are done when it is.
         del out.events[:]
