@@ -42,8 +42,7 @@ class prepared_weights:
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options.items())
         return (f"<dnnl.ops.prepared_weights for {self.function}({opts}): {self.dtype}"
-                f"{list(self.shape)} as {self.desc.get_format_kind().name} layout, "
-                f"{self.desc.get_size()} bytes>")
+                f"{list(self.shape)} as {self.desc!r}>")
 
 
 def _weights(name: str, arg: int, weights: Any, function: str, options: dict) -> operand:
