@@ -563,12 +563,20 @@ def test_normalizations_on_strided_views(queue):
 
 
 def test_post_op_and_bias_operands_may_be_strided(queue):
+    """oneDNN 3.13's matmul and convolution read them as dense (with some
+    implementations): ops passes dense copies."""
     rng = np.random.default_rng(42)
     a, b = rand(rng, (4, 6)), rand(rng, (6, 5))
     shift, bias = rand(rng, (4, 10)), rand(rng, (10,))
-    y = ops.matmul(dev(queue, a), dev(queue, b), dev(queue, bias)[::2],
-                   post_ops=[("add", dev(queue, shift)[:, ::2])])
-    close(host(y), a @ b + bias[::2] + shift[:, ::2], tol=1e-5)
+    da, db, dbias, dshift = dev(queue, a), dev(queue, b), dev(queue, bias), dev(queue, shift)
+    close(host(ops.matmul(da, db, dbias[::2])), a @ b + bias[::2], tol=1e-5)
+    close(host(ops.matmul(da, db, post_ops=[("add", dshift[:, ::2])])), a @ b + shift[:, ::2],
+          tol=1e-5)
+    close(host(ops.matmul(da, db, dbias[::2], post_ops=[("add", dshift[:, ::2])])),
+          a @ b + bias[::2] + shift[:, ::2], tol=1e-5)
+    x, w = rand(rng, (1, 3, 5, 5)), rand(rng, (4, 3, 3, 3))
+    y = ops.convolution(dev(queue, x), dev(queue, w), dbias[::2][:4])
+    close(host(y), conv_ref(x, w, bias[::2][:4], [1, 1], [0, 0], [0, 0], [1, 1], 1), tol=1e-4)
 
 
 # ----------------------------------------------------------------- pooling
@@ -788,6 +796,10 @@ def test_cache_counts_hits_misses_and_evictions(queue):
     ops.relu(x, 0.5)
     info = ops.cache_info()
     assert (info["evictions"], info["size"], info["capacity"]) == (3, 1, 1)
+    ops.relu(x, 0.5)                              # the most recent: kept
+    assert ops.cache_info()["hits"] - info["hits"] == 1
+    ops.relu(x)                                   # the least recent: evicted
+    assert ops.cache_info()["misses"] - info["misses"] == 1
     ops.clear_cache()
     assert ops.cache_info() == {"hits": 0, "misses": 0, "evictions": 0, "size": 0, "capacity": 1}
 
@@ -803,6 +815,40 @@ def test_cache_capacity_zero_and_bad_values(queue):
         ops.set_cache_capacity(-1)
     with pytest.raises(TypeError, match="capacity"):
         ops.set_cache_capacity(2.0)
+
+
+def test_cache_keys_on_strides(queue):
+    """Same dims, other strides: another primitive (reusing one would read the
+    transposed view as dense)."""
+    rng = np.random.default_rng(44)
+    a, b = rand(rng, (4, 4)), rand(rng, (4, 4))
+    da, db = dev(queue, a), dev(queue, b)
+    close(host(ops.matmul(da, db)), a @ b)
+    close(host(ops.matmul(da.T, db)), a.T @ b)
+    close(host(ops.matmul(da, db.T)), a @ b.T)
+    assert ops.cache_info()["misses"] == 3
+
+
+def test_in_order_chains_need_no_barrier(queue, monkeypatch):
+    """On an in-order queue, waiting for ops' own markers there is the
+    queue's order: no barrier. Another event (here pyopencl's write) gets
+    one, since oneDNN ignores deps there."""
+    from dnnl_ocl_interop.ops import _plan
+
+    _plan._load_pyopencl()                 # before patching what it sets
+    barriers = []
+    real = _plan._enqueue_barrier
+    monkeypatch.setattr(_plan, "_enqueue_barrier",
+                        lambda q, wait_for: barriers.append(len(wait_for)) or real(q, wait_for))
+    x = dev(queue, np.arange(-4.0, 4.0))
+    queue.finish()
+    del x.events[:]                        # to_device's copy, done
+    y = ops.relu(ops.exp(ops.relu(x)))
+    assert barriers == []
+    x.add_event(cl.enqueue_marker(queue))  # not one of ops' own
+    ops.relu(x)
+    assert barriers == [1]
+    close(host(y), np.exp(np.maximum(np.arange(-4.0, 4.0), 0)), tol=1e-5)
 
 
 def test_cache_keys_on_post_op_layouts_and_dtypes(queue):
