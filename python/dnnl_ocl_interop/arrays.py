@@ -197,6 +197,26 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
     (``ValueError`` otherwise; arrays of pyopencl's SVM allocators are
     refused). The memory keeps the cl_mem alive.
     """
+    return _as_memory(array, engine, None if desc is None else _desc_facts(desc))
+
+
+class _facts(NamedTuple):
+    """What as_memory checks of a descriptor, found once (dnnl.ops keeps
+    them with the primitive the descriptor was made for)."""
+
+    desc: Any
+    dtype: Any  #: the NumPy dtype holding its elements, or None
+    submemory_offset: int
+    extent: int  #: bytes it addresses from the start of its storage
+
+
+def _desc_facts(desc) -> _facts:
+    return _facts(desc, _core.memory.numpy_dtype(desc.get_data_type()),
+                  desc.get_submemory_offset(), _desc_extent(desc))
+
+
+def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
+    """as_memory, with the descriptor's facts found already (or None)."""
     cl = _cl()
     oi = _core.ocl_interop
     base = getattr(array, "base_data", None)
@@ -228,23 +248,22 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
         raise ValueError(f"array addresses bytes {array.offset} to {array.offset + extent} "
                          f"of a {base.size}-byte buffer")
 
-    if desc is None:
+    if facts is None:
         try:
             element_type = data_type(dtype)
         except TypeError as e:
             raise TypeError(f"array: {e}") from None
         desc = _core.memory.desc(list(shape), element_type, [s // dtype.itemsize for s in strides])
     else:
-        expected = _core.memory.numpy_dtype(desc.get_data_type())
-        if expected is None or expected != dtype:
-            raise TypeError(f"desc holds {desc.get_data_type()} elements ({expected}), "
+        desc = facts.desc
+        if facts.dtype is None or facts.dtype != dtype:
+            raise TypeError(f"desc holds {desc.get_data_type()} elements ({facts.dtype}), "
                             f"the array has dtype {dtype}")
-        if desc.get_submemory_offset():
+        if facts.submemory_offset:
             raise ValueError("desc has a sub-memory offset: view the array at that "
                              "element instead (oneDNN kernels may ignore the offset)")
-        needed = _desc_extent(desc)
-        if needed > extent:
-            raise ValueError(f"desc addresses {needed} bytes from the array's first "
+        if facts.extent > extent:
+            raise ValueError(f"desc addresses {facts.extent} bytes from the array's first "
                              f"element, but the array spans {extent}")
 
     # From the first element to the end of the buffer: make_memory checks

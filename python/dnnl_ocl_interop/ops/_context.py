@@ -42,10 +42,12 @@ class context:
     markers ops enqueued there last (an operand waiting for one of them needs
     no barrier on that queue: the queue's order already waits)."""
 
-    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers")
+    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers",
+                 "cl_context")
 
     def __init__(self, engine: Any, stream: Any, in_order: bool, queue: Any,
-                 own_references: int) -> None:
+                 own_references: int, cl_context: Any) -> None:
+        self.cl_context = cl_context  #: the queue's pyopencl.Context
         self.engine = engine      #: dnnl.engine on the queue's context and device
         self.stream = stream      #: dnnl.stream on the queue
         self.in_order = in_order  #: whether execute returns no event (an in-order queue)
@@ -101,7 +103,7 @@ def _make(queue: Any) -> context:
         own = cl.CommandQueue.from_int_ptr(handle, retain=True)
         out_of_order = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
         made = context(engine, stream, not (queue.properties & out_of_order), own,
-                       _references(queue) - before)
+                       _references(queue) - before, cl_context)
         while len(_streams) >= MAX_STREAMS:
             del _streams[next(iter(_streams))]
         _streams[handle] = made

@@ -18,7 +18,7 @@ _ALG = _core.algorithm
 def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional[float],
                   out: Any) -> plan:
     alg = eltwise_algorithm(algorithm)
-    default_alpha, default_beta = ELTWISE_DEFAULTS.get(alg, (0.0, 0.0))
+    default_alpha, default_beta = ELTWISE_DEFAULTS.get(alg._name_, (0.0, 0.0))
     alpha = default_alpha if alpha is None else number(alpha, "alpha")
     beta = default_beta if beta is None else number(beta, "beta")
     X = array_operand("x", _A.ARG_SRC, x)
@@ -27,7 +27,7 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
         return _A.eltwise_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, alpha, beta,
                                                  attr)
 
-    p = plan("eltwise", _A.eltwise_forward, (alg, alpha, beta), [X], X.dims,
+    p = plan("eltwise", _A.eltwise_forward, (alg._name_, alpha, beta), [X], X.dims,
              result_type(X.data_type, None, out), out, make_pd)
     p.dense_only = True  # src and dst of one layout; ocl:xe ignores strides
     return p
@@ -104,8 +104,8 @@ def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.binary.primitive_desc(engine, alg, d[0], d[1], dst_desc, attr)
 
-    return plan("binary", _A.binary, alg, [A, B], shape, result_type(A.data_type, dtype, out),
-                out, make_pd, post_ops)
+    return plan("binary", _A.binary, alg._name_, [A, B], shape,
+                result_type(A.data_type, dtype, out), out, make_pd, post_ops)
 
 
 def _broadcast_shape(x: Any, y: Any) -> tuple:
@@ -183,7 +183,7 @@ def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.softmax_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, axis, attr)
 
-    p = plan("softmax", _A.softmax_forward, (alg, axis), [X], X.dims,
+    p = plan("softmax", _A.softmax_forward, (alg._name_, axis), [X], X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # softmax's ocl:xe ignores the source's strides
     return p

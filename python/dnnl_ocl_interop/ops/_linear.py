@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Tuple
 
 from .. import _core
-from . import _plan
+from . import _context, _plan
 from ._plan import (accumulating_type, array_operand, broadcast_to, operand, operation, plan,
                     prepend, result_type)
 from ._spatial import output_sizes, paddings, per_dim, spatial_count
@@ -72,7 +72,7 @@ def _finish_weights(op: operand) -> None:
 def _swap_last(op: operand) -> None:
     op.dims = op.dims[:-2] + (op.dims[-1], op.dims[-2])
     op.strides = op.strides[:-2] + (op.strides[-1], op.strides[-2])
-    op.key = (op.dims, op.strides, op.data_type)
+    op.rekey()
 
 
 def _bias(bias: Any, channels: int, dims: Tuple[int, ...], axis: int) -> operand:
@@ -85,7 +85,7 @@ def _bias(bias: Any, channels: int, dims: Tuple[int, ...], axis: int) -> operand
         return broadcast_to(op, dims)
     op.dims = tuple(channels if i == axis else 1 for i in range(len(dims)))
     op.strides = (op.strides[0],) * len(dims)
-    op.key = (op.dims, op.strides, op.data_type)
+    op.rekey()
     return op
 
 
@@ -193,7 +193,7 @@ def _grouped(W: operand, groups: int) -> None:
     per = W.dims[0] // groups
     W.dims = (groups, per) + tuple(W.dims[1:])
     W.strides = (W.strides[0] * per,) + tuple(W.strides)
-    W.key = (W.dims, W.strides, W.data_type)
+    W.rekey()
 
 
 def _window_plan(op: str, family: Any, alg: Any, X: operand, W: operand, bias: Any,
@@ -308,7 +308,7 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
         per_group_c = channels // groups
         W.dims = (groups, per_group_oc, per_group_c) + tuple(W.dims[2:])
         W.strides = (per_group_c * s_in, s_out, s_in) + tuple(W.strides[2:])
-    W.key = (W.dims, W.strides, W.data_type)
+    W.rekey()
     return _window_plan("deconvolution", _A.deconvolution_forward,
                         _A.algorithm.deconvolution_direct, X, W, bias, dst,
                         (strides, dilations, left, right), post_ops, out, dtype)
@@ -344,12 +344,15 @@ def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weight
         raise TypeError(f"{W.name} is prepared already")
     any_layout = _core.memory.desc(list(W.dims), W.data_type, _core.memory.format_tag.any)
     source = operand(W.name, _A.ARG_FROM, W.array, W.dims, W.strides, W.data_type)
-    W.desc, W.key = any_layout, (W.dims, "any", W.data_type)
+    W.desc, W.key = any_layout, (W.dims, "any", W.data_type._name_)
     entry, _ = _plan.cached_entry(p, _plan.queue_of(p))
     chosen = entry.pd.weights_desc()
     dtype = W.array.dtype
-    array = _plan.new_array(W.array.queue, (chosen.get_size() // dtype.itemsize,), dtype,
-                         allocator=W.array.allocator)
+    queue = W.array.queue
+    if queue is None:
+        raise ValueError(f"{W.name} has no queue: give it one (array.with_queue(queue))")
+    array = _plan.new_array(queue, _context.of_queue(queue).cl_context,
+                            (chosen.get_size() // dtype.itemsize,), dtype, W.array.allocator)
     _plan.run(_reorder_into(source, array, chosen))
     options = {"transpose_b": bool(kwargs.get("transpose_b", False))} if name == "matmul" else \
         {} if name == "inner_product" else {"groups": kwargs.get("groups", 1)}

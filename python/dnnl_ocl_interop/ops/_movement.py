@@ -81,7 +81,7 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None, *, dtype: Any = None
         raise ValueError(f"axes {axes!r} is not a permutation of x's {rank} axes")
     X.dims = tuple(X.dims[a] for a in order)
     X.strides = tuple(X.strides[a] for a in order)
-    X.key = (X.dims, X.strides, X.data_type)
+    X.rekey()
     return _reorder_plan(X.dims, X, dtype, None, None, None, out)
 
 

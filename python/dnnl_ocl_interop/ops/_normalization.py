@@ -48,7 +48,8 @@ def _layer_plan(x: Any, weight: Any, bias: Any, eps: Any, out: Any, dtype: Any,
         return _A.layer_normalization_forward.primitive_desc(
             engine, _FI, d[0], dst_desc, scale_type, eps, flags, attr)
 
-    return plan("layer_norm", _A.layer_normalization_forward, (eps, flags, scale_type),
+    return plan("layer_norm", _A.layer_normalization_forward,
+                (eps, int(flags), scale_type._name_),
                 operands, X.dims, result_type(X.data_type, dtype, out), out, make_pd)
 
 
@@ -88,7 +89,7 @@ def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None
         return _A.batch_normalization_forward.primitive_desc(engine, _FI, d[0], dst_desc, eps,
                                                              flags, attr)
 
-    p = plan("batch_norm", _A.batch_normalization_forward, (eps, flags), operands, X.dims,
+    p = plan("batch_norm", _A.batch_normalization_forward, (eps, int(flags)), operands, X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # no implementation takes a strided source
     return p
@@ -116,7 +117,7 @@ def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: f
         return _A.group_normalization_forward.primitive_desc(engine, _FI, d[0], dst_desc,
                                                              groups, eps, flags, attr)
 
-    p = plan("group_norm", _A.group_normalization_forward, (groups, eps, flags), operands,
+    p = plan("group_norm", _A.group_normalization_forward, (groups, eps, int(flags)), operands,
              X.dims, result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # ocl:ref misreads a strided source (and corrupts memory)
     return p
@@ -133,7 +134,7 @@ def _pool_plan(x: Any, algorithm: Any, kernel_size: Any, stride: Any, padding: A
     left, right = paddings(padding, n, extents, strides)
     dst = tuple(X.dims[:2]) + tuple(output_sizes(X, extents, strides, left, right))
     dilates = [d - 1 for d in dilations]
-    geometry = (algorithm, kernel, strides, tuple(dilates), tuple(left), tuple(right))
+    geometry = (algorithm._name_, kernel, strides, tuple(dilates), tuple(left), tuple(right))
 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.pooling_forward.primitive_desc(engine, _FI, algorithm, d[0], dst_desc,

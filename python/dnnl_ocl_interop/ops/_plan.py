@@ -28,7 +28,7 @@ from . import _cache, _context
 _dt = _core.memory.data_type
 _desc = _core.memory.desc
 _execute = _core.ocl_interop.execute
-_as_memory = arrays.as_memory
+_as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
 _ALG = _core.algorithm
 
 # Loaded on first use: importing dnnl_ocl_interop must not touch OpenCL
@@ -48,10 +48,32 @@ def _load_pyopencl() -> None:
     _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
 
 
-def new_array(queue: Any, shape: Tuple[int, ...], dtype: Any, allocator: Any) -> Any:
-    """A new dense pyopencl array (the result of a call)."""
+_fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)
+
+
+def new_array(queue: Any, cl_context: Any, shape: Tuple[int, ...], dtype: Any,
+              allocator: Any) -> Any:
+    """A new dense (C-order) pyopencl array: the result of a call.
+
+    pyopencl's public constructor (``cla.empty``) spends ~12 µs in Python
+    per array on the emulated device; the fast path pyopencl itself uses for
+    views (``_fast=True``) ~1.3 µs. That path is pyopencl's private
+    signature: if it is refused, ``cla.empty`` is used from then on.
+    """
+    global _fast_arrays
     if _empty is None:
         _load_pyopencl()
+    if _fast_arrays:
+        size = 1
+        for n in shape:
+            size *= n
+        item = dtype.itemsize
+        try:
+            return _Array(None, shape, dtype, allocator=allocator,
+                          strides=tuple(s * item for s in dense_strides(shape)), _fast=True,
+                          _size=size, _context=cl_context, _queue=queue)
+        except TypeError:
+            _fast_arrays = False
     return _empty(queue, shape, dtype, allocator=allocator)
 
 
@@ -85,7 +107,7 @@ def result_type(default: Any, dtype: Any, out: Any) -> Any:
     """The destination's data type: ``out``'s, else ``dtype``, else `default`;
     ``dtype`` and ``out`` must agree."""
     if out is not None:
-        found = data_type_of(check_array(out, "out"), "out")
+        found = data_type_of(check_array(out, "out"), "out")  # plan() checks its shape
         if dtype is not None and resolve_type(dtype) != found:
             raise TypeError(f"out has dtype {out.dtype} ({found.name}), but dtype= asks for "
                             f"{resolve_type(dtype).name}")
@@ -144,10 +166,15 @@ class operand:
         self.strides = strides
         self.data_type = data_type
         self.desc = desc
-        self.key = key if key is not None else (dims, strides, data_type)
+        # Keys hold enum members by name: Enum.__hash__ is Python code
+        self.key = key if key is not None else (dims, strides, data_type._name_)
         # oneDNN 3.13 reads this argument as dense whatever its strides (bias,
         # binary post-op inputs): a strided array is copied first
         self.dense = False
+
+    def rekey(self) -> None:
+        """The key after dims or strides changed."""
+        self.key = (self.dims, self.strides, self.data_type._name_)
 
     def make_desc(self) -> Any:
         if self.desc is not None:
@@ -165,11 +192,25 @@ def check_array(array: Any, name: str) -> Any:
     return array
 
 
+_element_strides: Dict[Tuple[Tuple[int, ...], int], Tuple[int, ...]] = {}  # a memo
+
+
+def element_strides(array: Any) -> Tuple[int, ...]:
+    """A pyopencl array's strides in elements (pyopencl counts bytes)."""
+    item = array.dtype.itemsize
+    key = (array.strides, item)
+    strides = _element_strides.get(key)
+    if strides is None:
+        if len(_element_strides) > 4096:  # bounded: layouts may vary without end
+            _element_strides.clear()
+        strides = _element_strides[key] = tuple(s // item for s in array.strides)
+    return strides
+
+
 def array_operand(name: str, arg: int, array: Any) -> operand:
     """`array` as oneDNN sees it without reinterpretation: its shape and strides."""
     check_array(array, name)
-    item = array.dtype.itemsize
-    return operand(name, arg, array, array.shape, tuple(s // item for s in array.strides),
+    return operand(name, arg, array, array.shape, element_strides(array),
                    data_type_of(array, name))
 
 
@@ -179,7 +220,7 @@ def prepend(op: operand, count: int) -> None:
     outer = op.dims[0] * op.strides[0] if op.dims else 1
     op.dims = (1,) * count + tuple(op.dims)
     op.strides = (max(outer, 1),) * count + tuple(op.strides)
-    op.key = (op.dims, op.strides, op.data_type)
+    op.rekey()
 
 
 def broadcast_to(op: operand, dims: Sequence[int], what: str = "the result") -> operand:
@@ -222,10 +263,11 @@ def prefix(error: BaseException, text: str) -> None:
         error.args = (text + error.args[0],) + error.args[1:]
 
 
-def memory_of(array: Any, name: str, engine: Any, desc: Any) -> Any:
-    """(memory, events) of an array: dnnl.arrays.as_memory, errors named."""
+def memory_of(array: Any, name: str, engine: Any, facts: Any) -> Any:
+    """(memory, events) of an array: dnnl.arrays.as_memory with a
+    descriptor whose facts it found once, errors named."""
     try:
-        return _as_memory(array, engine, desc)
+        return _as_memory(array, engine, facts)
     except (TypeError, ValueError) as e:
         prefix(e, f"{name}: ")
         raise
@@ -242,20 +284,27 @@ ELTWISE = _members("eltwise_")
 ELTWISE.update({"sigmoid": _ALG.eltwise_logistic, "silu": _ALG.eltwise_swish,
                 "softplus": _ALG.eltwise_soft_relu, "gelu": _ALG.eltwise_gelu_erf})
 # alpha and beta of an algorithm named without them (the usual functions)
-ELTWISE_DEFAULTS = {_ALG.eltwise_swish: (1.0, 0.0), _ALG.eltwise_elu: (1.0, 0.0),
-                    _ALG.eltwise_elu_use_dst_for_bwd: (1.0, 0.0),
-                    _ALG.eltwise_linear: (1.0, 0.0), _ALG.eltwise_soft_relu: (1.0, 0.0),
-                    _ALG.eltwise_pow: (1.0, 1.0), _ALG.eltwise_hardsigmoid: (1 / 6, 0.5),
-                    _ALG.eltwise_hardswish: (1 / 6, 0.5)}
+# (by member name: Enum.__hash__ is Python code)
+ELTWISE_DEFAULTS = {"eltwise_swish": (1.0, 0.0), "eltwise_elu": (1.0, 0.0),
+                    "eltwise_elu_use_dst_for_bwd": (1.0, 0.0),
+                    "eltwise_linear": (1.0, 0.0), "eltwise_soft_relu": (1.0, 0.0),
+                    "eltwise_pow": (1.0, 1.0), "eltwise_hardsigmoid": (1 / 6, 0.5),
+                    "eltwise_hardswish": (1 / 6, 0.5)}
 BINARY = {name: alg for name, alg in _members("binary_").items() if name != "select"}
 BINARY.update({"maximum": _ALG.binary_max, "minimum": _ALG.binary_min})
+
+
+_MEMBER_NAMES: Dict[int, frozenset] = {}  # id(table) -> names of its members
 
 
 def _algorithm(kind: str, table: Dict[str, Any], algorithm: Any, name: str) -> Any:
     """`algorithm` (a name in `table` or one of its ``dnnl.algorithm``
     members), else ValueError naming the argument."""
-    if isinstance(algorithm, _ALG):
-        if algorithm not in table.values():
+    if type(algorithm) is _ALG:
+        names = _MEMBER_NAMES.get(id(table))
+        if names is None:
+            names = _MEMBER_NAMES[id(table)] = frozenset(a._name_ for a in table.values())
+        if algorithm._name_ not in names:
             raise ValueError(f"{name}: {algorithm} is not one of the {kind} algorithms ops takes")
         return algorithm
     found = table.get(algorithm) if isinstance(algorithm, str) else None
@@ -278,6 +327,9 @@ def binary_algorithm(algorithm: Any, name: str = "algorithm") -> Any:
 
 
 def number(value: Any, name: str) -> float:
+    """`value` as a float; TypeError naming it unless it is a real number."""
+    if type(value) is float:
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
     return float(value)
@@ -286,12 +338,12 @@ def number(value: Any, name: str) -> float:
 def _eltwise_post_op(alg: Any, params: Sequence[Any], name: str) -> Tuple[Any, ...]:
     if len(params) > 2:
         raise ValueError(f"{name}: an eltwise post-op takes at most alpha and beta")
-    alpha, beta = ELTWISE_DEFAULTS.get(alg, (0.0, 0.0))
+    alpha, beta = ELTWISE_DEFAULTS.get(alg._name_, (0.0, 0.0))
     if len(params) > 0:
         alpha = number(params[0], f"{name} alpha")
     if len(params) > 1:
         beta = number(params[1], f"{name} beta")
-    return ("eltwise", alg, alpha, beta)
+    return ("eltwise", alg._name_, alpha, beta)
 
 
 # A binary post-op with a number is an eltwise linear: x*alpha + beta.
@@ -343,13 +395,13 @@ def parse_post_ops(post_ops: Any, dst_dims: Tuple[int, ...], has_out: bool
             if isinstance(other, numbers.Real) and not isinstance(other, bool) \
                     and alg in SCALAR_BINARY:
                 alpha, beta = SCALAR_BINARY[alg](float(other))
-                key.append(("eltwise", _ALG.eltwise_linear, alpha, beta))
+                key.append(("eltwise", "eltwise_linear", alpha, beta))
                 continue
             arg = _core.ARG_ATTR_MULTIPLE_POST_OP(i) | _core.ARG_SRC_1
             op = broadcast_to(array_operand(name, arg, other), dst_dims)
             op.dense = True  # read as dense by matmul's and convolution's kernels
             operands.append(op)
-            key.append(("binary", alg, op.key))
+            key.append(("binary", alg._name_, op.key))
         elif kind in ELTWISE:
             key.append(_eltwise_post_op(ELTWISE[kind], rest, name))
         else:
@@ -368,11 +420,11 @@ def post_ops_attr(key: Tuple[Any, ...], descs: Sequence[Any]) -> Any:
     binary = iter(descs)
     for item in key:
         if item[0] == "eltwise":
-            ops.append_eltwise(item[1], item[2], item[3])
+            ops.append_eltwise(getattr(_ALG, item[1]), item[2], item[3])
         elif item[0] == "sum":
             ops.append_sum(item[1])
         else:
-            ops.append_binary(item[1], next(binary))
+            ops.append_binary(getattr(_ALG, item[1]), next(binary))
     attr.set_post_ops(ops)
     return attr
 
@@ -490,15 +542,15 @@ class _entry:
     engine's Python object too: keys name the engine by id(), and a
     primitive keeps only oneDNN's engine, not that object."""
 
-    __slots__ = ("engine", "primitive", "pd", "descs", "dst_desc", "dst_dtype")
+    __slots__ = ("engine", "primitive", "pd", "facts", "dst_facts", "dst_dtype")
 
     def __init__(self, engine: Any, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
                  dst_dtype: Any) -> None:
         self.engine = engine
         self.primitive = primitive
         self.pd = pd
-        self.descs = descs
-        self.dst_desc = dst_desc
+        self.facts = [arrays._desc_facts(d) for d in descs]  # as_memory's checks, once
+        self.dst_facts = arrays._desc_facts(dst_desc)
         self.dst_dtype = dst_dtype
 
 
@@ -511,8 +563,7 @@ def describe(p: plan) -> str:
 def _dst_strides(p: plan) -> Tuple[int, ...]:
     if p.out is None:
         return dense_strides(p.dst_dims)
-    item = p.out.dtype.itemsize
-    return tuple(s // item for s in p.out.strides)
+    return element_strides(p.out)
 
 
 def _build(p: plan, ctx: Any, key: Any) -> "_entry":
@@ -542,8 +593,8 @@ def cache_key(p: plan, ctx: Any) -> Any:
         dst_strides = _dst_strides(p)
         if dst_strides == dense_strides(p.dst_dims):
             dst_strides = None
-    return (p.op, id(ctx.engine), p.params, tuple(op.key for op in p.operands),
-            p.dst_dims, p.dst_type, dst_strides, p.post_ops, tuple(p.scales))
+    return (p.op, id(ctx.engine), p.params, tuple([op.key for op in p.operands]),
+            p.dst_dims, p.dst_type._name_, dst_strides, p.post_ops, tuple(p.scales))
 
 
 def queue_of(p: plan) -> Any:
@@ -565,9 +616,17 @@ def cached_entry(p: plan, queue: Any) -> Tuple[_entry, Any]:
     return entry, ctx
 
 
+def _copy(array: Any, out: Any = None) -> Any:
+    """ops.copy (a module that imports this one)."""
+    from ._movement import copy
+
+    return copy(array, out=out)
+
+
 def is_dense(dims: Sequence[int], strides: Sequence[int]) -> bool:
     """Whether strides (elements) are row-major for dims (size-1 dims aside)."""
-    return all(n == 1 or s == d for n, s, d in zip(dims, strides, dense_strides(dims)))
+    dense = dense_strides(dims)
+    return strides == dense or all(n == 1 or s == d for n, s, d in zip(dims, strides, dense))
 
 
 def _densify(p: plan) -> Any:
@@ -577,13 +636,11 @@ def _densify(p: plan) -> Any:
     a new dense result on its queue, to be copied into it), else None.
     Operands marked dense are only ever reinterpreted with leading 1s, so
     the copy's row-major layout is theirs."""
-    from ._movement import copy
-
     for op in p.operands:
         if (op.dense or p.dense_only) and not is_dense(op.dims, op.strides):
-            op.array = copy(op.array)
+            op.array = _copy(op.array)
             op.strides = dense_strides(op.dims)
-            op.key = (op.dims, op.strides, op.data_type)
+            op.rekey()
     target = p.out
     if not p.dense_only or target is None or is_dense(p.dst_dims, _dst_strides(p)):
         return None
@@ -595,26 +652,24 @@ def run(p: plan) -> Any:
     """Execute a plan; returns the result array (``out`` or a new one)."""
     target = _densify(p)
     if target is not None:
-        from ._movement import copy
-
-        return copy(run(p), out=target)
+        return _copy(run(p), out=target)
     out = p.out
     queue = queue_of(p)
     entry, ctx = cached_entry(p, queue)
     engine = ctx.engine
     args = {}
     deps: List[Any] = []
-    for op, desc in zip(p.operands, entry.descs):
-        memory, events = memory_of(op.array, op.name, engine, desc)
+    for op, facts in zip(p.operands, entry.facts):
+        memory, events = memory_of(op.array, op.name, engine, facts)
         args[op.arg] = memory
         if events:
             deps += events
     if out is None:
         first = p.queue_array
-        out = new_array(queue, p.dst_dims, entry.dst_dtype, first.allocator)
-        memory, _ = _as_memory(out, engine, entry.dst_desc)
+        out = new_array(queue, ctx.cl_context, p.dst_dims, entry.dst_dtype, first.allocator)
+        memory, _ = _as_memory(out, engine, entry.dst_facts)
     else:
-        memory, events = memory_of(out, "out", engine, entry.dst_desc)
+        memory, events = memory_of(out, "out", engine, entry.dst_facts)
         if events:
             deps += events
     args[p.dst_arg] = memory
