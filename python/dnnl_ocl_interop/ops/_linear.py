@@ -221,10 +221,21 @@ def _window_plan(op: str, family: Any, alg: Any, X: operand, W: operand, bias: A
                 post_ops)
 
 
-def _groups(groups: Any) -> int:
+def _window_operands(function: str, x: Any, weights: Any, groups: Any, stride: Any,
+                     dilation: Any, layout: str) -> Tuple[int, operand, operand, int, Any, Any]:
+    """(groups, x, weights, spatial dimensions, strides, dilations) of a
+    convolution or deconvolution call, checked; `layout` begins the weights'
+    shape as the message spells it."""
     if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
         raise ValueError(f"groups must be a positive int, not {groups!r}")
-    return groups
+    X = array_operand("x", _A.ARG_SRC, x)
+    W = _weights("weights", _A.ARG_WEIGHTS, weights, function, {"groups": groups})
+    n = spatial_count(X)
+    if len(W.dims) != n + 2:
+        raise ValueError(f"weights must have the shape {layout}, {n} kernel sizes), "
+                         f"not {tuple(W.dims)}")
+    return (groups, X, W, n, per_dim(stride, n, "stride", 1),
+            per_dim(dilation, n, "dilation", 1))
 
 
 @operation
@@ -239,19 +250,12 @@ def convolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padd
     may be :class:`prepared_weights`. dtypes as :func:`matmul` (int8:
     s8/u8 ``x``, s8 weights).
     """
-    groups = _groups(groups)
-    X = array_operand("x", _A.ARG_SRC, x)
-    W = _weights("weights", _A.ARG_WEIGHTS, weights, "convolution", {"groups": groups})
-    n = spatial_count(X)
-    if len(W.dims) != n + 2:
-        raise ValueError(f"weights must have the shape (OC, C / groups, {n} kernel sizes), "
-                         f"not {tuple(W.dims)}")
+    groups, X, W, n, strides, dilations = _window_operands(
+        "convolution", x, weights, groups, stride, dilation, "(OC, C / groups")
     oc, channels = W.dims[0], X.dims[1]
     if channels != W.dims[1] * groups or oc % groups:
         raise ValueError(f"weights of shape {tuple(W.dims)} do not fit x's {channels} channels "
                          f"in {groups} group(s)")
-    strides = per_dim(stride, n, "stride", 1)
-    dilations = per_dim(dilation, n, "dilation", 1)
     extents = [(k - 1) * d + 1 for k, d in zip(W.dims[2:], dilations)]
     left, right = paddings(padding, n, extents, strides)
     dst = (X.dims[0], oc) + tuple(output_sizes(X, extents, strides, left, right))
@@ -272,20 +276,13 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
     :func:`convolution` (no "same"). ``weights`` may be
     :class:`prepared_weights`.
     """
-    groups = _groups(groups)
-    X = array_operand("x", _A.ARG_SRC, x)
-    W = _weights("weights", _A.ARG_WEIGHTS, weights, "deconvolution", {"groups": groups})
-    n = spatial_count(X)
-    if len(W.dims) != n + 2:
-        raise ValueError(f"weights must have the shape (C, OC / groups, {n} kernel sizes), "
-                         f"not {tuple(W.dims)}")
+    groups, X, W, n, strides, dilations = _window_operands(
+        "deconvolution", x, weights, groups, stride, dilation, "(C, OC / groups")
     channels, per_group_oc = X.dims[1], W.dims[1]
     if W.dims[0] != channels or channels % groups:
         raise ValueError(f"weights of shape {tuple(W.dims)} do not fit x's {channels} channels "
                          f"in {groups} group(s)")
     oc = per_group_oc * groups
-    strides = per_dim(stride, n, "stride", 1)
-    dilations = per_dim(dilation, n, "dilation", 1)
     extra = per_dim(output_padding, n, "output_padding", 0)
     if padding == "same":
         raise ValueError("padding='same' is not defined for deconvolution")
@@ -328,8 +325,9 @@ def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weight
     suit them).
 
     ``function`` is :func:`matmul`, :func:`inner_product`,
-    :func:`convolution` or :func:`deconvolution`. The primitive is made with
-    the weights' layout left to oneDNN (``format_tag.any``); the weights are
+    :func:`convolution` or :func:`deconvolution`. The call's primitive
+    descriptor is made with the weights' layout left to oneDNN
+    (``format_tag.any``; no primitive is compiled for it); the weights are
     reordered on their own queue into a new array made with their allocator
     (no host wait: the prepared array's events are the reorder's).
     """
@@ -344,9 +342,9 @@ def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weight
         raise TypeError(f"{W.name} is prepared already")
     any_layout = _core.memory.desc(list(W.dims), W.data_type, _core.memory.format_tag.any)
     source = operand(W.name, _A.ARG_FROM, W.array, W.dims, W.strides, W.data_type)
-    W.desc, W.key = any_layout, (W.dims, "any", W.data_type._name_)
-    entry, _ = _plan.cached_entry(p, _plan.queue_of(p))
-    chosen = entry.pd.weights_desc()
+    W.desc = any_layout
+    pd, _, _ = _plan.primitive_desc_of(p, _context.of_queue(_plan.queue_of(p)).engine)
+    chosen = pd.weights_desc()
     dtype = W.array.dtype
     queue = W.array.queue
     if queue is None:

@@ -568,6 +568,15 @@ def _dst_strides(p: plan) -> Tuple[int, ...]:
 
 def _build(p: plan, ctx: Any, key: Any) -> "_entry":
     """Descriptors, primitive descriptor and primitive of a plan (a miss)."""
+    pd, descs, dst_desc = primitive_desc_of(p, ctx.engine)
+    primitive = _cache.create(p.family, pd)
+    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
+
+
+def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
+    """(primitive descriptor, operand descriptors, destination descriptor)
+    of a plan: no primitive, no cache (ops.prepare_weights asks only which
+    layout oneDNN chose)."""
     descs = [op.make_desc() for op in p.operands]
     dst_desc = p.dst_desc
     if dst_desc is None:
@@ -577,12 +586,10 @@ def _build(p: plan, ctx: Any, key: Any) -> "_entry":
                                       if op.name.startswith("post_ops[")])
     scales_attr(attr, p.scales)
     try:
-        pd = p.make_pd(ctx.engine, descs, dst_desc, attr)
+        return p.make_pd(engine, descs, dst_desc, attr), descs, dst_desc
     except _core.error as e:
         prefix(e, f"ops.{p.op} ({describe(p)}): ")
         raise
-    primitive = _cache.create(p.family, pd)
-    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
 
 
 def cache_key(p: plan, ctx: Any) -> Any:
