@@ -768,6 +768,22 @@ def test_out_events_are_replaced_not_accumulated(queue):
     close(host(out), np.arange(6.0))
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["fast constructor", "cla.empty"])
+def test_results_are_ordinary_pyopencl_arrays(queue, monkeypatch, fast):
+    """Made by pyopencl's internal fast constructor, or by cla.empty when a
+    pyopencl release refuses it: either way arrays pyopencl works with."""
+    from dnnl_ocl_interop.ops import _operands
+
+    monkeypatch.setattr(_operands, "_fast_arrays", fast)
+    x = dev(queue, np.arange(-6.0, 6.0).reshape(3, 4))
+    y = ops.relu(x)
+    assert isinstance(y, cla.Array) and y.shape == (3, 4) and y.dtype == np.float32
+    assert y.strides == (16, 4) and y.flags.c_contiguous and y.context == queue.context
+    assert y.nbytes == 48 and y.size == 12 and y.offset == 0
+    close(host(y + 1), np.maximum(np.arange(-6.0, 6.0).reshape(3, 4), 0) + 1)
+    assert _operands._fast_arrays is fast
+
+
 def test_result_uses_the_input_allocator(queue):
     pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(queue))
     x = cla.to_device(queue, np.ones((4, 4), np.float32), allocator=pool)

@@ -7,8 +7,9 @@ import numbers
 from typing import Any, Optional
 
 from .. import _core
-from ._plan import (ELTWISE_DEFAULTS, SCALAR_BINARY, array_operand, binary_algorithm,
-                    broadcast_to, eltwise_algorithm, number, operation, plan, result_type)
+from ._operands import array_operand, broadcast_to, number, result_type
+from ._plan import operation, plan
+from ._post_ops import ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm, eltwise_algorithm
 
 _FI = _core.prop_kind.forward_inference
 _A = _core

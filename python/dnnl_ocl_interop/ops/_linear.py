@@ -7,8 +7,9 @@ from typing import Any, Tuple
 
 from .. import _core
 from . import _context, _plan
-from ._plan import (accumulating_type, array_operand, broadcast_to, operand, operation, plan,
-                    prepend, result_type)
+from ._operands import (accumulating_type, array_operand, broadcast_to, dense_strides,
+                        new_array, operand, prepend, result_type)
+from ._plan import operation, plan
 from ._spatial import output_sizes, paddings, per_dim, spatial_count
 
 _FI = _core.prop_kind.forward_inference
@@ -53,7 +54,7 @@ def _weights(name: str, arg: int, weights: Any, function: str, options: dict) ->
             raise ValueError(f"{name} was prepared for {weights.function} with {weights.options}, "
                              f"not for {function} with {options}")
         shape = weights.shape
-        return operand(name, arg, weights, shape, _plan.dense_strides(shape),
+        return operand(name, arg, weights, shape, dense_strides(shape),
                        weights._data_type)
     return array_operand(name, arg, weights)
 
@@ -349,8 +350,8 @@ def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weight
     queue = W.array.queue
     if queue is None:
         raise ValueError(f"{W.name} has no queue: give it one (array.with_queue(queue))")
-    array = _plan.new_array(queue, _context.of_queue(queue).cl_context,
-                            (chosen.get_size() // dtype.itemsize,), dtype, W.array.allocator)
+    array = new_array(queue, _context.of_queue(queue).cl_context,
+                      (chosen.get_size() // dtype.itemsize,), dtype, W.array.allocator)
     _plan.run(_reorder_into(source, array, chosen))
     options = {"transpose_b": bool(kwargs.get("transpose_b", False))} if name == "matmul" else \
         {} if name == "inner_product" else {"groups": kwargs.get("groups", 1)}

@@ -7,7 +7,8 @@ import builtins
 from typing import Any, Optional, Sequence
 
 from .. import _core
-from ._plan import array_operand, number, operand, operation, plan, result_type
+from ._operands import array_operand, number, operand, result_type
+from ._plan import operation, plan
 
 _A = _core
 

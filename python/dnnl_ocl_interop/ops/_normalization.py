@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, List
 
 from .. import _core
-from ._plan import array_operand, number, operand, operation, plan, result_type
+from ._operands import array_operand, number, operand, result_type
+from ._plan import operation, plan
 from ._spatial import output_sizes, paddings, per_dim, spatial_count
 
 _FI = _core.prop_kind.forward_inference

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
-from ._plan import operand
+from ._operands import operand
 
 
 def _int(value: Any, name: str) -> int:
