@@ -768,6 +768,7 @@ def test_out_events_are_replaced_not_accumulated(queue):
     close(host(out), np.arange(6.0))
 
 
+@pytest.mark.filterwarnings("ignore::pyopencl.CompilerWarning")  # y + 1 builds a kernel
 @pytest.mark.parametrize("fast", [True, False], ids=["fast constructor", "cla.empty"])
 def test_results_are_ordinary_pyopencl_arrays(queue, monkeypatch, fast):
     """Made by pyopencl's internal fast constructor, or by cla.empty when a

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from .. import _core
 from ._operands import array_operand, broadcast_to, number, result_type
-from ._plan import operation, plan
+from ._plan import operation, plan, run
 from ._post_ops import ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm, eltwise_algorithm
 
 _FI = _core.prop_kind.forward_inference
@@ -50,49 +50,50 @@ def eltwise(x: Any, algorithm: Any, alpha: Optional[float] = None, beta: Optiona
 
 def relu(x: Any, negative_slope: float = 0.0, *, out: Any = None) -> Any:
     """max(x, 0), or x * negative_slope below 0 (leaky ReLU)."""
-    return eltwise(x, _ALG.eltwise_relu, negative_slope, 0.0, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_relu, negative_slope, 0.0, out))
 
 
 def gelu(x: Any, approximate: str = "none", *, out: Any = None) -> Any:
     """GELU: exact (erf) or ``approximate="tanh"``, as PyTorch spells it."""
     if approximate not in ("none", "tanh"):
         raise ValueError(f"approximate must be 'none' or 'tanh', not {approximate!r}")
-    return eltwise(x, "gelu_tanh" if approximate == "tanh" else "gelu_erf", out=out)
+    alg = _ALG.eltwise_gelu_tanh if approximate == "tanh" else _ALG.eltwise_gelu_erf
+    return run(_eltwise_plan(x, alg, None, None, out))
 
 
 def sigmoid(x: Any, *, out: Any = None) -> Any:
     """1 / (1 + exp(-x)) (oneDNN's logistic)."""
-    return eltwise(x, _ALG.eltwise_logistic, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_logistic, None, None, out))
 
 
 def tanh(x: Any, *, out: Any = None) -> Any:
     """tanh(x)."""
-    return eltwise(x, _ALG.eltwise_tanh, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_tanh, None, None, out))
 
 
 def silu(x: Any, *, out: Any = None) -> Any:
     """x * sigmoid(x) (oneDNN's swish with alpha 1)."""
-    return eltwise(x, _ALG.eltwise_swish, 1.0, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_swish, 1.0, None, out))
 
 
 def exp(x: Any, *, out: Any = None) -> Any:
     """e ** x."""
-    return eltwise(x, _ALG.eltwise_exp, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_exp, None, None, out))
 
 
 def log(x: Any, *, out: Any = None) -> Any:
     """Natural logarithm."""
-    return eltwise(x, _ALG.eltwise_log, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_log, None, None, out))
 
 
 def sqrt(x: Any, *, out: Any = None) -> Any:
     """Square root."""
-    return eltwise(x, _ALG.eltwise_sqrt, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_sqrt, None, None, out))
 
 
 def clip(x: Any, lower: float, upper: float, *, out: Any = None) -> Any:
     """min(max(x, lower), upper)."""
-    return eltwise(x, _ALG.eltwise_clip_v2, lower, upper, out=out)
+    return run(_eltwise_plan(x, _ALG.eltwise_clip_v2, lower, upper, out))
 
 
 def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
@@ -133,7 +134,11 @@ def binary(a: Any, b: Any, algorithm: Any, *, post_ops: Any = (), out: Any = Non
     div (an eltwise linear on ``a``). The result has ``a``'s dtype, or
     ``dtype``, or ``out``'s.
     """
-    alg = binary_algorithm(algorithm)
+    return _binary(a, b, binary_algorithm(algorithm), post_ops, out, dtype)
+
+
+def _binary(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
+    """The plan of :func:`binary` for a resolved algorithm."""
     if isinstance(b, numbers.Real) and not isinstance(b, bool):
         if alg not in SCALAR_BINARY:
             raise TypeError(f"b: a number works with add, sub, mul and div, not {alg.name}")
@@ -146,32 +151,32 @@ def binary(a: Any, b: Any, algorithm: Any, *, post_ops: Any = (), out: Any = Non
 
 def add(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a + b (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_add, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_add, post_ops, out, dtype))
 
 
 def sub(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a - b (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_sub, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_sub, post_ops, out, dtype))
 
 
 def mul(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a * b (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_mul, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_mul, post_ops, out, dtype))
 
 
 def div(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a / b (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_div, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_div, post_ops, out, dtype))
 
 
 def maximum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """The larger of a and b, element by element (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_max, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_max, post_ops, out, dtype))
 
 
 def minimum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """The smaller of a and b, element by element (see :func:`binary`)."""
-    return binary(a, b, _ALG.binary_min, post_ops=post_ops, out=out, dtype=dtype)
+    return run(_binary(a, b, _ALG.binary_min, post_ops, out, dtype))
 
 
 def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
