@@ -6,7 +6,8 @@ the argument.
 References are computed in float64 from the values the device received
 (inputs rounded to their dtype first), so only the device's own rounding is
 tolerated. oneDNN 3.13.1's softmax is wrong for axes of 17-128 elements on
-the emulated device (docs/known-problems.md): softmax axes here are <= 16.
+the emulated device (docs/known-problems.md): softmax axes here have at
+most 16 or more than 128 elements.
 """
 
 import gc

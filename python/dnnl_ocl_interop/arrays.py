@@ -137,14 +137,47 @@ class memory_and_events(NamedTuple):
     events: List[Any]  #: the array's pending pyopencl.Event objects (a copy of array.events)
 
 
-def _cl():
-    import pyopencl  # imported on use: NumPy-only users need no OpenCL here
+_pyopencl = None
 
-    return pyopencl
+
+def _cl():
+    global _pyopencl
+    if _pyopencl is None:
+        import pyopencl  # imported on use: NumPy-only users need no OpenCL here
+
+        _pyopencl = pyopencl
+    return _pyopencl
 
 
 def _same_context(a, b) -> bool:
     return a.int_ptr == b.int_ptr
+
+
+_layouts: dict = {}  # (shape, strides, itemsize) -> extent, for layouts that passed
+
+
+def _layout_extent(shape, strides, itemsize) -> int:
+    """The bytes a view of this layout spans, once its layout is checked
+    (remembered: arrays of one layout are shared again and again)."""
+    key = (shape, strides, itemsize)
+    extent = _layouts.get(key)
+    if extent is not None:
+        return extent
+    if not shape:
+        raise ValueError("array is 0-dimensional: reshape it to (1,) first")
+    if any(s < 0 for s in strides):
+        raise ValueError(f"array has negative strides {strides}: oneDNN descriptors "
+                         "cannot express them (copy the array first)")
+    if any(s % itemsize for s in strides):
+        raise ValueError(f"array strides {strides} are not multiples of its item size "
+                         f"{itemsize}")
+    extent = _view_extent(shape, strides, itemsize)
+    if extent == 0:
+        raise ValueError(f"array of shape {shape} has no elements")
+    if len(_layouts) > 4096:  # bounded: layouts may vary without end
+        _layouts.clear()
+    _layouts[key] = extent
+    return extent
 
 
 def _view_extent(shape, strides, itemsize) -> int:
@@ -233,17 +266,7 @@ def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
         raise ValueError("array belongs to another OpenCL context than the engine's")
     dtype = np.dtype(array.dtype)
     shape, strides = tuple(array.shape), tuple(array.strides)
-    if not shape:
-        raise ValueError("array is 0-dimensional: reshape it to (1,) first")
-    if any(s < 0 for s in strides):
-        raise ValueError(f"array has negative strides {strides}: oneDNN descriptors "
-                         "cannot express them (copy the array first)")
-    if any(s % dtype.itemsize for s in strides):
-        raise ValueError(f"array strides {strides} are not multiples of its item size "
-                         f"{dtype.itemsize}")
-    extent = _view_extent(shape, strides, dtype.itemsize)
-    if extent == 0:
-        raise ValueError(f"array of shape {shape} has no elements")
+    extent = _layout_extent(shape, strides, dtype.itemsize)
     if array.offset + extent > base.size:
         raise ValueError(f"array addresses bytes {array.offset} to {array.offset + extent} "
                          f"of a {base.size}-byte buffer")
