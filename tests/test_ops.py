@@ -847,10 +847,10 @@ def test_cache_keys_on_strides(queue):
     assert ops.cache_info()["misses"] == 3
 
 
-def test_in_order_chains_need_no_barrier(queue, monkeypatch):
-    """On an in-order queue, waiting for ops' own markers there is the
-    queue's order: no barrier. Another event (here pyopencl's write) gets
-    one, since oneDNN ignores deps there."""
+def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue, monkeypatch):
+    """On an in-order queue, events of that queue (ops' own markers, pyopencl's
+    copies) are waited for by the queue's order: no barrier. A pending event
+    of another queue gets one, since oneDNN ignores deps there."""
     from dnnl_ocl_interop.ops import _plan
 
     _plan._load_pyopencl()                 # before patching what it sets
@@ -858,15 +858,20 @@ def test_in_order_chains_need_no_barrier(queue, monkeypatch):
     real = _plan._enqueue_barrier
     monkeypatch.setattr(_plan, "_enqueue_barrier",
                         lambda q, wait_for: barriers.append(len(wait_for)) or real(q, wait_for))
-    x = dev(queue, np.arange(-4.0, 4.0))
-    queue.finish()
-    del x.events[:]                        # to_device's copy, done
+    x = dev(queue, np.arange(-4.0, 4.0))   # events: to_device's copy on this queue
+    assert len(x.events) == 1
     y = ops.relu(ops.exp(ops.relu(x)))
     assert barriers == []
-    x.add_event(cl.enqueue_marker(queue))  # not one of ops' own
-    ops.relu(x)
+    other = cl.CommandQueue(cl_context, cl_device)
+    gate = cl.UserEvent(cl_context)
+    x.add_event(cl.enqueue_marker(other, wait_for=[gate]))  # pending, on another queue
+    z = ops.relu(x)
     assert barriers == [1]
+    gate.set_status(cl.command_execution_status.COMPLETE)
     close(host(y), np.exp(np.maximum(np.arange(-4.0, 4.0), 0)), tol=1e-5)
+    close(host(z), np.maximum(np.arange(-4.0, 4.0), 0))
+    ops.relu(x)                            # that event is complete now: remembered
+    assert barriers == [1]
 
 
 def test_cache_keys_on_post_op_layouts_and_dtypes(queue):

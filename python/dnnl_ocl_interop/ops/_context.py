@@ -34,16 +34,17 @@ _streams: Dict[int, "context"] = {}  # cl_command_queue handle -> context, oldes
 _engines: "weakref.WeakValueDictionary[Tuple[int, int], Any]" = weakref.WeakValueDictionary()
 
 
-RECENT_MARKERS = 64
+KNOWN_EVENTS = 64
 
 
 class context:
     """The oneDNN objects for one OpenCL queue, and on an in-order queue the
-    markers ops enqueued there last (an operand waiting for one of them needs
-    no barrier on that queue: the queue's order already waits)."""
+    events last seen to need no barrier there: ops' own markers, events of
+    work on that queue (the queue's order already waits for them) and
+    completed events."""
 
-    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers",
-                 "cl_context")
+    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "known",
+                 "cl_context", "handle")
 
     def __init__(self, engine: Any, stream: Any, in_order: bool, queue: Any,
                  own_references: int, cl_context: Any) -> None:
@@ -52,19 +53,37 @@ class context:
         self.stream = stream      #: dnnl.stream on the queue
         self.in_order = in_order  #: whether execute returns no event (an in-order queue)
         self.queue = queue        #: a pyopencl.CommandQueue of the cache's own
+        self.handle = queue.int_ptr  #: the cl_command_queue
         self.own_references = own_references  #: the queue's references the cache holds
-        self.markers: "OrderedDict[int, Any]" = OrderedDict()  # id(event) -> event
+        # id(event) -> event: held, so that the id is not reused meanwhile
+        self.known: "OrderedDict[int, Any]" = OrderedDict()
 
     def add_marker(self, event: Any) -> None:
         """Remember a marker ops enqueued on this (in-order) queue."""
-        self.markers[id(event)] = event
-        if len(self.markers) > RECENT_MARKERS:
-            self.markers.popitem(last=False)
+        self._remember(event)
+
+    def _remember(self, event: Any) -> None:
+        self.known[id(event)] = event
+        if len(self.known) > KNOWN_EVENTS:
+            self.known.popitem(last=False)
 
     def foreign(self, events: List[Any]) -> List[Any]:
-        """The events that are not this queue's recent markers."""
-        markers = self.markers
-        return [e for e in events if markers.get(id(e)) is not e]
+        """The events a primitive on this in-order queue must still wait for.
+        Each other event is asked once whether it is of this queue or
+        complete (then it is remembered)."""
+        import pyopencl as cl
+
+        known, waiting = self.known, []
+        for event in events:
+            if known.get(id(event)) is event:
+                continue
+            queue = event.get_info(cl.event_info.COMMAND_QUEUE)
+            if (queue is not None and queue.int_ptr == self.handle) or \
+                    event.command_execution_status == cl.command_execution_status.COMPLETE:
+                self._remember(event)
+            else:
+                waiting.append(event)
+        return waiting
 
 
 def of_queue(queue: Any) -> context:
@@ -113,7 +132,7 @@ def _make(queue: Any) -> context:
 def _sweep() -> None:
     """Drop the streams of queues only the cache still holds (lock held)."""
     for handle, found in list(_streams.items()):
-        found.markers.clear()  # events may hold their queue
+        found.known.clear()  # events may hold their queue
         if _references(found.queue) <= found.own_references:
             del _streams[handle]
 

@@ -56,7 +56,7 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "dense_only")
+                 "dst_desc", "dense_only", "out_strides")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -79,11 +79,16 @@ class plan:
         # copies, and write a strided out= through a dense result.
         self.dense_only = False
         self.queue_array: Any = operands[0].array  # the result lives on its queue
+        # out's strides in elements; None for a new result or a dense out
+        self.out_strides: Optional[Tuple[int, ...]] = None
         if out is not None:
             check_array(out, "out")
             if tuple(out.shape) != self.dst_dims:
                 raise ValueError(f"out has shape {tuple(out.shape)}, the result of {op} has "
                                  f"shape {self.dst_dims}")
+            strides = element_strides(out)
+            if not is_dense(self.dst_dims, strides):
+                self.out_strides = strides
         if post_ops:
             self.post_ops, extra = parse_post_ops(post_ops, self.dst_dims, out is not None)
             self.operands = operands + extra
@@ -125,9 +130,9 @@ def describe(p: plan) -> str:
 
 
 def _dst_strides(p: plan) -> Tuple[int, ...]:
-    if p.out is None:
+    if p.out is None or p.out_strides is None:
         return dense_strides(p.dst_dims)
-    return element_strides(p.out)
+    return p.out_strides
 
 
 def _build(p: plan, ctx: Any, key: Any) -> "_entry":
@@ -159,13 +164,8 @@ def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
 def cache_key(p: plan, ctx: Any) -> Any:
     """Everything that selects the primitive of a plan. A dense ``out``
     shares its key with a new (dense) result."""
-    dst_strides = None
-    if p.out is not None:
-        dst_strides = _dst_strides(p)
-        if dst_strides == dense_strides(p.dst_dims):
-            dst_strides = None
     return (p.op, id(ctx.engine), p.params, tuple([op.key for op in p.operands]),
-            p.dst_dims, p.dst_type._name_, dst_strides, p.post_ops, tuple(p.scales))
+            p.dst_dims, p.dst_type._name_, p.out_strides, p.post_ops, tuple(p.scales))
 
 
 def queue_of(p: plan) -> Any:
@@ -213,9 +213,9 @@ def _densify(p: plan) -> Any:
             op.strides = dense_strides(op.dims)
             op.rekey()
     target = p.out
-    if not p.dense_only or target is None or is_dense(p.dst_dims, _dst_strides(p)):
+    if not p.dense_only or target is None or p.out_strides is None:
         return None
-    p.out, p.queue_array = None, target
+    p.out, p.queue_array, p.out_strides = None, target, None
     return target
 
 
