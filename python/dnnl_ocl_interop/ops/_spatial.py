@@ -18,6 +18,8 @@ def _int(value: Any, name: str) -> int:
 
 def per_dim(value: Any, count: int, name: str, minimum: int) -> Tuple[int, ...]:
     """An int or `count` ints, each at least `minimum`."""
+    if type(value) is int and value >= minimum:  # the common case, quickly
+        return (value,) * count
     if isinstance(value, (list, tuple)):
         if len(value) != count:
             raise ValueError(f"{name} has {len(value)} values for {count} spatial dimensions")
@@ -33,6 +35,8 @@ def paddings(padding: Any, count: int, extents: Sequence[int], strides: Sequence
              ) -> Tuple[List[int], List[int]]:
     """(left, right) padding of each spatial dimension; `extents` are the
     dilated kernel sizes ("same" pads them to keep the size at stride 1)."""
+    if type(padding) is int and padding >= 0:  # the common case, quickly
+        return [padding] * count, [padding] * count
     if padding == "valid":
         return [0] * count, [0] * count
     if padding == "same":
