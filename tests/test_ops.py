@@ -851,12 +851,12 @@ def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue, monkeypat
     """On an in-order queue, events of that queue (ops' own markers, pyopencl's
     copies) are waited for by the queue's order: no barrier. A pending event
     of another queue gets one, since oneDNN ignores deps there."""
-    from dnnl_ocl_interop.ops import _plan
+    from dnnl_ocl_interop.ops import _operands
 
-    _plan._load_pyopencl()                 # before patching what it sets
+    _operands._load_pyopencl()             # before patching what it sets
     barriers = []
-    real = _plan._enqueue_barrier
-    monkeypatch.setattr(_plan, "_enqueue_barrier",
+    real = _operands._enqueue_barrier
+    monkeypatch.setattr(_operands, "_enqueue_barrier",
                         lambda q, wait_for: barriers.append(len(wait_for)) or real(q, wait_for))
     x = dev(queue, np.arange(-4.0, 4.0))   # events: to_device's copy on this queue
     assert len(x.events) == 1

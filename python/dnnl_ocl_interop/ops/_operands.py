@@ -19,13 +19,17 @@ _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done on
 # (the emulated device is enabled before the process's first OpenCL call).
 _Array: Any = None
 _empty: Any = None
+_enqueue_marker: Any = None
+_enqueue_barrier: Any = None
 
 
 def _load_pyopencl() -> None:
-    global _Array, _empty
+    global _Array, _empty, _enqueue_marker, _enqueue_barrier
+    import pyopencl as cl
     import pyopencl.array as cla
 
     _Array, _empty = cla.Array, cla.empty
+    _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
 
 
 _fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)

@@ -22,7 +22,7 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
 
 from .. import _core, arrays
-from . import _cache, _context
+from . import _cache, _context, _operands
 from ._operands import (check_array, dense_strides, element_strides, memory_of, naming,
                         new_array, operand, prefix)
 from ._post_ops import parse_post_ops, post_ops_attr, scale_operand, scales_attr, scalar_memory
@@ -30,19 +30,6 @@ from ._post_ops import parse_post_ops, post_ops_attr, scale_operand, scales_attr
 _desc = _core.memory.desc
 _execute = _core.ocl_interop.execute
 _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
-
-# Loaded on first use: importing dnnl_ocl_interop must not touch OpenCL
-# (the emulated device is enabled before the process's first OpenCL call).
-_enqueue_marker: Any = None
-_enqueue_barrier: Any = None
-
-
-def _load_pyopencl() -> None:
-    global _enqueue_marker, _enqueue_barrier
-    import pyopencl as cl
-
-    _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
-
 
 # -- a call ------------------------------------------------------------------------
 
@@ -221,8 +208,8 @@ def _densify(p: plan) -> Any:
 
 def run(p: plan) -> Any:
     """Execute a plan; returns the result array (``out`` or a new one)."""
-    if _enqueue_marker is None:
-        _load_pyopencl()
+    if _operands._enqueue_marker is None:
+        _operands._load_pyopencl()
     target = _densify(p)
     if target is not None:
         return _copy(run(p), out=target)
@@ -253,11 +240,11 @@ def run(p: plan) -> Any:
         # instead, unless every event is a marker of this queue's own.
         deps = ctx.foreign(deps)
         if deps:
-            _enqueue_barrier(queue, wait_for=deps)
+            _operands._enqueue_barrier(queue, wait_for=deps)
             deps = []
     event = _execute(entry.primitive, ctx.stream, args, deps)
     if event is None:  # in-order queue: a marker stands for the primitive
-        event = _enqueue_marker(queue)
+        event = _operands._enqueue_marker(queue)
         ctx.add_marker(event)
     # The primitive waited for out's events: they are done when it is. (A new
     # array has none.) One event, so pyopencl's add_event never needs to wait.
