@@ -864,7 +864,8 @@ def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue, monkeypat
     assert barriers == []
     other = cl.CommandQueue(cl_context, cl_device)
     gate = cl.UserEvent(cl_context)
-    x.add_event(cl.enqueue_marker(other, wait_for=[gate]))  # pending, on another queue
+    foreign = cl.enqueue_marker(other, wait_for=[gate])  # pending, on another queue
+    x.add_event(foreign)
     z = ops.relu(x)
     assert barriers == [1]
     gate.set_status(cl.command_execution_status.COMPLETE)
@@ -872,6 +873,8 @@ def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue, monkeypat
     close(host(z), np.maximum(np.arange(-4.0, 4.0), 0))
     ops.relu(x)                            # that event is complete now: remembered
     assert barriers == [1]
+    from dnnl_ocl_interop.ops import _context
+    assert any(e is foreign for e in _context.of_queue(queue).known.values())
 
 
 def test_cache_keys_on_post_op_layouts_and_dtypes(queue):
