@@ -34,17 +34,19 @@ _streams: Dict[int, "context"] = {}  # cl_command_queue handle -> context, oldes
 _engines: "weakref.WeakValueDictionary[Tuple[int, int], Any]" = weakref.WeakValueDictionary()
 
 
-KNOWN_EVENTS = 64
+KNOWN_MARKERS = 64
+KNOWN_EVENTS = 256
 
 
 class context:
     """The oneDNN objects for one OpenCL queue, and on an in-order queue the
-    events last seen to need no barrier there: ops' own markers, events of
-    work on that queue (the queue's order already waits for them) and
-    completed events."""
+    events last seen to need no barrier there: ops' own markers, and events
+    found to be of work on that queue (the queue's order already waits for
+    them) or complete. The two are kept apart, so that the markers of a
+    busy loop do not push out the events of its inputs."""
 
-    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "known",
-                 "cl_context", "handle")
+    __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers",
+                 "known", "cl_context", "handle")
 
     def __init__(self, engine: Any, stream: Any, in_order: bool, queue: Any,
                  own_references: int, cl_context: Any) -> None:
@@ -55,17 +57,15 @@ class context:
         self.queue = queue        #: a pyopencl.CommandQueue of the cache's own
         self.handle = queue.int_ptr  #: the cl_command_queue
         self.own_references = own_references  #: the queue's references the cache holds
-        # id(event) -> event: held, so that the id is not reused meanwhile
+        # id(event) -> event: held, so that an id is not reused meanwhile
+        self.markers: "OrderedDict[int, Any]" = OrderedDict()
         self.known: "OrderedDict[int, Any]" = OrderedDict()
 
     def add_marker(self, event: Any) -> None:
         """Remember a marker ops enqueued on this (in-order) queue."""
-        self._remember(event)
-
-    def _remember(self, event: Any) -> None:
-        self.known[id(event)] = event
-        if len(self.known) > KNOWN_EVENTS:
-            self.known.popitem(last=False)
+        self.markers[id(event)] = event
+        if len(self.markers) > KNOWN_MARKERS:
+            self.markers.popitem(last=False)
 
     def foreign(self, events: List[Any]) -> List[Any]:
         """The events a primitive on this in-order queue must still wait for.
@@ -73,14 +73,17 @@ class context:
         complete (then it is remembered)."""
         import pyopencl as cl
 
-        known, waiting = self.known, []
+        markers, known, waiting = self.markers, self.known, []
         for event in events:
-            if known.get(id(event)) is event:
+            ident = id(event)
+            if markers.get(ident) is event or known.get(ident) is event:
                 continue
             queue = event.get_info(cl.event_info.COMMAND_QUEUE)
             if (queue is not None and queue.int_ptr == self.handle) or \
                     event.command_execution_status == cl.command_execution_status.COMPLETE:
-                self._remember(event)
+                known[ident] = event
+                if len(known) > KNOWN_EVENTS:
+                    known.popitem(last=False)
             else:
                 waiting.append(event)
         return waiting
@@ -132,7 +135,8 @@ def _make(queue: Any) -> context:
 def _sweep() -> None:
     """Drop the streams of queues only the cache still holds (lock held)."""
     for handle, found in list(_streams.items()):
-        found.known.clear()  # events may hold their queue
+        found.markers.clear()  # events may hold their queue
+        found.known.clear()
         if _references(found.queue) <= found.own_references:
             del _streams[handle]
 
