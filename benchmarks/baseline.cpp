@@ -3,8 +3,8 @@
 // (the emulated one when run.py enabled it). Prints one JSON object:
 //   {"rows": {"<row name>": <median microseconds per call>, ...}}
 // Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
-// With ROW ("large matmul", "graph execute with allocator" or "primitive
-// creation (cold, fresh process)"), only that
+// With ROW ("large matmul", "small network", "graph execute with allocator"
+// or "primitive creation (cold, fresh process)"), only that
 // row is set up and run: WARMUP calls of its work, then ITERATIONS timed
 // calls (the graph row in batches of 20 executes and a wait; ITERATIONS a
 // multiple of 20), and the JSON holds that row alone. benchmarks/cl_calls.py
@@ -167,6 +167,55 @@ struct large_matmul {
     }
 };
 
+// The small-network row: convolution, ReLU, max pooling and inner product,
+// on inputs both sides fill with the same values; each run executes the four
+// and waits.
+struct small_network {
+    static dnnl::memory::desc plain(const dnnl::memory::dims &dims) {
+        using tag = dnnl::memory::format_tag;
+        return dnnl::memory::desc(dims, dnnl::memory::data_type::f32,
+                dims.size() == 4 ? tag::nchw : dims.size() == 2 ? tag::nc : tag::a);
+    }
+    static dnnl::memory filled(const dnnl::engine &eng, const dnnl::memory::desc &md) {
+        dnnl::memory m(md, eng);
+        float *p = m.map_data<float>();
+        for (size_t i = 0; i < md.get_size() / sizeof(float); ++i) p[i] = float(i % 7) * 0.1f - 0.3f;
+        m.unmap_data(p);
+        return m;
+    }
+    static constexpr dnnl::memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
+    dnnl::memory::desc src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}), conv_b = plain({OC}),
+                       conv_dst = plain({N, OC, HW, HW}), pool_dst = plain({N, OC, HW / 2, HW / 2}),
+                       fc_w = plain({CLASSES, OC, HW / 2, HW / 2}), fc_b = plain({CLASSES}),
+                       fc_dst = plain({N, CLASSES});
+    dnnl::convolution_forward conv;
+    dnnl::eltwise_forward relu;
+    dnnl::pooling_forward pool;
+    dnnl::inner_product_forward fc;
+    dnnl::memory x, cw, cb, y1, y2, fw, fb, y3;
+
+    explicit small_network(const dnnl::engine &eng)
+        : conv(dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
+                  dnnl::algorithm::convolution_direct, src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1},
+                  {1, 1}))
+        , relu(dnnl::eltwise_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
+                  dnnl::algorithm::eltwise_relu, conv_dst, conv_dst))
+        , pool(dnnl::pooling_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
+                  dnnl::algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0},
+                  {0, 0}))
+        , fc(dnnl::inner_product_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
+                  pool_dst, fc_w, fc_b, fc_dst))
+        , x(filled(eng, src)), cw(filled(eng, conv_w)), cb(filled(eng, conv_b)), y1(conv_dst, eng)
+        , y2(pool_dst, eng), fw(filled(eng, fc_w)), fb(filled(eng, fc_b)), y3(fc_dst, eng) {}
+    void run(dnnl::stream &s) {
+        conv.execute(s, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
+        relu.execute(s, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
+        pool.execute(s, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
+        fc.execute(s, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
+        s.wait();
+    }
+};
+
 // The graph row: an attention-like partition (MatMul, SoftMax, MatMul)
 // compiled for a graph engine whose allocator (c_malloc, c_free) oneDNN
 // calls on every execution, with zero-filled USM device tensors.
@@ -253,6 +302,12 @@ int run_one_row(const std::string &row, int iterations, int warmup, int matmul_s
         large_matmul work(eng, matmul_size);
         for (int i = 0; i < warmup; ++i) work.run(s_in);
         us = median_us(iterations, 1, [&] { work.run(s_in); });
+    } else if (row == "small network") {
+        dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
+        dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
+        small_network net(eng);
+        for (int i = 0; i < warmup; ++i) net.run(s_in);
+        us = median_us(iterations, 1, [&] { net.run(s_in); });
     } else if (row == "graph execute with allocator") {
         const int batch = 20;
         if (iterations % batch)
@@ -271,8 +326,8 @@ int run_one_row(const std::string &row, int iterations, int warmup, int matmul_s
                     dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, tiny, tiny));
         });
     } else {
-        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, graph execute with "
-                                 "allocator, primitive creation (cold, fresh process))");
+        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, graph "
+                                 "execute with allocator, primitive creation (cold, fresh process))");
     }
     std::printf("{\"rows\": {\"%s\": %.4f}}\n", row.c_str(), us);
     return 0;
@@ -389,44 +444,10 @@ int main(int argc, char **argv) try {
     rows["primitive creation (cold)"] = fastest_us(5, create_relu); // as run.py: see there
     set_primitive_cache_capacity(capacity);
 
-    // A small network end to end: convolution, ReLU, max pooling, inner
-    // product, on inputs both sides fill with the same values.
-    const memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
-    auto plain = [](memory::dims dims) {
-        return memory::desc(dims, memory::data_type::f32,
-                dims.size() == 4 ? memory::format_tag::nchw
-                                 : dims.size() == 2 ? memory::format_tag::nc : memory::format_tag::a);
-    };
-    auto filled = [&](const memory::desc &md) {
-        memory m(md, eng);
-        float *p = m.map_data<float>();
-        for (size_t i = 0; i < md.get_size() / sizeof(float); ++i) p[i] = float(i % 7) * 0.1f - 0.3f;
-        m.unmap_data(p);
-        return m;
-    };
-    memory::desc net_src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}),
-                 conv_b = plain({OC}), conv_dst = plain({N, OC, HW, HW}),
-                 pool_dst = plain({N, OC, HW / 2, HW / 2}), fc_w = plain({CLASSES, OC, HW / 2, HW / 2}),
-                 fc_b = plain({CLASSES}), fc_dst = plain({N, CLASSES});
-    convolution_forward conv(convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::convolution_direct, net_src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1}, {1, 1}));
-    eltwise_forward net_relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::eltwise_relu, conv_dst, conv_dst));
-    pooling_forward pool(pooling_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}));
-    inner_product_forward fc(inner_product_forward::primitive_desc(eng, prop_kind::forward_inference,
-            pool_dst, fc_w, fc_b, fc_dst));
-    memory x = filled(net_src), cw = filled(conv_w), cb = filled(conv_b), y1(conv_dst, eng),
-           y2(pool_dst, eng), fw = filled(fc_w), fb = filled(fc_b), y3(fc_dst, eng);
-    auto run_network = [&] {
-        conv.execute(s_in, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
-        net_relu.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
-        pool.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
-        fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
-        s_in.wait();
-    };
-    for (int i = 0; i < 3; ++i) run_network();
-    rows["small network"] = median_us(15, 1, run_network);
+    // A small network end to end (see small_network).
+    small_network net(eng);
+    for (int i = 0; i < 3; ++i) net.run(s_in);
+    rows["small network"] = median_us(15, 1, [&] { net.run(s_in); });
 
     // A chain of 100 executes linked by events, waited once.
     auto chain = [&] {

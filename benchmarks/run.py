@@ -19,8 +19,9 @@ interval over rounds. It *meets* its goal when the whole interval does,
 Rows with no C++ counterpart take another Python measurement as their
 reference (in the C++ column): "execute beside a busy thread" against
 execute alone, and the persistent cache's warm primitive creation against
-the cold one, each in a fresh process (--only NAME measures just such a
-row, without the C++ baseline).
+the cold one, each in a fresh process, and the dnnl.ops call against the
+same call written by hand. --only NAME measures just one of those rows, or
+"small network with ops" with the C++ small network alone.
 
 Exits non-zero when a measurement failed (not when a goal is missed).
 """
@@ -60,10 +61,19 @@ THREADS_GOAL_RATIO = 1 / 0.95  # Python's throughput at least 0.95 of C++'s
 # device, five rounds; the goal is a tenth.
 PERSISTENT_CACHE_GOAL_RATIO = 0.1
 PERSISTENT_CACHE_ROW = "primitive creation (persistent cache, warm)"
+# dnnl.ops: a cached call against the same work written by hand (goal: at
+# most OPS_CALL_GOAL_US more), and the small network written with ops
+# against the C++ small network (goal: MATMUL_GOAL_RATIO).
+OPS_CALL_ROW = "ops call (cached)"
+OPS_NETWORK_ROW = "small network with ops"
+OPS_CALL_GOAL_US = 2.0
 # Rows whose reference is Python itself (no C++ counterpart): the note
 # holding the reference's time, per round.
 PYTHON_REFERENCES = {"execute beside a busy thread": "solo execute",
-                     PERSISTENT_CACHE_ROW: "primitive creation (persistent cache, cold)"}
+                     PERSISTENT_CACHE_ROW: "primitive creation (persistent cache, cold)",
+                     OPS_CALL_ROW: "the same call by hand"}
+# Rows judged against another row's C++ time.
+CPP_REFERENCES = {OPS_NETWORK_ROW: "small network"}
 
 
 def median_us(repeats, batch, call, after_batch=lambda: None):
@@ -217,6 +227,10 @@ def python_rows(iterations, warmup, matmul_size):
     dnnl.set_primitive_cache_capacity(capacity)
 
     rows["small network"] = network_row(engine, s_in)
+    rows[OPS_NETWORK_ROW] = ops_network_row(in_order)
+    rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]] = ops_call_row(device, context,
+                                                                             in_order, repeats,
+                                                                             warmup)
 
     # execute() beside a thread spinning in pure Python, against execute()
     # alone: what the GIL policy of execute costs (goal: half the solo rate).
@@ -333,6 +347,101 @@ def network_row(engine, stream):
     for _ in range(3):
         run_network()
     return median_us(15, 1, run_network)
+
+
+def network_values(shape):
+    """The values network_row (and baseline.cpp) fill an input with."""
+    count = int(np.prod(shape))
+    return ((np.arange(count) % 7) * np.float32(0.1) - np.float32(0.3)).astype(np.float32) \
+        .reshape(shape)
+
+
+def network_reference(x, conv_w, conv_b, fc_w, fc_b):
+    """NumPy's answer for the small network (3x3 convolution with padding 1,
+    ReLU, 2x2 max pooling, inner product)."""
+    n, _, h, w = x.shape
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + w], conv_w[:, :, i, j])
+               for i in range(3) for j in range(3)) + conv_b.reshape(1, -1, 1, 1)
+    relu = np.maximum(conv, 0)
+    pooled = relu.reshape(n, relu.shape[1], h // 2, 2, w // 2, 2).max(axis=(3, 5))
+    return pooled.reshape(n, -1) @ fc_w.reshape(fc_w.shape[0], -1).T + fc_b
+
+
+def ops_network_row(queue):
+    """The small network of network_row written with dnnl.ops, as a user
+    would: each call makes its result array (pyopencl's default allocator)
+    and the host waits once at the end. Checked once against NumPy."""
+    import pyopencl.array as cla
+    from dnnl_ocl_interop import ops
+
+    n, ic, oc, hw, classes = 8, 3, 16, 32, 10
+    host = {name: network_values(shape) for name, shape in
+            dict(x=(n, ic, hw, hw), conv_w=(oc, ic, 3, 3), conv_b=(oc,),
+                 fc_w=(classes, oc, hw // 2, hw // 2), fc_b=(classes,)).items()}
+    x, cw, cb, fw, fb = (cla.to_device(queue, host[k]) for k in ("x", "conv_w", "conv_b", "fc_w",
+                                                                   "fc_b"))
+    result = []
+
+    def run_network():
+        y = ops.convolution(x, cw, cb, padding=1)
+        y = ops.relu(y, out=y)
+        y = ops.max_pool(y, 2)
+        result[:] = [ops.inner_product(y, fw, fb)]
+        queue.finish()
+
+    for _ in range(3):
+        run_network()
+    expected = network_reference(host["x"], host["conv_w"], host["conv_b"], host["fc_w"],
+                                 host["fc_b"])
+    if not np.allclose(result[0].get(), expected, rtol=1e-4, atol=1e-4):
+        raise RuntimeError(f"{OPS_NETWORK_ROW}: the result differs from NumPy's")
+    return median_us(15, 1, run_network)
+
+
+def ops_call_row(device, context, queue, repeats, warmup):
+    """(ops µs, by hand µs): ``ops.relu(x, out=y)`` on 64 floats, its
+    primitive cached, against the work a user writes for the same call by
+    hand with the same cached primitive: memory on both arrays
+    (dnnl.arrays.as_memory), execute after their events, and the result's
+    event attached (a marker's on this in-order queue, as ops does). Checked
+    once against NumPy."""
+    import pyopencl.array as cla
+    from dnnl_ocl_interop import ops
+
+    oi = dnnl.ocl_interop
+    values = np.linspace(-1, 1, 64, dtype=np.float32)
+    x = cla.to_device(queue, values)
+    y = cla.empty_like(x)
+    ops.relu(x, out=y)
+    if not np.array_equal(y.get(), np.maximum(values, 0)):
+        raise RuntimeError(f"{OPS_CALL_ROW}: the result differs from NumPy's")
+    engine = oi.make_engine(device, context)
+    stream = oi.make_stream(engine, queue)
+    desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
+    relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+        engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc))
+    as_memory, execute, marker = dnnl.arrays.as_memory, oi.execute, cl.enqueue_marker
+    arg_src, arg_dst = dnnl.ARG_SRC, dnnl.ARG_DST
+
+    def by_hand():
+        src, src_events = as_memory(x, engine)
+        dst, dst_events = as_memory(y, engine)
+        event = execute(relu, stream, {arg_src: src, arg_dst: dst}, src_events + dst_events)
+        if event is None:
+            event = marker(queue)
+        del y.events[:]  # the primitive waited for them
+        y.add_event(event)
+
+    def with_ops():
+        ops.relu(x, out=y)
+
+    for _ in range(warmup):
+        by_hand()
+        with_ops()
+    queue.finish()
+    hand = median_us(repeats, BATCH, by_hand, queue.finish)
+    return median_us(repeats, BATCH, with_ops, queue.finish), hand
 
 
 def graph_row(device, context, queue, repeats, warmup):
@@ -571,6 +680,12 @@ def goal_of(name, notes):
                 f"× {ALLOCATION_GOAL_US})", ("overhead", limit))
     if name == "opencl kernel enqueue":
         return "reference (pyopencl vs C)", None
+    if name == OPS_CALL_ROW:
+        return (f"≤ {OPS_CALL_GOAL_US:g} µs over the same call by hand (Python reference; no C++ "
+                "side)", ("overhead", OPS_CALL_GOAL_US))
+    if name == OPS_NETWORK_ROW:
+        return (f"ratio ≤ {MATMUL_GOAL_RATIO} against C++'s small network",
+                ("ratio", MATMUL_GOAL_RATIO))
     if name in ("large matmul", "small network", "primitive creation (cold)", FRESH_COLD_ROW):
         return f"ratio ≤ {MATMUL_GOAL_RATIO}", ("ratio", MATMUL_GOAL_RATIO)
     if name == "primitive creation (cached)":
@@ -588,6 +703,29 @@ def goal_of(name, notes):
     return f"≤ {PER_CALL_GOAL_US} µs over C++", ("overhead", PER_CALL_GOAL_US)
 
 
+# Rows --only can measure alone (with the C++ row they are judged against).
+ONLY_ROWS = [PERSISTENT_CACHE_ROW, OPS_CALL_ROW, OPS_NETWORK_ROW]
+
+
+def only_row(name, cpp, args):
+    """(rows, notes) of one round of row `name` alone; fills `cpp` with the
+    C++ rows it needs."""
+    if name == PERSISTENT_CACHE_ROW:
+        warm, cold = persistent_cache_row()
+        return {name: warm}, {PYTHON_REFERENCES[name]: cold}
+    device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
+                  for d in p.get_devices(cl.device_type.GPU))
+    context = cl.Context([device])
+    queue = cl.CommandQueue(context, device)
+    if name == OPS_CALL_ROW:
+        ops_us, hand_us = ops_call_row(device, context, queue, max(args.iterations // BATCH, 5),
+                                       args.warmup)
+        return {name: ops_us}, {PYTHON_REFERENCES[name]: hand_us}
+    reference = CPP_REFERENCES[name]
+    cpp.update(run_baseline(15, 3, 0, reference))
+    return {name: ops_network_row(queue)}, {}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the table as JSON")
@@ -597,27 +735,30 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--plot", metavar="PATH", help="also draw each row's ratio and interval "
                                                        "against its goal (PNG; needs matplotlib)")
-    parser.add_argument("--only", metavar="NAME", choices=[PERSISTENT_CACHE_ROW],
-                        help=f"measure only this row (one with no C++ side: {PERSISTENT_CACHE_ROW!r})")
+    parser.add_argument("--only", metavar="NAME", choices=ONLY_ROWS,
+                        help="measure only this row: " + ", ".join(map(repr, ONLY_ROWS)))
     args = parser.parse_args(argv)
     cpp_rounds, python_rounds = [], []
     try:
-        if not args.only:
+        if args.only != PERSISTENT_CACHE_ROW and args.only != OPS_CALL_ROW:
             build_baseline()
         for _ in range(args.rounds):
             if args.only:
                 cpp_rounds.append({})
-                rows, notes = {}, {}
+                rows, notes = only_row(args.only, cpp_rounds[-1], args)
             else:
                 cpp_rounds.append(run_baseline(args.iterations, args.warmup, args.matmul_size))
                 rows, notes = python_rows(args.iterations, args.warmup, args.matmul_size)
-            if not args.only:
                 rows[FRESH_COLD_ROW], cpp_rounds[-1][FRESH_COLD_ROW] = fresh_cold_rows()
-            rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = persistent_cache_row()
+                rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = \
+                    persistent_cache_row()
             python_rounds.append(rows)
             for row, note in PYTHON_REFERENCES.items():
                 if row in rows:
                     cpp_rounds[-1][row] = notes[note]
+            for row, reference in CPP_REFERENCES.items():
+                if row in rows:
+                    cpp_rounds[-1][row] = cpp_rounds[-1][reference]
     except Exception as e:  # a failed measurement: report and fail
         print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -647,7 +788,8 @@ def main(argv=None) -> int:
     # C++ rows with no Python counterpart: references for the docs (what the
     # binding's storage checks cost, measured in C++).
     cpp_only = {name: round(float(np.median([r[name] for r in cpp_rounds])), 3)
-                for name in cpp_rounds[0] if name not in python_rounds[0]}
+                for name in cpp_rounds[0]
+                if name not in python_rounds[0] and name not in CPP_REFERENCES.values()}
     version = ".".join(str(x) for x in dnnl.version()[:3])
     report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
               "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "rows": rows,

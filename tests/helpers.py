@@ -1,8 +1,8 @@
 """What the test files share: short names for the binding's namespaces, plain
-memory descriptors, USM copies, the attention partition and its NumPy
-reference, control of oneDNN's caches, sub-devices, and the table of API entry
-points whose arguments the bad-input and property-based tests spoil one at a
-time.
+memory descriptors, NumPy references (eltwise algorithms, softmax), USM
+copies, the attention partition and its NumPy reference, control of oneDNN's
+caches, sub-devices, and the table of API entry points whose arguments the
+bad-input and property-based tests spoil one at a time.
 
 The test files import it as ``from helpers import ...``: tests/ has no
 __init__.py, so pytest's default (prepend) import mode puts tests/ on
@@ -11,6 +11,7 @@ sys.path. It is imported only after conftest.py has chosen the OpenCL device.
 
 import contextlib
 import gc
+import math
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -91,6 +92,49 @@ def read_values(mem):
     if mem.get_desc().get_data_type() == DT.bf16:
         return dnnl.arrays.float32_from_bf16(out).astype(np.float64)
     return out.astype(np.float64)
+
+
+# --------------------------------------------------------- NumPy references
+
+_erf = np.vectorize(math.erf)
+
+
+def _logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# oneDNN's eltwise algorithms, with NumPy references:
+# name: (algorithm, alpha, beta, reference, input range)
+ELTWISE = {
+    "relu": (ALG.eltwise_relu, 0.0, 0.0, lambda x: np.maximum(x, 0), (-3, 3)),
+    "leaky_relu": (ALG.eltwise_relu, 0.25, 0.0, lambda x: np.where(x > 0, x, 0.25 * x), (-3, 3)),
+    "tanh": (ALG.eltwise_tanh, 0.0, 0.0, np.tanh, (-3, 3)),
+    "logistic": (ALG.eltwise_logistic, 0.0, 0.0, _logistic, (-3, 3)),
+    "exp": (ALG.eltwise_exp, 0.0, 0.0, np.exp, (-3, 3)),
+    "log": (ALG.eltwise_log, 0.0, 0.0, np.log, (0.1, 3)),
+    "abs": (ALG.eltwise_abs, 0.0, 0.0, np.abs, (-3, 3)),
+    "sqrt": (ALG.eltwise_sqrt, 0.0, 0.0, np.sqrt, (0.1, 3)),
+    "square": (ALG.eltwise_square, 0.0, 0.0, np.square, (-3, 3)),
+    "linear": (ALG.eltwise_linear, 2.0, -3.0, lambda x: 2.0 * x - 3.0, (-3, 3)),
+    "clip": (ALG.eltwise_clip, -1.0, 1.5, lambda x: np.clip(x, -1.0, 1.5), (-3, 3)),
+    "elu": (ALG.eltwise_elu, 0.5, 0.0, lambda x: np.where(x > 0, x, 0.5 * (np.exp(x) - 1)), (-3, 3)),
+    "soft_relu": (ALG.eltwise_soft_relu, 1.0, 0.0, lambda x: np.log1p(np.exp(x)), (-3, 3)),
+    "swish": (ALG.eltwise_swish, 1.0, 0.0, lambda x: x * _logistic(x), (-3, 3)),
+    "gelu_tanh": (ALG.eltwise_gelu_tanh, 0.0, 0.0,
+                  lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), (-3, 3)),
+    "gelu_erf": (ALG.eltwise_gelu_erf, 0.0, 0.0, lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), (-3, 3)),
+    "hardswish": (ALG.eltwise_hardswish, 1 / 6, 0.5, lambda x: x * np.clip(x / 6 + 0.5, 0, 1), (-4, 4)),
+    "pow": (ALG.eltwise_pow, 1.5, 2.0, lambda x: 1.5 * x ** 2, (-3, 3)),
+    "mish": (ALG.eltwise_mish, 0.0, 0.0, lambda x: x * np.tanh(np.log1p(np.exp(x))), (-3, 3)),
+}
+
+
+def ref_softmax(x, axis, log):
+    """NumPy softmax (or log-softmax) of `x` along `axis`."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    s = e.sum(axis=axis, keepdims=True)
+    return shifted - np.log(s) if log else e / s
 
 
 # ---------------------------------------------------------------- USM copies

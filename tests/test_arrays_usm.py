@@ -210,6 +210,28 @@ def test_numpy_dtype_unknown(dt):
         arrays.numpy_dtype(dt)
 
 
+@pytest.mark.parametrize("dt", [DT.f32, DT.f16, DT.f64, DT.s8, DT.u8, DT.s32, DT.s64])
+def test_data_type_inverts_numpy_dtype(dt):
+    """data_type is numpy_dtype's inverse wherever a NumPy dtype stands for one
+    oneDNN type, given as a dtype, a type, a name or the data type itself."""
+    dtype = arrays.numpy_dtype(dt)
+    assert arrays.data_type(dtype) == dt
+    assert arrays.data_type(dtype.type) == dt
+    assert arrays.data_type(dtype.name) == dt
+    assert arrays.data_type(dt.name) == dt
+    assert arrays.data_type(dt) is dt
+
+
+def test_data_type_of_uint16_is_bf16_only_when_asked():
+    assert arrays.data_type(np.uint16, bf16_bits=True) == DT.bf16
+    assert arrays.data_type("bf16") == DT.bf16
+    with pytest.raises(TypeError, match="bf16 bits"):
+        arrays.data_type(np.uint16)
+    for bad in (np.float128 if hasattr(np, "float128") else np.complex64, np.bool_, "f77", object):
+        with pytest.raises(TypeError):
+            arrays.data_type(bad)
+
+
 # -- bf16 helpers --------------------------------------------------------------
 
 

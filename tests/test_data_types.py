@@ -54,12 +54,12 @@ def test_arrays_maps_the_numpy_dtypes_that_hold_values():
     expected = {np.float32: "f32", np.float16: "f16", np.float64: "f64", np.int8: "s8",
                 np.uint8: "u8", np.int32: "s32", np.int64: "s64"}
     for dtype, name in expected.items():
-        assert arrays.data_type_of(dtype) == MEMORY_TYPES.__members__[name]
+        assert arrays.data_type(dtype) == MEMORY_TYPES.__members__[name]
     assert arrays._DATA_TYPES == {np.dtype(k): MEMORY_TYPES.__members__[v] for k, v in expected.items()}
     with pytest.raises(TypeError, match="bf16 bits"):
-        arrays.data_type_of(np.uint16)
+        arrays.data_type(np.uint16)
     with pytest.raises(TypeError, match="complex64"):
-        arrays.data_type_of(np.complex64)
+        arrays.data_type(np.complex64)
 
 
 def _bf16_reference(values):

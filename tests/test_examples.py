@@ -62,3 +62,11 @@ def test_cnn_training():
     out = run_example("cnn_training.py")
     assert "gradients:    largest relative difference from NumPy" in out
     assert out.rstrip().endswith("cnn_training: OK")
+
+
+@pytest.mark.timeout(600)
+def test_ops_mlp():
+    out = run_example("ops_mlp.py")
+    assert "largest relative difference from NumPy" in out
+    assert "calls served from the cache" in out
+    assert out.rstrip().endswith("ops_mlp:  OK")

@@ -13,14 +13,12 @@ UNSUPPORTED and asserted to fail with ``dnnl.status.unimplemented``: the
 test fails if that changes, in either direction.
 """
 
-import math
-
 import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (ALG, DT, INFERENCE, TAG, default_sub_group_size, oi, plain_tag, read_values, usm,
-                     write_values)
+from helpers import (ALG, DT, ELTWISE, INFERENCE, TAG, default_sub_group_size, oi, plain_tag,
+                     read_values, ref_softmax, usm, write_values)
 
 NF = dnnl.normalization_flags
 TRAINING = dnnl.prop_kind.forward_training
@@ -546,36 +544,7 @@ def test_inner_product_post_ops(engine, stream, post):
 # --------------------------------------------------------------------------
 # eltwise
 
-_erf = np.vectorize(math.erf)
 
-
-def _logistic(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-# name: (algorithm, alpha, beta, reference, input range)
-ELTWISE = {
-    "relu": (ALG.eltwise_relu, 0.0, 0.0, lambda x: np.maximum(x, 0), (-3, 3)),
-    "leaky_relu": (ALG.eltwise_relu, 0.25, 0.0, lambda x: np.where(x > 0, x, 0.25 * x), (-3, 3)),
-    "tanh": (ALG.eltwise_tanh, 0.0, 0.0, np.tanh, (-3, 3)),
-    "logistic": (ALG.eltwise_logistic, 0.0, 0.0, _logistic, (-3, 3)),
-    "exp": (ALG.eltwise_exp, 0.0, 0.0, np.exp, (-3, 3)),
-    "log": (ALG.eltwise_log, 0.0, 0.0, np.log, (0.1, 3)),
-    "abs": (ALG.eltwise_abs, 0.0, 0.0, np.abs, (-3, 3)),
-    "sqrt": (ALG.eltwise_sqrt, 0.0, 0.0, np.sqrt, (0.1, 3)),
-    "square": (ALG.eltwise_square, 0.0, 0.0, np.square, (-3, 3)),
-    "linear": (ALG.eltwise_linear, 2.0, -3.0, lambda x: 2.0 * x - 3.0, (-3, 3)),
-    "clip": (ALG.eltwise_clip, -1.0, 1.5, lambda x: np.clip(x, -1.0, 1.5), (-3, 3)),
-    "elu": (ALG.eltwise_elu, 0.5, 0.0, lambda x: np.where(x > 0, x, 0.5 * (np.exp(x) - 1)), (-3, 3)),
-    "soft_relu": (ALG.eltwise_soft_relu, 1.0, 0.0, lambda x: np.log1p(np.exp(x)), (-3, 3)),
-    "swish": (ALG.eltwise_swish, 1.0, 0.0, lambda x: x * _logistic(x), (-3, 3)),
-    "gelu_tanh": (ALG.eltwise_gelu_tanh, 0.0, 0.0,
-                  lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))), (-3, 3)),
-    "gelu_erf": (ALG.eltwise_gelu_erf, 0.0, 0.0, lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), (-3, 3)),
-    "hardswish": (ALG.eltwise_hardswish, 1 / 6, 0.5, lambda x: x * np.clip(x / 6 + 0.5, 0, 1), (-4, 4)),
-    "pow": (ALG.eltwise_pow, 1.5, 2.0, lambda x: 1.5 * x ** 2, (-3, 3)),
-    "mish": (ALG.eltwise_mish, 0.0, 0.0, lambda x: x * np.tanh(np.log1p(np.exp(x))), (-3, 3)),
-}
 ELTWISE_INT = ["relu", "linear"]  # oneDNN refuses other algorithms for integers
 
 
@@ -804,13 +773,6 @@ def test_reorder_f32_to_u8_with_scale_and_zero_point(engine, stream):
 
 # --------------------------------------------------------------------------
 # softmax
-
-
-def ref_softmax(x, axis, log):
-    shifted = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(shifted)
-    s = e.sum(axis=axis, keepdims=True)
-    return shifted - np.log(s) if log else e / s
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])

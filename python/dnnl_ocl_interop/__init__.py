@@ -5,7 +5,8 @@
 ``ocl_interop`` (mirrors ``dnnl::ocl_interop``), ``graph`` (mirrors
 ``dnnl::graph``), ``usm`` (Intel unified shared memory), ``arrays`` (NumPy
 data in and out of memory, pyopencl arrays shared with it), ``cache`` (engine
-and primitive cache blobs kept on disk across processes) and ``emulation`` (an emulated Intel GPU for
+and primitive cache blobs kept on disk across processes), ``ops`` (oneDNN
+operations on pyopencl arrays, one call each) and ``emulation`` (an emulated Intel GPU for
 machines without one).
 
 OpenCL objects go in as pyopencl objects or int handles and come out as
@@ -18,11 +19,12 @@ from typing import IO, Optional
 from . import _core
 from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
 from ._core import __all__ as _core_names
-from . import arrays, cache, emulation, graph, ocl_interop, usm
+from . import arrays, cache, emulation, graph, ocl_interop, ops, usm
 
 __version__: str = _core.__version__  # from pyproject.toml, at build time
 
-__all__ = [*_core_names, "arrays", "cache", "emulation", "graph", "ocl_interop", "usm", "show_config"]
+__all__ = [*_core_names, "arrays", "cache", "emulation", "graph", "ocl_interop", "ops", "usm",
+           "show_config"]
 
 
 def show_config(file: Optional[IO[str]] = None) -> None:

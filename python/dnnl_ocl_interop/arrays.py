@@ -17,17 +17,57 @@ import numpy as np
 from . import _core
 from ._errors import invalid_argument
 
-__all__ = ["as_memory", "bf16_from_float32", "data_type_of", "float32_from_bf16", "memory_and_events",
-           "numpy_dtype", "read", "to_pyopencl", "write"]
+__all__ = ["as_memory", "bf16_from_float32", "data_type", "float32_from_bf16",
+           "memory_and_events", "numpy_dtype", "read", "to_pyopencl", "write"]
 
 def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     """The NumPy dtype that holds one element of a oneDNN data type (the
-    table ``map_data`` uses: ``memory.numpy_dtype``); ValueError for
+    table ``map_data`` uses: ``memory.numpy_dtype``); dnnl.invalid_arguments for
     sub-byte types."""
     dtype = _core.memory.numpy_dtype(data_type)
     if dtype is None:
         raise invalid_argument(f"no NumPy dtype holds {data_type} elements")
     return dtype
+
+
+# The oneDNN data type of each NumPy element type that holds its values (the
+# data-type table's, cpp/common/data_types.cpp), as as_memory takes an array
+# without a desc. bf16 and the f8 types have no NumPy type: their bits live in
+# uint16 / uint8 arrays, which need a desc (or data_type(..., bf16_bits=True))
+# saying what they hold.
+_DATA_TYPES = {np.dtype(numpy): getattr(_core.memory.data_type, name)
+               for name, in_memory, _, _, numpy, holds in _core._data_type_table
+               if in_memory and holds == "values"}
+
+
+def data_type(dtype, bf16_bits: bool = False) -> "_core.memory.data_type":
+    """The oneDNN data type of a NumPy dtype (the inverse of :func:`numpy_dtype`).
+
+    ``dtype`` is anything ``numpy.dtype`` takes (``numpy.float16``,
+    ``"float32"``, an array's ``.dtype``), a ``dnnl.memory.data_type``
+    (returned as it is) or the name of one (``"bf16"``, ``"s8"``):
+    float32, float16, float64, int8, uint8, int32 and int64 are f32, f16,
+    f64, s8, u8, s32 and s64. uint16 is bf16 bits when ``bf16_bits`` is
+    true (``numpy_dtype(bf16)`` is uint16), and has no data type otherwise.
+    Other dtypes raise ``TypeError`` (the one message ``as_memory`` gives).
+    """
+    data_types = _core.memory.data_type
+    if isinstance(dtype, data_types):
+        return dtype
+    if isinstance(dtype, str) and dtype in data_types.__members__:
+        return data_types.__members__[dtype]
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{dtype!r} is neither a NumPy dtype nor a oneDNN data type") from None
+    found = _DATA_TYPES.get(dtype)
+    if found is None:
+        if dtype == np.uint16 and bf16_bits:
+            return data_types.bf16
+        hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
+                if dtype == np.uint16 else "")
+        raise TypeError(f"dtype {dtype} matches no oneDNN data type{hint}")
+    return found
 
 
 def _plain_dims(memory) -> list:
@@ -73,7 +113,8 @@ def read(memory) -> np.ndarray:
 
 def bf16_from_float32(array) -> np.ndarray:
     """bf16 bit patterns (uint16) of float32 values, rounded to nearest even;
-    NaNs stay NaN (quieted, sign kept), as in oneDNN's conversion."""
+    NaNs stay NaN (quieted, sign kept), as in oneDNN's conversion (the
+    data-type table's rounding, shared with host scalars)."""
     return _core._bf16_from_float32(np.asarray(array, dtype=np.float32))
 
 
@@ -84,26 +125,6 @@ def float32_from_bf16(bits) -> np.ndarray:
 
 # -- pyopencl arrays -----------------------------------------------------------
 
-# The oneDNN data type of each NumPy element type that holds its values (the
-# data-type table's, cpp/common/data_types.cpp), used when no desc is given.
-# bf16 and the f8 types have no NumPy type: their bits live in uint16 / uint8
-# arrays, which need a desc saying what they hold.
-_DATA_TYPES = {np.dtype(numpy): getattr(_core.memory.data_type, name)
-               for name, in_memory, _, _, numpy, holds in _core._data_type_table
-               if in_memory and holds == "values"}
-
-
-def data_type_of(dtype) -> "_core.memory.data_type":
-    """The oneDNN data type whose values a NumPy dtype holds (float32 -> f32,
-    int8 -> s8, ...); TypeError for a dtype no data type matches (uint16
-    holds bf16 bits only with a descriptor that says so)."""
-    dtype = np.dtype(dtype)
-    if dtype not in _DATA_TYPES:
-        hint = (" (bf16 bits: pass desc=dnnl.memory.desc(shape, data_type.bf16, strides))"
-                if dtype == np.uint16 else "")
-        raise TypeError(f"dtype {dtype} matches no oneDNN data type{hint}")
-    return _DATA_TYPES[dtype]
-
 
 class memory_and_events(NamedTuple):
     """What :func:`as_memory` returns: the memory and the array's pending
@@ -113,14 +134,47 @@ class memory_and_events(NamedTuple):
     events: List[Any]  #: the array's pending pyopencl.Event objects (a copy of array.events)
 
 
-def _cl():
-    import pyopencl  # imported on use: NumPy-only users need no OpenCL here
+_pyopencl = None
 
-    return pyopencl
+
+def _cl():
+    global _pyopencl
+    if _pyopencl is None:
+        import pyopencl  # imported on use: NumPy-only users need no OpenCL here
+
+        _pyopencl = pyopencl
+    return _pyopencl
 
 
 def _same_context(a, b) -> bool:
     return a.int_ptr == b.int_ptr
+
+
+_layouts: dict = {}  # (shape, strides, itemsize) -> extent, for layouts that passed
+
+
+def _layout_extent(shape, strides, itemsize) -> int:
+    """The bytes a view of this layout spans, once its layout is checked
+    (remembered: arrays of one layout are shared again and again)."""
+    key = (shape, strides, itemsize)
+    extent = _layouts.get(key)
+    if extent is not None:
+        return extent
+    if not shape:
+        raise invalid_argument("array is 0-dimensional: reshape it to (1,) first")
+    if any(s < 0 for s in strides):
+        raise invalid_argument(f"array has negative strides {strides}: oneDNN descriptors "
+                         "cannot express them (copy the array first)")
+    if any(s % itemsize for s in strides):
+        raise invalid_argument(f"array strides {strides} are not multiples of its item size "
+                         f"{itemsize}")
+    extent = _view_extent(shape, strides, itemsize)
+    if extent == 0:
+        raise invalid_argument(f"array of shape {shape} has no elements")
+    if len(_layouts) > 4096:  # bounded: layouts may vary without end
+        _layouts.clear()
+    _layouts[key] = extent
+    return extent
 
 
 def _view_extent(shape, strides, itemsize) -> int:
@@ -158,21 +212,41 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
     first element (the memory's cl_mem is then that sub-buffer, whose parent
     is ``array.base_data``); OpenCL allows sub-buffers only at offsets that
     are multiples of the device's ``mem_base_addr_align`` (in bits; 128 bytes
-    on many devices), so other offsets raise ``ValueError`` (oneDNN's
+    on many devices), so other offsets raise ``dnnl.invalid_arguments`` (oneDNN's
     descriptor offset is not used: some GPU kernels ignore it). Negative
-    strides and strides that are not whole elements raise ``ValueError``.
+    strides and strides that are not whole elements raise ``dnnl.invalid_arguments``.
 
     With ``desc`` (a ``dnnl.memory.desc``), the array's bytes are taken as
     that descriptor says, e.g. bf16 bits in a uint16 array, or a blocked
     layout of a flat array: its data type must be held in the array's dtype
     (``numpy_dtype``, ``TypeError`` otherwise), and every byte it addresses
-    must lie within the array's extent (``ValueError`` otherwise); a
+    must lie within the array's extent (``dnnl.invalid_arguments`` otherwise); a
     descriptor with a sub-memory offset is refused (make the view instead).
 
     The array must be on the engine's OpenCL context and hold a cl_mem
-    (``ValueError`` otherwise; arrays of pyopencl's SVM allocators are
+    (``dnnl.invalid_arguments`` otherwise; arrays of pyopencl's SVM allocators are
     refused). The memory keeps the cl_mem alive.
     """
+    return _as_memory(array, engine, None if desc is None else _desc_facts(desc))
+
+
+class _facts(NamedTuple):
+    """What as_memory checks of a descriptor, found once (dnnl.ops keeps
+    them with the primitive the descriptor was made for)."""
+
+    desc: Any
+    dtype: Any  #: the NumPy dtype holding its elements, or None
+    submemory_offset: int
+    extent: int  #: bytes it addresses from the start of its storage
+
+
+def _desc_facts(desc) -> _facts:
+    return _facts(desc, _core.memory.numpy_dtype(desc.get_data_type()),
+                  desc.get_submemory_offset(), _desc_extent(desc))
+
+
+def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
+    """as_memory, with the descriptor's facts found already (or None)."""
     cl = _cl()
     oi = _core.ocl_interop
     base = getattr(array, "base_data", None)
@@ -189,38 +263,27 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
         raise invalid_argument("array belongs to another OpenCL context than the engine's")
     dtype = np.dtype(array.dtype)
     shape, strides = tuple(array.shape), tuple(array.strides)
-    if not shape:
-        raise invalid_argument("array is 0-dimensional: reshape it to (1,) first")
-    if any(s < 0 for s in strides):
-        raise invalid_argument(f"array has negative strides {strides}: oneDNN descriptors "
-                         "cannot express them (copy the array first)")
-    if any(s % dtype.itemsize for s in strides):
-        raise invalid_argument(f"array strides {strides} are not multiples of its item size "
-                         f"{dtype.itemsize}")
-    extent = _view_extent(shape, strides, dtype.itemsize)
-    if extent == 0:
-        raise invalid_argument(f"array of shape {shape} has no elements")
+    extent = _layout_extent(shape, strides, dtype.itemsize)
     if array.offset + extent > base.size:
         raise invalid_argument(f"array addresses bytes {array.offset} to {array.offset + extent} "
                          f"of a {base.size}-byte buffer")
 
-    if desc is None:
+    if facts is None:
         try:
-            data_type = data_type_of(dtype)
+            element_type = data_type(dtype)
         except TypeError as e:
             raise TypeError(f"array: {e}") from None
-        desc = _core.memory.desc(list(shape), data_type, [s // dtype.itemsize for s in strides])
+        desc = _core.memory.desc(list(shape), element_type, [s // dtype.itemsize for s in strides])
     else:
-        expected = _core.memory.numpy_dtype(desc.get_data_type())
-        if expected is None or expected != dtype:
-            raise TypeError(f"desc holds {desc.get_data_type()} elements ({expected}), "
+        desc = facts.desc
+        if facts.dtype is None or facts.dtype != dtype:
+            raise TypeError(f"desc holds {desc.get_data_type()} elements ({facts.dtype}), "
                             f"the array has dtype {dtype}")
-        if desc.get_submemory_offset():
+        if facts.submemory_offset:
             raise invalid_argument("desc has a sub-memory offset: view the array at that "
                              "element instead (oneDNN kernels may ignore the offset)")
-        needed = _desc_extent(desc)
-        if needed > extent:
-            raise invalid_argument(f"desc addresses {needed} bytes from the array's first "
+        if facts.extent > extent:
+            raise invalid_argument(f"desc addresses {facts.extent} bytes from the array's first "
                              f"element, but the array spans {extent}")
 
     # From the first element to the end of the buffer: make_memory checks
@@ -261,7 +324,7 @@ def to_pyopencl(memory, queue, events: Optional[Sequence[Any]] = None):
     and pyopencl has no Intel USM. Pass a USM pointer to a pyopencl kernel
     with ``dnnl.usm.set_kernel_arg(kernel, index, memory.get_data_handle())``
     instead, or copy it (``dnnl.usm.memcpy``, ``read``). Memory without
-    storage, blocked layouts and sub-byte types raise ``ValueError``.
+    storage, blocked layouts and sub-byte types raise ``dnnl.invalid_arguments``.
     """
     cl = _cl()
     import pyopencl.array as cla

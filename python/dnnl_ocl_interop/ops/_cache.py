@@ -1,0 +1,113 @@
+"""The primitive cache of ``dnnl.ops``, and the one place it creates primitives.
+
+A bounded LRU keyed by everything that selects a primitive: the engine, the
+operation, its parameters, each operand's dims, strides and data type, the
+destination's, the post-ops' kinds, values and operand layouts. A value is
+the primitive with what a call needs to run it again (the descriptors the
+operands are taken as, the destination's shape). Thread-safe: lookups and
+insertions hold one lock; primitives are created outside it, so two threads
+missing on one key create it twice and keep the first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Dict, Hashable
+
+from . import _context
+from .._errors import invalid_argument
+
+__all__ = ["cache_info", "clear_cache", "get_cache_capacity", "set_cache_capacity"]
+
+DEFAULT_CAPACITY = 1024  # as oneDNN's own primitive cache
+
+_lock = threading.Lock()
+_entries: "OrderedDict[Hashable, Any]" = OrderedDict()
+_capacity = DEFAULT_CAPACITY
+_hits = _misses = _evictions = 0
+
+
+def lookup(key: Hashable) -> Any:
+    """The entry cached under `key` (made most recent), or None; counted."""
+    global _hits, _misses
+    with _lock:
+        entry = _entries.get(key)
+        if entry is None:
+            _misses += 1
+            return None
+        _entries.move_to_end(key)
+        _hits += 1
+        return entry
+
+
+def insert(key: Hashable, entry: Any) -> Any:
+    """Cache `entry` under `key` and return what is cached there now (an
+    entry another thread inserted first wins), evicting the least recently
+    used entries beyond the capacity."""
+    global _evictions
+    with _lock:
+        first = _entries.get(key)
+        if first is not None:
+            return first
+        if _capacity == 0:
+            return entry
+        _entries[key] = entry
+        while len(_entries) > _capacity:
+            _entries.popitem(last=False)
+            _evictions += 1
+        return entry
+
+
+def create(family: Callable[[Any], Any], pd: Any) -> Any:
+    """The primitive of `pd` (a ``dnnl.<family>.primitive_desc``).
+
+    Every primitive ``dnnl.ops`` uses is created here and nowhere else, so
+    that one change can serve them from elsewhere (a persistent cache).
+    """
+    return family(pd)
+
+
+def cache_info() -> Dict[str, int]:
+    """Statistics of the ops primitive cache, one consistent snapshot:
+    ``{"hits", "misses", "evictions", "size", "capacity"}``. Counted since
+    the process started or :func:`clear_cache`; a call that finds its
+    primitive is a hit, one that creates it a miss."""
+    with _lock:
+        return {"hits": _hits, "misses": _misses, "evictions": _evictions,
+                "size": len(_entries), "capacity": _capacity}
+
+
+def clear_cache() -> None:
+    """Drop every cached primitive and every cached stream, and zero the
+    statistics. Until then, the cache holds its primitives' engines (and
+    through them their OpenCL contexts) and a stream per queue it has run on
+    (released by itself once nothing else holds the queue)."""
+    global _hits, _misses, _evictions
+    with _lock:
+        _entries.clear()
+        _hits = _misses = _evictions = 0
+    _context.clear()
+
+
+def get_cache_capacity() -> int:
+    """How many primitives the ops cache keeps (default 1024)."""
+    return _capacity
+
+
+def set_cache_capacity(capacity: int) -> None:
+    """Keep at most `capacity` primitives, evicting the least recently used
+    beyond it now (counted as evictions); 0 keeps none (every call creates
+    its primitive, which oneDNN's own primitive cache may still serve).
+    A negative or non-integer capacity raises ``ValueError``/``TypeError``."""
+    global _capacity, _evictions
+    if isinstance(capacity, bool) or not isinstance(capacity, int):
+        raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
+    if capacity < 0:
+        raise invalid_argument(f"capacity must be 0 or more, not {capacity}")
+    with _lock:
+        _capacity = capacity
+        while len(_entries) > _capacity:
+            _entries.popitem(last=False)
+            _evictions += 1
+

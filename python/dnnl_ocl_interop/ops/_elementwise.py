@@ -1,0 +1,208 @@
+"""Element by element: eltwise (every oneDNN algorithm, and named
+shortcuts), binary (with NumPy broadcasting as oneDNN allows it), softmax."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Optional
+
+from .. import _core
+from .._errors import invalid_argument
+from ._operands import array_operand, broadcast_to, number, result_type
+from ._plan import operation, plan, run
+from ._post_ops import ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm, eltwise_algorithm
+
+_FI = _core.prop_kind.forward_inference
+_A = _core
+_ALG = _core.algorithm
+
+
+def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional[float],
+                  out: Any) -> plan:
+    alg = eltwise_algorithm(algorithm)
+    default_alpha, default_beta = ELTWISE_DEFAULTS.get(alg._name_, (0.0, 0.0))
+    alpha = default_alpha if alpha is None else number(alpha, "alpha")
+    beta = default_beta if beta is None else number(beta, "beta")
+    X = array_operand("x", _A.ARG_SRC, x)
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.eltwise_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, alpha, beta,
+                                                 attr)
+
+    p = plan("eltwise", _A.eltwise_forward, (alg._name_, alpha, beta), [X], X.dims,
+             result_type(X.data_type, None, out), out, make_pd)
+    p.dense_only = True  # src and dst of one layout; ocl:xe ignores strides
+    return p
+
+
+@operation
+def eltwise(x: Any, algorithm: Any, alpha: Optional[float] = None, beta: Optional[float] = None,
+            *, out: Any = None) -> plan:
+    """oneDNN's elementwise ``algorithm`` on ``x``: its name without
+    ``eltwise_`` (``"relu"``, ``"gelu_tanh"``, ``"clip_v2"``, ... every
+    ``dnnl.algorithm.eltwise_*``; aliases ``"sigmoid"``, ``"silu"``,
+    ``"softplus"``, ``"gelu"`` (erf)) or a ``dnnl.algorithm`` member, with
+    oneDNN's ``alpha`` and ``beta`` (defaults: the usual function, e.g.
+    swish and elu 1, hardswish 1/6 and 1/2, otherwise 0). The result has
+    ``x``'s dtype (f32, f16, bf16, s8/u8 for some algorithms).
+    """
+    return _eltwise_plan(x, algorithm, alpha, beta, out)
+
+
+def relu(x: Any, negative_slope: float = 0.0, *, out: Any = None) -> Any:
+    """max(x, 0), or x * negative_slope below 0 (leaky ReLU)."""
+    return run(_eltwise_plan(x, _ALG.eltwise_relu, negative_slope, 0.0, out))
+
+
+def gelu(x: Any, approximate: str = "none", *, out: Any = None) -> Any:
+    """GELU: exact (erf) or ``approximate="tanh"``, as PyTorch spells it."""
+    if approximate not in ("none", "tanh"):
+        raise invalid_argument(f"approximate must be 'none' or 'tanh', not {approximate!r}")
+    alg = _ALG.eltwise_gelu_tanh if approximate == "tanh" else _ALG.eltwise_gelu_erf
+    return run(_eltwise_plan(x, alg, None, None, out))
+
+
+def sigmoid(x: Any, *, out: Any = None) -> Any:
+    """1 / (1 + exp(-x)) (oneDNN's logistic)."""
+    return run(_eltwise_plan(x, _ALG.eltwise_logistic, None, None, out))
+
+
+def tanh(x: Any, *, out: Any = None) -> Any:
+    """tanh(x)."""
+    return run(_eltwise_plan(x, _ALG.eltwise_tanh, None, None, out))
+
+
+def silu(x: Any, *, out: Any = None) -> Any:
+    """x * sigmoid(x) (oneDNN's swish with alpha 1)."""
+    return run(_eltwise_plan(x, _ALG.eltwise_swish, 1.0, None, out))
+
+
+def exp(x: Any, *, out: Any = None) -> Any:
+    """e ** x."""
+    return run(_eltwise_plan(x, _ALG.eltwise_exp, None, None, out))
+
+
+def log(x: Any, *, out: Any = None) -> Any:
+    """Natural logarithm."""
+    return run(_eltwise_plan(x, _ALG.eltwise_log, None, None, out))
+
+
+def sqrt(x: Any, *, out: Any = None) -> Any:
+    """Square root."""
+    return run(_eltwise_plan(x, _ALG.eltwise_sqrt, None, None, out))
+
+
+def clip(x: Any, lower: float, upper: float, *, out: Any = None) -> Any:
+    """min(max(x, lower), upper)."""
+    return run(_eltwise_plan(x, _ALG.eltwise_clip_v2, lower, upper, out))
+
+
+def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
+    A = array_operand("a", _A.ARG_SRC_0, a)
+    B = array_operand("b", _A.ARG_SRC_1, b)
+    shape = _broadcast_shape(A.dims, B.dims)
+    broadcast_to(A, shape)
+    broadcast_to(B, shape)
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.binary.primitive_desc(engine, alg, d[0], d[1], dst_desc, attr)
+
+    return plan("binary", _A.binary, alg._name_, [A, B], shape,
+                result_type(A.data_type, dtype, out), out, make_pd, post_ops)
+
+
+def _broadcast_shape(x: Any, y: Any) -> tuple:
+    rank = max(len(x), len(y))
+    x = (1,) * (rank - len(x)) + tuple(x)
+    y = (1,) * (rank - len(y)) + tuple(y)
+    shape = []
+    for i, j in zip(x, y):
+        if i != j and 1 not in (i, j):
+            raise invalid_argument(f"b of shape {y} does not broadcast with a of shape {x}")
+        shape.append(max(i, j))
+    return tuple(shape)
+
+
+@operation
+def binary(a: Any, b: Any, algorithm: Any, *, post_ops: Any = (), out: Any = None,
+           dtype: Any = None) -> plan:
+    """oneDNN's binary ``algorithm`` (``"add"``, ``"sub"``, ``"mul"``,
+    ``"div"``, ``"max"``/``"maximum"``, ``"min"``/``"minimum"``, and the
+    comparisons ``"ge"``, ``"gt"``, ``"le"``, ``"lt"``, ``"eq"``, ``"ne"``,
+    which give 1 or 0; or a ``dnnl.algorithm.binary_*`` member) of ``a`` and
+    ``b``, broadcast as NumPy does (lower rank gets leading 1s; dims equal
+    or 1), then ``post_ops``. ``b`` may be a number for add, sub, mul and
+    div (an eltwise linear on ``a``). The result has ``a``'s dtype, or
+    ``dtype``, or ``out``'s.
+    """
+    return _binary(a, b, binary_algorithm(algorithm), post_ops, out, dtype)
+
+
+def _binary(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
+    """The plan of :func:`binary` for a resolved algorithm."""
+    if isinstance(b, numbers.Real) and not isinstance(b, bool):
+        if alg not in SCALAR_BINARY:
+            raise TypeError(f"b: a number works with add, sub, mul and div, not {alg.name}")
+        if post_ops or dtype is not None:
+            raise TypeError("b: with a number, post_ops and dtype are not taken (an eltwise)")
+        alpha, beta = SCALAR_BINARY[alg](float(b))
+        return _eltwise_plan(a, _ALG.eltwise_linear, alpha, beta, out)
+    return _binary_plan(a, b, alg, post_ops, out, dtype)
+
+
+def add(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """a + b (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_add, post_ops, out, dtype))
+
+
+def sub(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """a - b (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_sub, post_ops, out, dtype))
+
+
+def mul(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """a * b (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_mul, post_ops, out, dtype))
+
+
+def div(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """a / b (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_div, post_ops, out, dtype))
+
+
+def maximum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """The larger of a and b, element by element (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_max, post_ops, out, dtype))
+
+
+def minimum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+    """The smaller of a and b, element by element (see :func:`binary`)."""
+    return run(_binary(a, b, _ALG.binary_min, post_ops, out, dtype))
+
+
+def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
+    X = array_operand("x", _A.ARG_SRC, x)
+    if isinstance(axis, bool) or not isinstance(axis, int) \
+            or not -len(X.dims) <= axis < len(X.dims):
+        raise invalid_argument(f"axis {axis!r} is not an axis of x, of shape {tuple(X.dims)}")
+    axis %= len(X.dims)
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.softmax_forward.primitive_desc(engine, _FI, alg, d[0], dst_desc, axis, attr)
+
+    p = plan("softmax", _A.softmax_forward, (alg._name_, axis), [X], X.dims,
+             result_type(X.data_type, dtype, out), out, make_pd)
+    p.dense_only = True  # softmax's ocl:xe ignores the source's strides
+    return p
+
+
+@operation
+def softmax(x: Any, axis: int = -1, *, out: Any = None, dtype: Any = None) -> plan:
+    """exp(x) / sum(exp(x)) along ``axis`` (oneDNN's softmax_accurate)."""
+    return _softmax_plan(x, axis, _ALG.softmax_accurate, out, dtype)
+
+
+@operation
+def log_softmax(x: Any, axis: int = -1, *, out: Any = None, dtype: Any = None) -> plan:
+    """x - log(sum(exp(x))) along ``axis`` (oneDNN's softmax_log)."""
+    return _softmax_plan(x, axis, _ALG.softmax_log, out, dtype)

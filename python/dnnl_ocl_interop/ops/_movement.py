@@ -1,0 +1,154 @@
+"""Moving data: reorder (layouts, type conversion, int8 scales), transpose,
+copy, concat and sum."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Optional, Sequence
+
+from .. import _core
+from .._errors import invalid_argument
+from ._operands import array_operand, number, operand, result_type
+from ._plan import operation, plan
+
+_A = _core
+
+
+def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: Any,
+                  axis: Optional[int], out: Any) -> plan:
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.reorder.primitive_desc(engine, d[0], engine, dst_desc, attr)
+
+    p = plan("reorder", _A.reorder, None, [X], dims, result_type(X.data_type, dtype, out), out,
+             make_pd, dst_arg=_A.ARG_TO)
+    mask, channels = 0, 1
+    if axis is not None:
+        if isinstance(axis, bool) or not isinstance(axis, int) \
+                or not -len(dims) <= axis < len(dims):
+            raise invalid_argument(f"axis {axis!r} is not an axis of x, of shape {tuple(dims)}")
+        axis %= len(dims)
+        mask, channels = 1 << axis, dims[axis]
+    p.add_scale(src_scale, "src_scale", _A.ARG_FROM, mask, channels)
+    p.add_scale(dst_scale, "dst_scale", _A.ARG_TO, mask, channels)
+    return p
+
+
+@operation
+def reorder(x: Any, dtype: Any = None, *, src_scale: Any = None, dst_scale: Any = None,
+            axis: Optional[int] = None, out: Any = None) -> plan:
+    """A copy of ``x`` (any strides) into a new dense array, or into ``out``
+    (any strides), converted to ``dtype`` (``"f32"``, ``"f16"``, ``"bf16"``
+    (uint16), ``"s8"``, ``"u8"``, ``"s32"`` or a NumPy dtype), as oneDNN's
+    reorder: ``out = x * src_scale / dst_scale``, rounded and saturated for
+    integers. Scales are numbers, or float32 arrays of one factor per
+    element along ``axis``.
+    """
+    X = array_operand("x", _A.ARG_FROM, x)
+    return _reorder_plan(X.dims, X, dtype, src_scale, dst_scale, axis, out)
+
+
+def astype(x: Any, dtype: Any, *, out: Any = None) -> Any:
+    """``x`` converted to ``dtype`` (see :func:`reorder`)."""
+    return reorder(x, dtype, out=out)
+
+
+def copy(x: Any, *, out: Any = None) -> Any:
+    """A dense copy of ``x`` (for instance of a strided view)."""
+    return reorder(x, out=out)
+
+
+def quantize(x: Any, scale: Any, dtype: Any = "s8", *, axis: Optional[int] = None,
+             out: Any = None) -> Any:
+    """``round(x / scale)`` saturated to ``dtype`` (s8 or u8); ``scale`` a
+    number or a float32 array of factors along ``axis``."""
+    return reorder(x, dtype, dst_scale=scale, axis=axis, out=out)
+
+
+def dequantize(x: Any, scale: Any, dtype: Any = "f32", *, axis: Optional[int] = None,
+               out: Any = None) -> Any:
+    """``x * scale`` as ``dtype`` (f32, f16 or bf16); ``scale`` a number or
+    a float32 array of factors along ``axis``."""
+    return reorder(x, dtype, src_scale=scale, axis=axis, out=out)
+
+
+@operation
+def transpose(x: Any, axes: Optional[Sequence[int]] = None, *, dtype: Any = None,
+              out: Any = None) -> plan:
+    """NumPy's ``x.transpose(axes)`` (reversed axes by default) as a new dense
+    array (a reorder: the data moves), converted to ``dtype`` if given."""
+    X = array_operand("x", _A.ARG_FROM, x)
+    rank = len(X.dims)
+    order = tuple(reversed(range(rank))) if axes is None else tuple(axes)
+    if sorted(order) != list(range(rank)) or any(isinstance(a, bool) for a in order):
+        raise invalid_argument(f"axes {axes!r} is not a permutation of x's {rank} axes")
+    X.dims = tuple(X.dims[a] for a in order)
+    X.strides = tuple(X.strides[a] for a in order)
+    X.rekey()
+    return _reorder_plan(X.dims, X, dtype, None, None, None, out)
+
+
+@operation
+def concat(arrays: Sequence[Any], axis: int = 0, *, out: Any = None) -> plan:
+    """The arrays joined along ``axis`` (same dtype, same shape elsewhere)."""
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TypeError("arrays must be a non-empty list or tuple of pyopencl arrays")
+    operands = [array_operand(f"arrays[{i}]", _A.ARG_MULTIPLE_SRC + i, a)
+                for i, a in enumerate(arrays)]
+    first = operands[0]
+    rank = len(first.dims)
+    if isinstance(axis, bool) or not isinstance(axis, int) or not -rank <= axis < rank:
+        raise invalid_argument(f"axis {axis!r} is not an axis of arrays[0], of shape {first.dims}")
+    axis %= rank
+    for op in operands[1:]:
+        if len(op.dims) != rank or any(a != b for i, (a, b) in enumerate(zip(op.dims, first.dims))
+                                       if i != axis):
+            raise invalid_argument(f"{op.name} of shape {op.dims} does not join arrays[0] of shape "
+                             f"{first.dims} along axis {axis}")
+    dst = list(first.dims)
+    dst[axis] = builtins.sum(op.dims[axis] for op in operands)
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.concat.primitive_desc(engine, dst_desc, axis, list(d[:len(operands)]), attr)
+
+    return plan("concat", _A.concat, (axis, len(operands)), operands, tuple(dst),
+                result_type(first.data_type, None, out), out, make_pd)
+
+
+@operation
+def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
+        out: Any = None) -> plan:
+    """``scales[0] * arrays[0] + scales[1] * arrays[1] + ...`` (scales default
+    to 1) of arrays of one shape, as oneDNN's sum primitive.
+
+    oneDNN 3.13's ``ocl:many_inputs`` mis-scales when the first scale is 1
+    and the others differ (docs/known-problems.md): the sources are then
+    passed in another order (a source whose scale is not 1 first), which
+    gives the same sum.
+    """
+    if not isinstance(arrays, (list, tuple)) or not arrays:
+        raise TypeError("arrays must be a non-empty list or tuple of pyopencl arrays")
+    if scales is None:
+        scales = [1.0] * len(arrays)
+    if not isinstance(scales, (list, tuple)) or len(scales) != len(arrays):
+        raise invalid_argument(f"scales must be a list of {len(arrays)} numbers, one per array")
+    values = [number(s, f"scales[{i}]") for i, s in enumerate(scales)]
+    order = list(range(len(arrays)))
+    if values[0] == 1.0 and len(set(values)) > 1:
+        first = next(i for i, v in enumerate(values) if v != 1.0)
+        order = [first] + [i for i in order if i != first]
+    operands = [array_operand(f"arrays[{i}]", _A.ARG_MULTIPLE_SRC + k, arrays[i])
+                for k, i in enumerate(order)]
+    shape = operands[0].dims
+    for op in operands:
+        if op.dims != shape:
+            raise invalid_argument(f"{op.name} has shape {op.dims}, arrays[0] {tuple(arrays[0].shape)}")
+    ordered = [values[i] for i in order]
+
+    def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
+        return _A.sum.primitive_desc(engine, dst_desc, ordered, list(d[:len(operands)]), attr)
+
+    dst_type = result_type(operands[0].data_type, None, out)
+    p = plan("sum", _A.sum, tuple(ordered), operands, shape, dst_type, out, make_pd)
+    p.queue_array = arrays[0]  # the result lives on the first array's queue, whatever the order
+    return p
+

@@ -1,0 +1,267 @@
+"""The operands of ``dnnl.ops`` calls: pyopencl arrays as oneDNN sees them
+(dims, strides in elements, data type; reinterpreted for transposes,
+broadcasts and grouped weights), shared as memory through
+``dnnl.arrays.as_memory``, results made as new arrays, and errors that name
+the argument."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, Sequence, Tuple
+
+from .. import _core, arrays
+from .._errors import invalid_argument
+
+_dt = _core.memory.data_type
+_desc = _core.memory.desc
+_as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
+
+# Loaded on first use: importing dnnl_ocl_interop must not touch OpenCL
+# (the emulated device is enabled before the process's first OpenCL call).
+_Array: Any = None
+_empty: Any = None
+_enqueue_marker: Any = None
+_enqueue_barrier: Any = None
+
+
+def _load_pyopencl() -> None:
+    global _Array, _empty, _enqueue_marker, _enqueue_barrier
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    _Array, _empty = cla.Array, cla.empty
+    _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
+
+
+_fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)
+
+
+def new_array(queue: Any, cl_context: Any, shape: Tuple[int, ...], dtype: Any,
+              allocator: Any) -> Any:
+    """A new dense (C-order) pyopencl array: the result of a call.
+
+    pyopencl's public constructor (``cla.empty``) spends ~12 µs in Python
+    per array on the emulated device; the fast path pyopencl itself uses for
+    views (``_fast=True``) ~1.3 µs. That path is pyopencl's private
+    signature: if it is refused, ``cla.empty`` is used from then on.
+    """
+    global _fast_arrays
+    if _empty is None:
+        _load_pyopencl()
+    if _fast_arrays:
+        size = 1
+        for n in shape:
+            size *= n
+        item = dtype.itemsize
+        try:
+            return _Array(None, shape, dtype, allocator=allocator,
+                          strides=tuple(s * item for s in dense_strides(shape)), _fast=True,
+                          _size=size, _context=cl_context, _queue=queue)
+        except TypeError:
+            _fast_arrays = False
+    return _empty(queue, shape, dtype, allocator=allocator)
+
+
+# -- data types -----------------------------------------------------------------
+
+_types_of_dtypes: Dict[Any, Any] = {}  # a memo of arrays.data_type(dtype, bf16_bits=True)
+
+
+def data_type_of(array: Any, name: str) -> Any:
+    """The oneDNN data type of an array's elements (uint16: bf16 bits)."""
+    dtype = array.dtype
+    found = _types_of_dtypes.get(dtype)
+    if found is None:
+        try:
+            found = arrays.data_type(dtype, bf16_bits=True)
+        except TypeError as e:
+            raise TypeError(f"{name}: {e}") from None
+        _types_of_dtypes[dtype] = found
+    return found
+
+
+def resolve_type(dtype: Any, name: str = "dtype") -> Any:
+    """A ``dtype=`` argument as a oneDNN data type (uint16 and "bf16": bf16)."""
+    try:
+        return arrays.data_type(dtype, bf16_bits=True)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+
+
+def result_type(default: Any, dtype: Any, out: Any) -> Any:
+    """The destination's data type: ``out``'s, else ``dtype``, else `default`;
+    ``dtype`` and ``out`` must agree."""
+    if out is not None:
+        found = data_type_of(check_array(out, "out"), "out")  # plan() checks its shape
+        if dtype is not None and resolve_type(dtype) != found:
+            raise TypeError(f"out has dtype {out.dtype} ({found.name}), but dtype= asks for "
+                            f"{resolve_type(dtype).name}")
+        return found
+    if dtype is not None:
+        return resolve_type(dtype)
+    return default
+
+
+FLOATS = (_dt.f32, _dt.f16, _dt.bf16, _dt.f64)
+INTEGERS_8 = (_dt.s8, _dt.u8)
+
+
+def accumulating_type(src_type: Any) -> Any:
+    """The default result type of matmul and convolutions: the source's for
+    floating-point sources, f32 for int8 ones (dequantized)."""
+    return _dt.f32 if src_type in INTEGERS_8 or src_type == _dt.s32 else src_type
+
+
+# -- operands ---------------------------------------------------------------------
+
+_dense: Dict[Tuple[int, ...], Tuple[int, ...]] = {}  # a memo of dense_strides
+
+
+def dense_strides(dims: Sequence[int]) -> Tuple[int, ...]:
+    """Row-major strides (elements) of `dims`."""
+    dims = tuple(dims)
+    found = _dense.get(dims)
+    if found is None:
+        strides, step = [], 1
+        for d in reversed(dims):
+            strides.append(step)
+            step *= max(d, 1)
+        if len(_dense) > 4096:  # bounded: shapes may vary without end
+            _dense.clear()
+        found = _dense[dims] = tuple(reversed(strides))
+    return found
+
+
+class operand:
+    """An array as one argument of a primitive: the dims and strides
+    (elements) oneDNN sees, which may reinterpret the array's own (a
+    transpose, a broadcast, grouped weights), or a fixed descriptor
+    (prepared weights)."""
+
+    __slots__ = ("name", "arg", "array", "dims", "strides", "data_type", "desc", "key",
+                 "dense")
+
+    def __init__(self, name: str, arg: int, array: Any, dims: Tuple[int, ...],
+                 strides: Tuple[int, ...], data_type: Any, desc: Any = None,
+                 key: Any = None) -> None:
+        self.name = name
+        self.arg = arg
+        self.array = array
+        self.dims = dims
+        self.strides = strides
+        self.data_type = data_type
+        self.desc = desc
+        # Keys hold enum members by name: Enum.__hash__ is Python code
+        self.key = key if key is not None else (dims, strides, data_type._name_)
+        # oneDNN 3.13 reads this argument as dense whatever its strides (bias,
+        # binary post-op inputs): a strided array is copied first
+        self.dense = False
+
+    def rekey(self) -> None:
+        """The key after dims or strides changed."""
+        self.key = (self.dims, self.strides, self.data_type._name_)
+
+    def make_desc(self) -> Any:
+        if self.desc is not None:
+            return self.desc
+        with naming(self.name):
+            return _desc(list(self.dims), self.data_type, list(self.strides))
+
+
+def check_array(array: Any, name: str) -> Any:
+    """`array` if it is a pyopencl array with a queue, else TypeError/ValueError."""
+    if _Array is None:
+        _load_pyopencl()
+    if not isinstance(array, _Array):
+        raise TypeError(f"{name} must be a pyopencl.array.Array, not {type(array).__name__}")
+    return array
+
+
+_element_strides: Dict[Tuple[Tuple[int, ...], int], Tuple[int, ...]] = {}  # a memo
+
+
+def element_strides(array: Any) -> Tuple[int, ...]:
+    """A pyopencl array's strides in elements (pyopencl counts bytes)."""
+    item = array.dtype.itemsize
+    key = (array.strides, item)
+    strides = _element_strides.get(key)
+    if strides is None:
+        if len(_element_strides) > 4096:  # bounded: layouts may vary without end
+            _element_strides.clear()
+        strides = _element_strides[key] = tuple(s // item for s in array.strides)
+    return strides
+
+
+def array_operand(name: str, arg: int, array: Any) -> operand:
+    """`array` as oneDNN sees it without reinterpretation: its shape and strides."""
+    check_array(array, name)
+    return operand(name, arg, array, array.shape, element_strides(array),
+                   data_type_of(array, name))
+
+
+def prepend(op: operand, count: int) -> None:
+    """Give `op` `count` leading dimensions of 1 (NumPy's broadcast of a
+    lower-rank operand)."""
+    outer = op.dims[0] * op.strides[0] if op.dims else 1
+    op.dims = (1,) * count + tuple(op.dims)
+    op.strides = (max(outer, 1),) * count + tuple(op.strides)
+    op.rekey()
+
+
+def broadcast_to(op: operand, dims: Sequence[int], what: str = "the result") -> operand:
+    """`op` with 1s prepended up to len(dims); each dim must equal dims' or be 1
+    (oneDNN's broadcast), else ValueError naming the operand."""
+    extra = len(dims) - len(op.dims)
+    if extra < 0:
+        raise invalid_argument(f"{op.name} has {len(op.dims)} dimensions, more than {what} "
+                         f"({len(dims)})")
+    if extra:
+        prepend(op, extra)
+    for mine, theirs in zip(op.dims, dims):
+        if mine != theirs and mine != 1:
+            raise invalid_argument(f"{op.name} of shape {tuple(op.array.shape)} does not broadcast "
+                             f"to {what}'s shape {tuple(dims)}")
+    return op
+
+
+class naming:
+    """Prefixes the message of a TypeError or ValueError (dnnl.error
+    subclasses included) raised inside with the argument's name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
+        if isinstance(error, (TypeError, ValueError)):
+            prefix(error, f"{self.name}: ")
+
+
+def prefix(error: BaseException, text: str) -> None:
+    """Put `text` in front of an exception's message (its class, and a
+    dnnl.error's status, stay)."""
+    if error.args and isinstance(error.args[0], str) and not error.args[0].startswith(text):
+        error.args = (text + error.args[0],) + error.args[1:]
+
+
+def memory_of(array: Any, name: str, engine: Any, facts: Any) -> Any:
+    """(memory, events) of an array: dnnl.arrays.as_memory with a
+    descriptor whose facts it found once, errors named."""
+    try:
+        return _as_memory(array, engine, facts)
+    except (TypeError, ValueError) as e:
+        prefix(e, f"{name}: ")
+        raise
+
+
+def number(value: Any, name: str) -> float:
+    """`value` as a float; TypeError naming it unless it is a real number."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
+    return float(value)
