@@ -36,6 +36,64 @@ bool dense_from_the_handle(const dnnl::memory::desc &md) {
     return md.get_size() == elements * dnnl::memory::data_type_size(md.get_data_type());
 }
 
+// The plain row-major layout of its dims (format tag ab, abc, ...), dense
+// from the handle on.
+bool row_major(const dnnl::memory::desc &md) {
+    if (md.is_zero() || md.get_format_kind() != dnnl::memory::format_kind::blocked
+            || md.get_inner_nblks() != 0 || md.get_submemory_offset() != 0)
+        return false;
+    auto dims = md.get_dims();
+    auto strides = md.get_strides();
+    dnnl::memory::dim expected = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+        if (dims[i] != 1 && strides[i] != expected) return false;
+        expected *= dims[i];
+    }
+    return true;
+}
+
+// Why a descriptor's bias or binary post-op inputs would be read wrong: GPU
+// implementations read them as dense from the handle on (matmul, convolution,
+// inner product, eltwise and binary measured, with every implementation they
+// offered but one matmul variant).
+std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
+    auto refuse = [](const std::string &what) {
+        return what + " is not dense from its handle on, and oneDNN's GPU implementations "
+                      "read it as if it were (known problem dense-bias-post-op-inputs): copy it "
+                      "into dense memory first (dnnl.ops does so)";
+    };
+    if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_BIAS)))
+        return refuse("the bias");
+    const_dnnl_primitive_attr_t attr = nullptr;
+    const_dnnl_post_ops_t ops = nullptr;
+    if (dnnl_primitive_desc_get_attr(pd.get(), &attr) != dnnl_success
+            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success)
+        return "";
+    for (int i = 0; i < dnnl_post_ops_len(ops); ++i) {
+        if (dnnl_post_ops_get_kind(ops, i) != dnnl_binary) continue;
+        for (int input : {DNNL_ARG_SRC_1, DNNL_ARG_SRC_2})
+            if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md,
+                        DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | input)))
+                return refuse("the input of binary post-op " + std::to_string(i));
+    }
+    return "";
+}
+
+// Forward softmax: ocl:xe and ocl:reusable read their data as the plain
+// row-major layout whatever it is; ocl:simple honours a layout that source
+// and destination share; none handles a source and destination of different
+// layouts (measured with every implementation oneDNN offered).
+std::string softmax_problem(const dnnl::primitive_desc_base &pd) {
+    auto src = pd.query_md(dnnl::query::src_md, 0), dst = pd.query_md(dnnl::query::dst_md, 0);
+    if (row_major(src) && row_major(dst)) return "";
+    if (src == dst && std::strncmp(pd.impl_info_str(), "ocl:simple", 10) == 0) return "";
+    return std::string("softmax: oneDNN's GPU implementation ") + pd.impl_info_str()
+            + (src == dst ? " reads a layout other than the plain row-major one as if it were"
+                          : " reads a source and destination of different layouts wrongly")
+            + " (known problem softmax-layouts): give source and destination the same layout "
+              "(a plain one, or the same strides) or reorder first (dnnl.ops does so)";
+}
+
 std::string offsets_or_gaps(const char *family, const char *arg) {
     return std::string(family) + ": oneDNN's GPU implementations ignore " + arg
             + "'s strides and sub-memory offset (they address its elements as if it were dense "
@@ -56,6 +114,15 @@ const std::vector<problem> &problems() {
             {"eltwise-strides",
                     "GPU eltwise ignores strides and sub-memory offsets", {0, 0, 0}},
             {"rnn-offsets", "GPU RNNs ignore sub-memory offsets", {0, 0, 0}},
+            {"softmax-layouts",
+                    "GPU softmax reads layouts other than the plain one as if they were plain",
+                    {0, 0, 0}},
+            {"dense-bias-post-op-inputs",
+                    "GPU primitives read a strided bias or binary post-op input as dense",
+                    {0, 0, 0}},
+            {"group-normalization-strides",
+                    "GPU group normalization misreads a strided source and writes out of bounds",
+                    {0, 0, 0}},
             {"graph-noop-null-event",
                     "a partition starting with a no-op step passes a NULL event as a wait list "
                     "on an out-of-order queue without dependencies",
@@ -94,6 +161,24 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
                         + " (known problem eltwise-strides): reorder the data into dense memory "
                           "first (dnnl.ops does so)";
     }
+    if (k == kind::softmax && pd.get_prop_kind() != dnnl::prop_kind::backward_data
+            && pd.get_prop_kind() != dnnl::prop_kind::backward && applies("softmax-layouts")) {
+        std::string why = softmax_problem(pd);
+        if (!why.empty()) return why;
+    }
+    if (k == kind::group_normalization && applies("group-normalization-strides")) {
+        for (auto what : {dnnl::query::src_md, dnnl::query::dst_md, dnnl::query::diff_src_md,
+                     dnnl::query::diff_dst_md})
+            if (!dense_from_the_handle(pd.query_md(what, 0)))
+                return "group normalization: oneDNN's GPU implementation misreads data that is "
+                       "not dense from its handle on, and writes out of bounds (known problem "
+                       "group-normalization-strides): reorder the data into dense memory first "
+                       "(dnnl.ops does so)";
+    }
+    if (applies("dense-bias-post-op-inputs")) {
+        std::string why = dense_operands_problem(pd);
+        if (!why.empty()) return why;
+    }
     if (k == kind::rnn && applies("rnn-offsets")) {
         // Every argument descriptor of the RNN, whichever cell: a non-zero
         // sub-memory offset anywhere is read (or written) from the handle.
@@ -114,6 +199,10 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
         }
     }
     return "";
+}
+
+bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd) {
+    return pd && pd.get_kind() == dnnl::primitive::kind::softmax;
 }
 
 std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales) {

@@ -45,6 +45,9 @@ void set_enabled(bool enabled);
 // results for `pd`, or "" when it is not. The caller refuses
 // (dnnl.unimplemented) or, with allow_empty, gives the empty descriptor.
 std::string known_wrong(const dnnl::primitive_desc_base &pd);
+// Whether oneDNN's next implementation for `pd` (next_impl) may be right
+// where the chosen one is known wrong: the caller steps through them.
+bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd);
 // The same for a sum with `scales`.
 std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales);
 

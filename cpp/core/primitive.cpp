@@ -217,6 +217,11 @@ std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
 dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
         const std::string &why_wrong) {
     std::string why = why_wrong.empty() ? workarounds::known_wrong(pd) : why_wrong;
+    // Where another implementation may be right, take it (oneDNN's own
+    // implementation iteration, as C++'s next_impl()).
+    if (!why.empty() && why_wrong.empty() && workarounds::another_implementation_may_be_right(pd))
+        while (dnnl_primitive_desc_next_impl(pd.get()) == dnnl_success)
+            if (workarounds::known_wrong(pd).empty()) return pd;
     if (why.empty()) return pd;
     if (allow_empty) return dnnl::primitive_desc_base();
     throw status_error(dnnl_unimplemented, why);
