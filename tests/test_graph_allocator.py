@@ -401,19 +401,147 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
         assert usm.pointer_type(context, ptr) == "unknown"
 
 
-def test_caching_pool_without_reuse_frees_at_once(partition, data, cl_device, cl_context, cl_queue,
-                                                  user_buffers, counted_usm):
+def test_caching_pool_without_reuse_without_event_needs_no_blocking_free(
+        partition, data, cl_device, cl_context, cl_queue, user_buffers, counted_usm):
+    """reuse_without_event=False: on an in-order queue the pool gets a marker
+    event for each execute's scratchpad (in_order_events) and frees nothing
+    inside execute; a block comes back once its event completed."""
     pool = g.allocators.caching_pool(reuse_without_event=False)
     engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
                                                        pool.allocator, cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     for _ in range(3):
         compiled.execute(stream, ins, outs)
-    stream.wait()
+        stream.wait()  # the block's marker completes before the next malloc
     _check(user_buffers.result(), data)
-    assert pool.hits == 0 and pool.misses == 3 and pool.cached_bytes == 0
-    assert sum(counted_usm["alloc"].values()) == 3
+    assert counted_usm["free"] == collections.Counter(), "the pool freed memory inside execute"
+    assert pool.misses == 1 and pool.hits == 2
+    assert sum(counted_usm["alloc"].values()) == 1
+    del ins, outs, compiled, stream, engine
+    gc.collect()
+    pool.release()
     assert counted_usm["free"] == counted_usm["alloc"]
+
+
+class _Gate:
+    """A pyopencl user event that keeps what depends on it pending until
+    opened (opened anyway after `seconds`, if a test blocked on it: then
+    `blocked` is true)."""
+
+    def __init__(self, context, seconds=20.0):
+        self.event = cl.UserEvent(context)
+        self.opened_by_timer = threading.Event()
+
+        def open_late():
+            self.opened_by_timer.set()
+            self.open()
+        self.timer = threading.Timer(seconds, open_late)
+        self.timer.start()
+
+    @property
+    def blocked(self):
+        return self.opened_by_timer.is_set()
+
+    def open(self):
+        self.timer.cancel()
+        if self.event.command_execution_status != cl.command_execution_status.COMPLETE:
+            self.event.set_status(cl.command_execution_status.COMPLETE)
+
+
+def _cached_blocks(pool):
+    """{pointer: its event (None: ready)} of the blocks the pool holds."""
+    with pool._cache.lock:
+        return {entry[0]: entry[1] for blocks in pool._cache.blocks.values() for entry in blocks}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", ["out-of-order", "in-order, two queues"])
+def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partition, data, cl_device):
+    """A block freed by an execute whose kernels wait behind a closed gate is
+    not handed out again until they have run, however many executes (on
+    another queue) ask for memory meanwhile; the execute that freed it did
+    not wait for the gate. Out-of-order: oneDNN's event guards the block
+    (default pool); in order on two queues: the marker event the pool asks
+    for (reuse_without_event=False)."""
+    pool = g.allocators.caching_pool(reuse_without_event=mode == "out-of-order")
+    context = cl.Context([cl_device])
+    props = OOO if mode == "out-of-order" else 0
+    queues = [cl.CommandQueue(context, cl_device, properties=props) for _ in range(2)]
+    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
+    streams = [oi.make_stream(engine, q) for q in queues]
+    compiled = compile_partition(partition, engine)
+    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
+    try:
+        tensors = [b.tensors(partition, engine) for b in buffers]
+        for _ in range(2):  # warm: a block in the cache
+            goi.execute(compiled, streams[1], *tensors[1])
+            streams[1].wait()
+        assert pool.misses == 1 and len(_cached_blocks(pool)) == 1
+
+        gate = _Gate(context)
+        try:
+            pending = goi.execute(compiled, streams[0], *tensors[0], deps=[gate.event])
+            assert not gate.blocked, "execute waited for its dependency"
+            cached = _cached_blocks(pool)
+            held = [ptr for ptr, event in cached.items() if event is not None
+                    and event.command_execution_status != cl.command_execution_status.COMPLETE]
+            assert len(held) == 1, f"the gated execute's block is not held pending: {cached}"
+            misses = pool.misses
+            for _ in range(5):
+                goi.execute(compiled, streams[1], *tensors[1])
+                streams[1].wait()
+                assert held[0] in _cached_blocks(pool), "a block was handed out while its kernel was pending"
+            assert pool.misses == misses + 1, "the other queue's executes did not get a block of their own"
+            assert pending is None or pending.command_execution_status != cl.command_execution_status.COMPLETE
+        finally:
+            gate.open()
+        streams[0].wait()
+        streams[1].wait()
+        for b in buffers:
+            _check(b.result(), data)
+        for _ in range(3):  # both blocks are ready: no more misses
+            goi.execute(compiled, streams[0], *tensors[0])
+            streams[0].wait()
+        assert pool.misses == misses + 1
+    finally:
+        for q in queues:
+            q.finish()
+        del tensors
+        for b in buffers:
+            b.free()
+
+
+@pytest.mark.timeout(300)
+def test_caching_pool_reuses_at_once_on_one_in_order_queue(partition, data, cl_device):
+    """The default pool on one in-order queue hands a block out again while
+    the kernel that used it is still pending (behind a gate): the queue's
+    order runs the next user after it, so results stay right."""
+    pool = g.allocators.caching_pool()
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
+                                                       pool.allocator, queue)
+    buffers = _UserBuffers(context, cl_device, queue, data)
+    try:
+        ins, outs = buffers.tensors(partition, engine)
+        compiled.execute(stream, ins, outs)
+        stream.wait()
+        buffers.clear_output()
+        gate = _Gate(context)
+        try:
+            goi.execute(compiled, stream, ins, outs, deps=[gate.event])
+            hits = pool.hits
+            compiled.execute(stream, ins, outs)  # queued behind the gated one
+            assert pool.hits == hits + 1 and pool.misses == 1
+            assert not gate.blocked
+        finally:
+            gate.open()
+        stream.wait()
+        _check(buffers.result(), data)
+    finally:
+        queue.finish()
+        del ins, outs
+        buffers.free()
 
 
 # --------------------------------------------- several allocators at once
@@ -727,39 +855,165 @@ def test_make_allocator_argument_errors(cl_device, cl_context):
     assert oi.get_context(engine) == cl_context
 
 
+def _trivial_allocator():
+    """An allocator whose callables hold nothing but themselves."""
+    def malloc(size, alignment, device, context):
+        return usm.device_alloc(context, device, size, alignment)
+
+    def free(ptr, device, context, event):
+        usm.free(context, ptr)
+
+    return goi.make_allocator(malloc, free), weakref.ref(malloc)
+
+
+def _made_in_a_cycle(count):
+    """`count` allocators kept alive by reference cycles only, as a frame
+    that saves the exception it caught in a local makes one (the exception's
+    traceback holds the frame, whose locals hold the exception and the
+    allocator). Returns weak references to their malloc callables."""
+    refs = []
+
+    def make():
+        allocator, ref = _trivial_allocator()
+        refs.append(ref)
+        try:
+            raise LookupError("kept")
+        except LookupError as exc:
+            saved = exc  # noqa: F841  (the cycle: saved -> traceback -> this frame -> saved)
+
+    for _ in range(count):
+        make()
+    return refs
+
+
 @pytest.mark.timeout(300)
-def test_live_allocator_limit(cl_device, cl_context):
+def test_allocators_beyond_the_old_limit_each_get_their_own_calls(cl_device):
+    """No fixed number of allocators: 300 alive at once (the binding had 64
+    trampoline slots), each called through the same trampoline, each getting
+    only its own calls, and the call's context."""
     gc.collect()
+    allocators_before = goi._live_allocators()
+    contexts = [cl.Context([cl_device]) for _ in range(3)]
+    logs = [[] for _ in range(300)]
+    made = []
+    for log in logs:
+        def malloc(size, alignment, device, context, log=log):
+            ptr = usm.device_alloc(context, device, size, alignment)
+            log.append(("malloc", ptr, context))
+            return ptr
 
-    def fill():
-        made = []
+        def free(ptr, device, context, event, log=log):
+            log.append(("free", ptr, context))
+            usm.free(context, ptr)
+
+        made.append(goi.make_allocator(malloc, free))
+    assert goi._live_allocators() == allocators_before + 300
+    for i in (299, 0, 150, 64, 65, 1):
+        made[i]._malloc_and_free(256, 0, cl_device, contexts[i % 3], count=2)
+    for i, log in enumerate(logs):
+        if i in (299, 0, 150, 64, 65, 1):
+            assert [call for call, _, _ in log] == ["malloc", "malloc", "free", "free"], i
+            assert all(context == contexts[i % 3] for _, _, context in log)
+            assert {ptr for call, ptr, _ in log if call == "malloc"} \
+                == {ptr for call, ptr, _ in log if call == "free"}
+        else:
+            assert log == [], f"allocator {i} got another allocator's calls"
+    del made, malloc, free
+    gc.collect()
+    assert goi._live_allocators() == allocators_before
+
+
+@pytest.mark.timeout(300)
+def test_dead_allocators_in_reference_cycles_do_not_block_new_ones(cl_device, cl_context):
+    """Allocators that only reference cycles keep (garbage not yet
+    collected) take nothing new allocators need: with the collector off,
+    after 100 of them, 200 more are made and used; a collection frees them."""
+    gc.collect()
+    allocators_before = goi._live_allocators()
+    gc.disable()
+    try:
+        cycled = _made_in_a_cycle(100)
+        assert all(ref() is not None for ref in cycled), "the cycles did not keep the allocators"
+        fresh = [_trivial_allocator() for _ in range(200)]
+        for allocator, _ in fresh:
+            allocator._malloc_and_free(128, 0, cl_device, cl_context)
+        assert goi._live_allocators() == allocators_before + 300
+    finally:
+        gc.enable()
+    del fresh, allocator
+    gc.collect()
+    assert all(ref() is None for ref in cycled), "a collection did not free the cycled allocators"
+    assert goi._live_allocators() == allocators_before
+
+
+def test_malloc_handing_out_memory_oneDNN_holds_is_refused(cl_device, cl_context):
+    """A malloc that returns a pointer oneDNN already holds (handed out and
+    not freed: a pool's bookkeeping error) is refused before oneDNN uses the
+    same memory twice; the binding's memory stands in."""
+    log = {"returned": [], "freed": []}
+    block = usm.device_alloc(cl_context, cl_device, 256)
+
+    def malloc(size, alignment, device, context):
+        log["returned"].append(block)
+        return block
+
+    def free(ptr, device, context, event):
+        log["freed"].append(ptr)
+
+    allocator = goi.make_allocator(malloc, free)
+    allocations = goi._live_allocations()
+    try:
         with pytest.raises(dnnl.error) as info:
-            for _ in range(70):
-                made.append(goi.make_allocator(lambda *args: 0, lambda *args: None))
-        return made, info.value
+            allocator._malloc_and_free(256, 0, cl_device, cl_context, count=2)
+        assert type(info.value.__cause__) is ValueError
+        assert "oneDNN holds already" in str(info.value.__cause__)
+        # the first was used and freed once; the second never reached free
+        assert log == {"returned": [block, block], "freed": [block]}
+        assert goi._live_allocations() == allocations
+    finally:
+        usm.free(cl_context, block)
 
-    made, error = fill()
-    assert len(made) == 64, f"the limit hit after {len(made)} allocators, not 64"
-    assert "64" in str(error)
-    assert type(error) is dnnl.out_of_memory and isinstance(error, MemoryError)
 
-    # an engine keeps its allocator alive, so it holds a slot
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, made.pop())
-    gc.collect()
-    with pytest.raises(dnnl.error):
-        goi.make_allocator(lambda *args: 0, lambda *args: None)
-    made.clear()
-    gc.collect()
-    again, _ = fill()
-    assert len(again) == 63, "the engine's allocator no longer holds a slot"
-    again.clear()
-    del engine
-    gc.collect()
-    final, _ = fill()
-    assert len(final) == 64, "dropping allocators and engines did not free their slots"
-    final.clear()
-    gc.collect()
-    goi.make_allocator(lambda *args: 0, lambda *args: None)
+def test_scratchpad_free_gets_a_marker_event_on_in_order_streams(partition, data, cl_device,
+                                                                 cl_context, cl_queue,
+                                                                 user_buffers):
+    """make_allocator(..., in_order_events=True): the memory an execute on an
+    in-order stream allocated and frees (its scratchpad) comes with an event
+    that completes after the execute's work, where oneDNN passes None; other
+    frees (a tensor dropped) keep None. Without the flag: None."""
+    for in_order_events in (True, False):
+        frees = []
+
+        def malloc(size, alignment, device, context):
+            return usm.device_alloc(context, device, size, alignment)
+
+        def free(ptr, device, context, event):
+            frees.append(event)
+            if event is not None:
+                event.wait()
+            usm.free(context, ptr)
+
+        allocator = goi.make_allocator(malloc, free, in_order_events=in_order_events)
+        engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                           allocator, cl_queue)
+        ins, outs = user_buffers.tensors(partition, engine)
+        user_buffers.clear_output()
+        compiled.execute(stream, ins, outs)
+        goi.execute(compiled, stream, ins, outs)
+        stream.wait()
+        _check(user_buffers.result(), data)
+        assert len(frees) == 2
+        if in_order_events:
+            assert all(isinstance(event, cl.Event) for event in frees)
+            assert all(event.command_execution_status == cl.command_execution_status.COMPLETE
+                       for event in frees)
+        else:
+            assert frees == [None, None]
+        tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+        del tensor
+        gc.collect()
+        assert frees[2:] == [None], "a tensor's free got an event"
+        del engine, stream, compiled, ins, outs
 
 
 # ------------------------------- dnnl.graph.allocator and engines of an index

@@ -228,7 +228,7 @@ void bind_graph_and_partition(py::module_ &m) {
     part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
                                 const std::vector<lt> &outputs, const engine_object &engine) {
         g::compiled_partition cp = graph_allocator::with_callbacks(
-                [&] { return p.compile(inputs, outputs, engine); });
+                engine, [&] { return p.compile(inputs, outputs, engine); });
         return compiled_partition_object(cp, engine, inputs, outputs);
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
@@ -392,7 +392,7 @@ void bind_tensor(py::module_ &m) {
             throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
                                    "tensor with tensor.make_scalar_tensor, not on an engine");
         check_tensor_storage(desc, engine, h);
-        g::tensor t = graph_allocator::with_callbacks([&] {
+        g::tensor t = graph_allocator::with_callbacks(engine, [&] {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
                                              : g::tensor(desc, engine, h);
         });
@@ -459,10 +459,10 @@ void bind_tensor(py::module_ &m) {
             if (event) clReleaseEvent(event); // the user waits on the stream
             return;
         }
-        graph_allocator::with_callbacks([&] {
+        graph_allocator::with_callbacks(c.engine, [&] {
             c.partition.execute(s.stream, ex.inputs, ex.outputs, pad ? *pad : g::tensor());
             return 0;
-        });
+        }, &s);
     }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
             py::arg("scratchpad") = py::none(),
             "Execute with tensors for every input and output port, checked "

@@ -32,11 +32,11 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
     auto &outputs = const_cast<std::vector<dnnl::graph::tensor> &>(ex.outputs);
     cl_event event = nullptr;
     try {
-        event = graph_allocator::with_callbacks([&] {
+        event = graph_allocator::with_callbacks(cp.engine, [&] {
             return scratchpad
                     ? goi::execute(partition, s.stream, ex.inputs, outputs, *scratchpad, deps)
                     : goi::execute(partition, s.stream, ex.inputs, outputs, deps);
-        });
+        }, &s);
     } catch (...) {
         if (marker) clReleaseEvent(marker);
         throw;
@@ -67,7 +67,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "OpenCL engines its memory comes from the default OpenCL allocator. "
             "Called with the GIL held; failures are raised as from "
             "ocl_interop.make_allocator's callables (dnnl.runtime_error chained "
-            "to them). Shares the 64 slots of ocl_interop.make_allocator.");
+            "to them).");
     allocator.def("_malloc_and_free", [](const allocator_object &self, size_t size,
                                              size_t alignment, cl_handles::device_arg device,
                                              cl_handles::context_arg context, size_t count) {
@@ -101,6 +101,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "allocator's callables alive.");
 
     m.def("make_allocator", &graph_allocator::make, py::arg("malloc"), py::arg("free"),
+            py::kw_only(), py::arg("in_order_events") = false,
             "An allocator that oneDNN calls for graph memory on OpenCL devices:\n"
             "  malloc(size, alignment, device: pyopencl.Device, context: pyopencl.Context) -> int\n"
             "    returns a USM pointer of `context` with at least `size` bytes;\n"
@@ -115,7 +116,31 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "dnnl.runtime_error chained to it (dnnl.out_of_memory for a "
             "MemoryError); KeyboardInterrupt, SystemExit "
             "and GeneratorExit are raised from it unchanged. Each allocator "
-            "gets only its own calls. At most 64 allocators are alive at once.");
+            "gets only its own calls, however many are alive: a malloc those of "
+            "the engine whose call asks for memory, a free those of the "
+            "allocator that handed the pointer out.\n"
+            "in_order_events: memory an execute on an in-order stream allocated "
+            "and frees when it ends (its scratchpad) is passed to free with the "
+            "event of a marker enqueued on the stream's queue after the "
+            "execute's work, where oneDNN passes None (for pools that reuse "
+            "memory on other queues without waiting).");
+
+    m.def("_trace_allocators", [](bool on) {
+        auto records = graph_allocator::trace(on);
+        py::list out;
+        for (auto &r : records) out.append(py::make_tuple(r.first, r.second));
+        return out;
+    }, py::arg("on"),
+            "For benchmarks/allocator_breakdown.py: switches the recording of "
+            "(stage, time.perf_counter_ns()-comparable nanoseconds) at each step "
+            "of graph calls and allocator callbacks on or off; returns the "
+            "records made so far, and forgets them.");
+    m.def("_live_allocations", &graph_allocator::live_allocations,
+            "For tests: how many allocations made by Python graph allocators (or "
+            "by the binding in place of a failed one) oneDNN holds now.");
+    m.def("_live_allocators", &graph_allocator::live_allocators,
+            "For tests: how many Python graph allocators are alive (held by "
+            "Python objects, by engines, or by allocations oneDNN holds).");
 
     m.def("make_engine_with_allocator", [](cl_handles::device_arg device,
                                                  cl_handles::context_arg context,

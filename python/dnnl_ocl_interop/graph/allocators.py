@@ -79,12 +79,13 @@ class statistics_allocator:
 
 
 class _block_cache:
-    """Freed blocks by size class, with the event each waits for. Frees what
-    it still holds when its last user (the pool or the allocator's
-    callables, which engines keep) is gone."""
+    """Freed blocks by size class, oldest first, each with the event it waits
+    for (None once known complete, or when none was given). Frees what it
+    still holds when its last user (the pool or the allocator's callables,
+    which engines keep) is gone."""
 
     def __init__(self):
-        self.blocks = {}  # size class -> [(ptr, event, context)]
+        self.blocks = {}  # size class -> [[ptr, event, context]]
         self.lock = threading.Lock()
 
     def release(self) -> None:
@@ -102,17 +103,41 @@ class _block_cache:
             pass
 
 
+def _done(entry) -> bool:
+    """Whether a cached block's event has completed (forgetting the event
+    once it has: it is not asked again). A negative status, a command that
+    failed, is done too: nothing runs on the block any more."""
+    event = entry[1]
+    if event is None:
+        return True
+    if event.command_execution_status > 0:  # queued, submitted or running
+        return False
+    entry[1] = None
+    return True
+
+
 class caching_pool:
     """USM device memory reused by size once its last user has finished.
 
-    A freed block joins the cache with the event oneDNN passed; ``malloc``
-    reuses a block of the same (rounded) size and context whose event has
-    completed. A block freed without an event is reused right away when
-    ``reuse_without_event`` is true: correct when every stream on the engine
-    is one in-order queue, whose order protects the memory. ``release()``
-    frees the cached blocks now; they are freed anyway once the pool and the
-    engines using it are gone. ``stats`` counts memory handed out;
-    ``hits``/``misses`` count reuse.
+    ``free`` returns at once and never calls the driver: the block joins the
+    cache with the event oneDNN passed, and ``malloc`` reuses the oldest
+    block of the same (rounded) size and context whose event has completed
+    (a status query, no wait). So a warm pool makes no device allocation and
+    no blocking wait inside an execute.
+
+    oneDNN passes no event on an in-order stream. With
+    ``reuse_without_event`` (the default) such a block is reused at once:
+    correct when every stream on the engine is one in-order queue, whose
+    order protects the memory. Without it, the pool asks the binding for an
+    event there (``make_allocator(..., in_order_events=True)``: a marker
+    enqueued on the stream's queue after the execute's work), so memory is
+    reused on any queue only once that work is done; memory freed without an
+    event outside an execute (a dropped tensor) is freed with a blocking
+    USM free.
+
+    ``release()`` frees the cached blocks now; they are freed anyway once the
+    pool and the engines using it are gone. ``stats`` counts memory handed
+    out; ``hits``/``misses`` count reuse.
 
     ``limit_bytes`` bounds the device memory the pool holds (handed out plus
     cached): a malloc beyond it first frees cached blocks that are ready,
@@ -132,20 +157,16 @@ class caching_pool:
         self.limit_bytes = limit_bytes
         growing = threading.Lock()
 
-        def rounded(size):
-            return -(-size // granularity) * granularity
-
-        def ready(event):
-            return event is None or event.command_execution_status == 0  # CL_COMPLETE
-
         def take(size_class, alignment, context):
             with cache.lock:
-                blocks = cache.blocks.get(size_class, [])
-                for i, (ptr, event, block_context) in enumerate(blocks):
-                    if block_context == context and ready(event) and ptr % max(alignment, 1) == 0:
-                        del blocks[i]
-                        counters["hits"] += 1
-                        return ptr
+                blocks = cache.blocks.get(size_class)
+                if blocks:
+                    for i, entry in enumerate(blocks):
+                        if ((entry[2] is context or entry[2] == context)
+                                and (alignment <= 1 or entry[0] % alignment == 0) and _done(entry)):
+                            del blocks[i]
+                            counters["hits"] += 1
+                            return entry[0]
                 counters["misses"] += 1
                 return None
 
@@ -156,7 +177,7 @@ class caching_pool:
             with cache.lock:
                 held = stats.live_bytes + sum(size * len(blocks) for size, blocks in cache.blocks.items())
                 for block_size, blocks in cache.blocks.items():
-                    for entry in [e for e in blocks if ready(e[1])]:
+                    for entry in [e for e in blocks if _done(e)]:
                         if held + size_class <= limit_bytes:
                             break
                         blocks.remove(entry)
@@ -168,27 +189,26 @@ class caching_pool:
                                   f"of limit_bytes={limit_bytes}")
 
         def malloc(size, alignment, device, context):
-            size_class = rounded(size)
+            size_class = -(-size // granularity) * granularity
             ptr = take(size_class, alignment, context)
-            if ptr is not None:
-                stats.allocated(ptr, size_class)
-                return ptr
-            with growing:  # one thread at a time checks the limit and grows
-                if limit[0] is not None:
-                    make_room(size_class)
-                ptr = usm.device_alloc(context, device, size_class, alignment)
-                stats.allocated(ptr, size_class)
+            if ptr is None:
+                with growing:  # one thread at a time checks the limit and grows
+                    if limit[0] is not None:
+                        make_room(size_class)
+                    ptr = usm.device_alloc(context, device, size_class, alignment)
+            stats.allocated(ptr, size_class)
             return ptr
 
         def free(ptr, device, context, event):
             size_class = stats.freed(ptr)
             if event is None and not reuse_without_event:
-                usm.free(context, ptr)
+                usm.free(context, ptr)  # not an execute's memory: see the class
                 return
             with cache.lock:
-                cache.blocks.setdefault(size_class, []).append((ptr, event, context))
+                cache.blocks.setdefault(size_class, []).append([ptr, event, context])
 
-        self.allocator = ocl_interop.make_allocator(malloc, free)
+        self.allocator = ocl_interop.make_allocator(malloc, free,
+                                                    in_order_events=not reuse_without_event)
 
     @property
     def limit_bytes(self) -> "int | None":
