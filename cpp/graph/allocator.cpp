@@ -190,6 +190,8 @@ void *unexpected_malloc(size_t size, size_t alignment, cl_device_id device, cl_c
     return stand_in(nullptr, size, alignment, device, context);
 }
 
+py::object end_of_call_event(unsigned long long allocated_in);
+
 void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context context) {
     trace_mark("malloc: called by oneDNN");
     if (interpreter_finalizing()) return nullptr;
