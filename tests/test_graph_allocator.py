@@ -483,14 +483,17 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
             pending = goi.execute(compiled, streams[0], *tensors[0], deps=[gate.event])
             assert not gate.blocked, "execute waited for its dependency"
             cached = _cached_blocks(pool)
-            held = [ptr for ptr, event in cached.items() if event is not None
+            held = [(ptr, event) for ptr, event in cached.items() if event is not None
                     and event.command_execution_status != cl.command_execution_status.COMPLETE]
             assert len(held) == 1, f"the gated execute's block is not held pending: {cached}"
+            (ptr, event), = held
             misses = pool.misses
             for _ in range(5):
                 goi.execute(compiled, streams[1], *tensors[1])
                 streams[1].wait()
-                assert held[0] in _cached_blocks(pool), "a block was handed out while its kernel was pending"
+                # the same entry: not handed out (and freed back with another event)
+                assert _cached_blocks(pool).get(ptr) is event, \
+                    "a block was handed out while its kernel was pending"
             assert pool.misses == misses + 1, "the other queue's executes did not get a block of their own"
             assert pending is None or pending.command_execution_status != cl.command_execution_status.COMPLETE
         finally:

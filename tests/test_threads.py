@@ -29,6 +29,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 import numpy as np
 import pyopencl as cl
@@ -36,7 +37,8 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from helpers import (ALG, DT, INFERENCE, MF, OOO, TAG, attention_partition, attention_reference,
-                     compile_partition, download, g, goi, oi, plain_desc, upload, usm)
+                     compile_partition, compiled_partition_cache_capacity, download, g, goi, oi,
+                     plain_desc, upload, usm)
 
 THREADS = 4
 JOIN_SECONDS = 100  # below the pytest-timeout backstop of each test
@@ -125,7 +127,7 @@ class _CountingAllocator:
 
     The callables hold only the record, not this object (which holds the
     allocator): a cycle through the allocator's C++ object would never be
-    collected, and would keep one of the 64 allocator slots forever."""
+    collected."""
 
     class _Record:
         def __init__(self, hook):
@@ -582,6 +584,127 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
     del compiled, engine
     gc.collect()
     counting.assert_all_freed()
+
+
+# ------------------- two hundred allocators, each on a context of its own
+
+class _ContextAllocator:
+    """An allocator of USM device memory for the engines of one context,
+    recording under a lock every call: the contexts its callables received
+    other than its own (which would be another engine's call), the pointers
+    live, the threads that called it, and frees of pointers it never handed
+    out."""
+
+    def __init__(self, context):
+        record = self.record = types.SimpleNamespace(
+            lock=threading.Lock(), context=context, mallocs=0, frees=0, live={},
+            wrong_context=[], bad_frees=[], threads=set())
+
+        def malloc(size, alignment, device, ctx):
+            # Let the other threads run (and start calls of their own engines)
+            # in the middle of this call.
+            time.sleep(0.0005)
+            ptr = usm.device_alloc(ctx, device, size, alignment)
+            with record.lock:
+                if ctx != record.context:
+                    record.wrong_context.append(("malloc", ctx))
+                record.mallocs += 1
+                record.live[ptr] = size
+                record.threads.add(threading.current_thread().name)
+            return ptr
+
+        def free(ptr, device, ctx, event):
+            with record.lock:
+                if ctx != record.context:
+                    record.wrong_context.append(("free", ctx))
+                if record.live.pop(ptr, None) is None:
+                    record.bad_frees.append(ptr)
+                record.frees += 1
+            if event is not None:
+                event.wait()
+            usm.free(ctx, ptr)
+
+        self.allocator = goi.make_allocator(malloc, free)
+
+
+MANY_ALLOCATORS = 200
+
+
+@pytest.mark.timeout(900, method="thread")
+def test_two_hundred_allocators_on_their_own_contexts_from_four_threads(cl_device, monkeypatch):
+    """200 Python allocators alive at once, each the allocator of an engine on
+    a context of its own. Four threads at once compile the attention
+    partition for their share of the engines and execute it (its inputs,
+    output and scratch all from the engines' allocators), then each thread
+    allocates a tensor on every engine, so that every allocator is called
+    from several threads. Every call reaches the allocator of the engine that
+    asked, proven by the context it receives (only that engine's), results
+    are right, and every allocation is freed."""
+    gc.collect()
+    allocators_before, allocations_before = goi._live_allocators(), goi._live_allocations()
+    unraisable = []  # a failure outside any call (none expected)
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    partition = attention_partition(BATCH, SEQ, HEAD)
+    out_port = partition.get_output_ports()[0]
+    setups = []
+    for _ in range(MANY_ALLOCATORS):
+        context = cl.Context([cl_device])
+        recorder = _ContextAllocator(context)
+        engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
+        queue = cl.CommandQueue(context, cl_device)
+        setups.append((recorder.record, engine, oi.make_stream(engine, queue), queue))
+    del recorder, engine, queue, context
+    assert goi._live_allocators() == allocators_before + MANY_ALLOCATORS
+    executed = collections.Counter()
+
+    def worker(index):
+        rng = np.random.default_rng(500 + index)
+        # The thread's share: compile and execute on a quarter of the engines.
+        for i in range(index, MANY_ALLOCATORS, THREADS):
+            _, engine, stream, queue = setups[i]
+            compiled = compile_partition(partition, engine)
+            data = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+            inputs = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+            for tensor in inputs:
+                upload(queue, tensor.get_data_handle(), data[tensor.get_logical_tensor().get_id()])
+            output = g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+            compiled.execute(stream, inputs, [output])
+            stream.wait()
+            result = download(queue, output.get_data_handle(), SHAPE)
+            np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-4, atol=1e-5,
+                                       err_msg=f"engine {i}")
+            executed[i] += 1
+            del compiled, inputs, output
+        # Then a tensor on every engine, starting at another place per thread.
+        for k in range(MANY_ALLOCATORS):
+            _, engine, _, _ = setups[(k + index * MANY_ALLOCATORS // THREADS) % MANY_ALLOCATORS]
+            tensor = g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+            assert tensor.get_data_handle() != 0
+            del tensor
+
+    with compiled_partition_cache_capacity(0):  # each compiled partition goes when dropped
+        capacity = dnnl.get_primitive_cache_capacity()
+        dnnl.set_primitive_cache_capacity(0)
+        try:
+            assert _run_threads([worker] * THREADS, join_seconds=800) >= 2, \
+                "the threads never ran at the same time"
+        finally:
+            dnnl.set_primitive_cache_capacity(capacity)
+    assert executed == {i: 1 for i in range(MANY_ALLOCATORS)}
+    assert [str(u.exc_value) for u in unraisable] == []
+    records = [setup[0] for setup in setups]
+    for i, record in enumerate(records):
+        assert record.wrong_context == [], f"allocator {i} got calls of another engine"
+        # 3 inputs, the output and the scratch of its execute, and one tensor per thread
+        assert record.mallocs == 5 + THREADS, f"allocator {i}: {record.mallocs} mallocs"
+        assert len(record.threads) >= 2, f"allocator {i} was called from one thread only"
+    del setups, worker
+    gc.collect()
+    for i, record in enumerate(records):
+        assert record.bad_frees == [] and record.live == {}, f"allocator {i} leaked or double-freed"
+        assert record.frees == record.mallocs
+    assert goi._live_allocators() == allocators_before
+    assert goi._live_allocations() == allocations_before
 
 
 # ------------------------- memory allocated on one thread, freed on another

@@ -109,6 +109,10 @@ void execute_primitive(const primitive_object &p, const stream_object &stream, p
 // the queue would otherwise be handed (ocl_interop/execute.cpp).
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
 
+// On an in-order stream, makes its queue wait for `events`, which oneDNN 3.13
+// drops there (docs/known-problems.md); nothing on an out-of-order stream.
+void wait_in_order(const stream_object &stream, const std::vector<cl_event> &events);
+
 // "ARG_SRC" and the like, for messages.
 std::string arg_name(int arg);
 

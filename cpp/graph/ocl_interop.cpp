@@ -21,6 +21,7 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
     // starts with a no-op step, and passes it on as a wait list, which the
     // queue refuses (CL_INVALID_EVENT_WAIT_LIST). A marker keeps it valid.
     check_same_context(deps, s.engine);
+    wait_in_order(s, deps);
     cl_event marker = nullptr;
     if (deps.empty() && s.out_of_order) {
         cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);
