@@ -20,7 +20,10 @@ median over the executes of each round and the median over rounds (Python
 and C++ alternate, --rounds times), then the same grouped into the stages
 both sides share. docs/benchmarks.md has the findings.
 
-    python benchmarks/allocator_breakdown.py [--executes N] [--rounds R] [--json PATH]
+    python benchmarks/allocator_breakdown.py [--executes N] [--rounds R] [--pool] [--json PATH]
+
+--pool takes apart the pool row instead ("graph execute with caching pool":
+a warm dnnl.graph.allocators.caching_pool against the same policy in C).
 """
 import argparse
 import json
@@ -47,8 +50,9 @@ SHARED = [
 ]
 
 
-def python_trace(executes, warmup):
-    """One Python round: the merged (stage, ns) records of `executes` executes."""
+def python_trace(executes, warmup, pool=False):
+    """One Python round: the merged (stage, ns) records of `executes`
+    executes (on a warm dnnl.graph.allocators.caching_pool with `pool`)."""
     marks = []
     now = time.perf_counter_ns
     device_alloc, usm_free = dnnl.usm.device_alloc, dnnl.usm.free
@@ -68,7 +72,9 @@ def python_trace(executes, warmup):
 
     device, context = run.intel_gpu_context()
     queue = run.cl.CommandQueue(context, device)
-    work, stream, _, parts = run.attention_partition(device, context, queue, malloc, free)
+    caching_pool = dnnl.graph.allocators.caching_pool() if pool else None
+    work, stream, _, parts = run.attention_partition(
+        device, context, queue, malloc, free, allocator=caching_pool and caching_pool.allocator)
     for _ in range(warmup):
         work()
     stream.wait()
@@ -82,11 +88,14 @@ def python_trace(executes, warmup):
     records = trace(False)
     stream.wait()
     del work, parts
+    if caching_pool:
+        caching_pool.release()
     return sorted(list(records) + marks, key=lambda r: r[1])
 
 
-def cpp_trace(executes, warmup):
-    out = subprocess.run([run.BASELINE, str(executes), str(warmup), "0", "graph trace"],
+def cpp_trace(executes, warmup, pool=False):
+    row = "graph trace (caching pool)" if pool else "graph trace"
+    out = subprocess.run([run.BASELINE, str(executes), str(warmup), "0", row],
                          capture_output=True, text=True, check=True, timeout=600)
     return [tuple(r) for r in json.loads(out.stdout.strip().splitlines()[-1])["trace"]]
 
@@ -124,12 +133,14 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--pool", action="store_true",
+                        help="the pool row instead: a warm caching_pool against the C pool")
     args = parser.parse_args(argv)
     run.build_baseline()
     rounds = {"python": [], "cpp": []}
     for _ in range(args.rounds):
-        rounds["cpp"].append(intervals(cpp_trace(args.executes, args.warmup)))
-        rounds["python"].append(intervals(python_trace(args.executes, args.warmup)))
+        rounds["cpp"].append(intervals(cpp_trace(args.executes, args.warmup, args.pool)))
+        rounds["python"].append(intervals(python_trace(args.executes, args.warmup, args.pool)))
 
     def over_rounds(side, which):
         keys = list(dict.fromkeys(k for r in rounds[side] for k in r[which]))

@@ -12,9 +12,10 @@
 // that row is set up and run: WARMUP calls of its work, then ITERATIONS timed
 // calls (the graph rows in batches of 20 executes and a wait; ITERATIONS a
 // multiple of 20), and the JSON holds that row alone. benchmarks/cl_calls.py
-// uses it to count OpenCL calls per iteration. ROW "graph trace" runs the
-// graph row's ITERATIONS executes one by one with timestamps at each stage of
-// the C allocator and prints {"trace": [[stage, steady-clock ns], ...]}
+// uses it to count OpenCL calls per iteration. ROW "graph trace" (or "graph
+// trace (caching pool)") runs the graph row's (or the pool row's) ITERATIONS
+// executes one by one with timestamps at each stage of the C allocator and
+// prints {"trace": [[stage, steady-clock ns], ...]}
 // (benchmarks/allocator_breakdown.py).
 #include <algorithm>
 #include <atomic>
@@ -240,6 +241,7 @@ bool c_pool_done(c_pool_state::block &b) {
 }
 
 void *c_pool_malloc(size_t size, size_t alignment, cl_device_id device, cl_context context) {
+    mark("malloc: called by oneDNN");
     const size_t size_class = (size + 255) / 256 * 256;
     void *ptr = nullptr;
     {
@@ -265,10 +267,12 @@ void *c_pool_malloc(size_t size, size_t alignment, cl_device_id device, cl_conte
     ++c_pool.allocations;
     c_pool.live_bytes += size_class;
     c_pool.peak_bytes = std::max(c_pool.peak_bytes, c_pool.live_bytes);
+    mark("malloc: return to oneDNN");
     return ptr;
 }
 
 void c_pool_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
+    mark("free: called by oneDNN");
     size_t size_class;
     {
         std::lock_guard<std::mutex> lock(c_pool.stats_lock);
@@ -279,8 +283,11 @@ void c_pool_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
         c_pool.live_bytes -= size_class;
     }
     if (event) clRetainEvent(event);
-    std::lock_guard<std::mutex> lock(c_pool.cache_lock);
-    c_pool.blocks[size_class].push_back({ptr, event, context});
+    {
+        std::lock_guard<std::mutex> lock(c_pool.cache_lock);
+        c_pool.blocks[size_class].push_back({ptr, event, context});
+    }
+    mark("free: return to oneDNN");
 }
 
 void c_pool_release() {
@@ -430,8 +437,10 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
                 pool ? c_pool_free : c_free);
         us = graph_samples(work, iterations / 20, warmup);
         work.check_output_of(row, work.outs);
-    } else if (row == "graph trace") {
-        attention_partition work(device, context, in_order);
+    } else if (row == "graph trace" || row == "graph trace (caching pool)") {
+        bool pool = row != "graph trace";
+        attention_partition work(device, context, in_order, pool ? c_pool_malloc : c_malloc,
+                pool ? c_pool_free : c_free);
         for (int i = 0; i < warmup; ++i) work.run();
         work.gs.wait();
         tracing = true;

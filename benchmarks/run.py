@@ -19,9 +19,9 @@ is *inconclusive* otherwise (run more --rounds). The JSON has every round,
 the intervals and the machine.
 
 Budgets in µs over C++ are counted in *units*: the time of the simplest
-call from Python (dnnl._empty()) measured in the same round, so that they
+call from Python (dnnl._core._empty()) measured in the same round, so that they
 mean the same on a faster or slower machine (PER_CALL_UNITS units per call:
-1.5 µs on the machine of the README's table). Rows of milliseconds are
+1.5 µs where the empty call takes UNIT_REFERENCE_US). Rows of milliseconds are
 judged by their absolute overhead too (a few calls' budget); their ratio
 is information.
 
@@ -64,13 +64,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "benchmarks")
 BASELINE = os.path.join(BUILD, "dnnl_ocl_interop_baseline")
 BATCH = 100
-# Per-call budget, in units (the time of dnnl._empty() in the same round):
-# 1.5 µs where the empty call takes UNIT_REFERENCE_US, as on the machine of
-# the README's table (2-core AMD EPYC, emulated device).
-UNIT_REFERENCE_US = 0.06
-PER_CALL_UNITS = 25
-ALLOCATION_UNITS = 50  # a Python allocator's malloc and free (3 µs there)
-POOL_UNITS = 50  # the caching pool's malloc and free, over the C pool (3 µs there)
+# Per-call budget, in units (the time of dnnl._core._empty() in a loop, in
+# the same round): 1.5 µs where the empty call takes UNIT_REFERENCE_US, as on
+# the machine of the README's table of 2026-11-24 (2-core AMD EPYC, emulated
+# device; there get_memory_kind took 0.168 µs, 2.2-2.6 empty calls).
+UNIT_REFERENCE_US = 0.075
+PER_CALL_UNITS = 20
+ALLOCATION_UNITS = 40  # a Python allocator's malloc and free (3 µs there)
+POOL_UNITS = 40  # the caching pool's malloc and free, over the C pool (3 µs there)
 BUSY_GOAL_RATIO = 2.0
 THREADS_GOAL_RATIO = 1 / 0.95  # Python's throughput at least 0.95 of C++'s
 # Warm creation (kernels loaded from stored blobs) against cold (compiled), in
@@ -303,7 +304,7 @@ def python_rows(iterations, warmup, matmul_size):
     engine = oi.make_engine(device, context)
     s_in, s_ooo = oi.make_stream(engine, in_order), oi.make_stream(engine, out_of_order)
 
-    empty = dnnl._empty
+    empty = dnnl._core._empty
     for _ in range(warmup):
         empty()
     notes["unit"] = median_us(repeats, BATCH * 10, empty)
@@ -740,7 +741,7 @@ def single_row(name, iterations, warmup, matmul_size):
     device, context = intel_gpu_context()
     queue = cl.CommandQueue(context, device)
     repeats = max(iterations // BATCH, 5)
-    notes = {"unit": median_us(repeats, BATCH * 10, dnnl._empty)}
+    notes = {"unit": median_us(repeats, BATCH * 10, dnnl._core._empty)}
     digests = {}
     if name == "large matmul":
         engine = dnnl.ocl_interop.make_engine(device, context)
@@ -853,7 +854,7 @@ def measure_rounds(args):
                 check_outputs("C++", cpp_digests, expected)
                 check_outputs("Python", digests, expected)
             else:
-                notes["unit"] = median_us(5, BATCH * 10, dnnl._empty)
+                notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
             rows[FRESH_COLD_ROW], cpp[FRESH_COLD_ROW] = fresh_cold_rows(python_first=round_index % 2 == 1)
         elif args.only != PERSISTENT_CACHE_ROW:
             rows[args.only], notes, digests, cpp[args.only], cpp_digests = single_row(
@@ -861,7 +862,7 @@ def measure_rounds(args):
             check_outputs("C++", cpp_digests, expected)
             check_outputs("Python", digests, expected)
         else:
-            notes["unit"] = median_us(5, BATCH * 10, dnnl._empty)
+            notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
         if args.only in (None, PERSISTENT_CACHE_ROW):
             rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = persistent_cache_row()
         for row, note in PYTHON_REFERENCES.items():
@@ -936,7 +937,7 @@ def main(argv=None) -> int:
           f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n"
           f"machine: {start_machine['cpu']}, {start_machine['cores']} cores, load average "
           f"{start_machine['load_average']} at the start, {report['load_average_at_end']} at the end\n"
-          f"unit (dnnl._empty(), median over rounds): {unit_us:.4f} µs\n")
+          f"unit (dnnl._core._empty(), median over rounds): {unit_us:.4f} µs\n")
     print("| row | Python µs | C++ µs | overhead µs (95 % CI) | ratio (95 % CI) | goal | verdict |")
     print("|---|---:|---:|---:|---:|---|:---:|")
     for r in rows:

@@ -138,6 +138,25 @@ py::object make_exception(PyObject *type, const std::string &message) {
     return py::reinterpret_borrow<py::object>(type)(message);
 }
 
+py::object as_int(size_t value) {
+    PyObject *result = PyLong_FromSize_t(value);
+    if (!result) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(result);
+}
+py::object as_int(void *ptr) {
+    return as_int(static_cast<size_t>(reinterpret_cast<uintptr_t>(ptr)));
+}
+
+// fn(args...) through vectorcall: no argument tuple and no casters on every
+// allocation (error_already_set when it raises).
+template <typename... Args>
+py::object call(const py::object &fn, const Args &...args) {
+    PyObject *argv[] = {args.ptr()...};
+    PyObject *result = PyObject_Vectorcall(fn.ptr(), argv, sizeof...(Args), nullptr);
+    if (!result) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(result);
+}
+
 void cache_handles(state &s, cl_device_id device, cl_context context) {
     if (s.device != device || !s.py_device) {
         s.py_device = cl_handles::retained_device(device);
@@ -207,12 +226,13 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
         return stand_in(s, size, alignment, device, context);
     };
     auto give_back = [&](void *ptr) {
-        s->free_fn(reinterpret_cast<uintptr_t>(ptr), s->py_device, s->py_context, py::none());
+        call(s->free_fn, as_int(ptr), s->py_device, s->py_context, py::none());
     };
     try {
         cache_handles(*s, device, context);
         trace_mark("malloc: callable called");
-        py::object result = s->malloc_fn(size, alignment, s->py_device, s->py_context);
+        py::object result = call(s->malloc_fn, as_int(size), as_int(alignment), s->py_device,
+                s->py_context);
         trace_mark("malloc: callable returned");
         if (!is_int(result))
             return failed("the allocator's malloc failed",
@@ -289,7 +309,7 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
                 ? py::object(cl_handles::retained_event(event))
                 : end_of_call_event(entry.call);
         trace_mark("free: callable called");
-        s.free_fn(reinterpret_cast<uintptr_t>(buf), s.py_device, s.py_context, py_event);
+        call(s.free_fn, as_int(buf), s.py_device, s.py_context, py_event);
         trace_mark("free: callable returned");
     } catch (py::error_already_set &e) {
         record("the allocator's free raised", raised(e));
@@ -343,7 +363,7 @@ void *host_allocate(size_t size, size_t alignment) {
         return host_stand_in(s, size, alignment);
     };
     try {
-        py::object result = s->malloc_fn(size, alignment);
+        py::object result = call(s->malloc_fn, as_int(size), as_int(alignment));
         if (!is_int(result))
             return failed("the allocator's host_malloc failed",
                     make_exception(PyExc_TypeError,
@@ -359,7 +379,7 @@ void *host_allocate(size_t size, size_t alignment) {
                     make_exception(PyExc_MemoryError,
                             "host_malloc returned 0 for " + std::to_string(size) + " bytes"));
         if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
-            s->free_fn(reinterpret_cast<uintptr_t>(ptr));
+            call(s->free_fn, as_int(ptr));
             return failed("the allocator's host_malloc failed",
                     make_exception(PyExc_ValueError,
                             "host_malloc returned a pointer that is not aligned to the "
@@ -392,7 +412,7 @@ void host_deallocate(void *buf) {
         return;
     }
     try {
-        entry.owner->free_fn(reinterpret_cast<uintptr_t>(buf));
+        call(entry.owner->free_fn, as_int(buf));
     } catch (py::error_already_set &e) {
         record("the allocator's host_free raised", raised(e));
     } catch (const std::exception &e) {

@@ -289,6 +289,8 @@ bool is_host_scalar(const lt &desc) {
     return desc.get_property_type() == lt::property_type::host_scalar;
 }
 
+} // namespace
+
 // Bytes from the handle on that a tensor of `desc` addresses. For a strided
 // layout: up to its furthest element, sum((dim - 1) * stride) + 1 elements.
 // get_mem_size() counts max(dim * stride) elements, which a view into a
@@ -321,6 +323,8 @@ size_t addressed_bytes(const lt &desc) {
         return SIZE_MAX;
     return static_cast<size_t>((total_bits + 7) / 8);
 }
+
+namespace {
 
 void check_tensor_storage(const lt &desc, const engine_object &engine, void *handle) {
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
@@ -544,7 +548,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             size_t needed = 0;
             for (const auto &size : cp.compiled_sizes)
                 if (size.first == given.get_id()) needed = size.second;
-            size_t holds = addressed_bytes(given);
+            size_t holds = t.addressed;
             if (holds < needed)
                 throw_invalid_argument(name() + " addresses " + std::to_string(holds)
                         + " bytes, the compiled partition needs " + std::to_string(needed));
@@ -570,7 +574,7 @@ const g::tensor *scratchpad_arg(const compiled_partition_object &cp, py::handle 
     if (cp.scratchpad_size > 0) {
         if (!t.tensor.get_data_handle())
             throw_invalid_argument("scratchpad has no storage (dnnl.MEMORY_NONE)");
-        size_t holds = addressed_bytes(t.logical);
+        size_t holds = t.addressed;
         if (holds < cp.scratchpad_size)
             throw_invalid_argument("scratchpad addresses " + std::to_string(holds)
                     + " bytes, the compiled partition needs "

@@ -84,9 +84,9 @@ class _block_cache:
     still holds when its last user (the pool or the allocator's callables,
     which engines keep) is gone."""
 
-    def __init__(self):
+    def __init__(self, lock):
         self.blocks = {}  # size class -> [[ptr, event, context]]
-        self.lock = threading.Lock()
+        self.lock = lock
 
     def release(self) -> None:
         with self.lock:
@@ -150,33 +150,26 @@ class caching_pool:
     def __init__(self, granularity: int = 256, reuse_without_event: bool = True,
                  limit_bytes: "int | None" = None):
         stats = self.stats = allocation_statistics()
-        cache = self._cache = _block_cache()
+        # One lock for the cache and the statistics: malloc and free take it
+        # once each, and update the statistics themselves (they run on every
+        # execute).
+        lock = stats.lock
+        acquire, release = lock.acquire, lock.release  # cheaper than `with` here
+        cache = self._cache = _block_cache(lock)
+        blocks_by_size, sizes = cache.blocks, stats.sizes
         counters = self._counters = {"hits": 0, "misses": 0}
         limit: "list[int | None]" = [None]  # read at each malloc: the setter changes it
         self._limit = limit
         self.limit_bytes = limit_bytes
         growing = threading.Lock()
 
-        def take(size_class, alignment, context):
-            with cache.lock:
-                blocks = cache.blocks.get(size_class)
-                if blocks:
-                    for i, entry in enumerate(blocks):
-                        if ((entry[2] is context or entry[2] == context)
-                                and (alignment <= 1 or entry[0] % alignment == 0) and _done(entry)):
-                            del blocks[i]
-                            counters["hits"] += 1
-                            return entry[0]
-                counters["misses"] += 1
-                return None
-
         def make_room(size_class):
             """Frees ready cached blocks until `size_class` more bytes fit
             under the limit; MemoryError when they cannot."""
             limit_bytes = limit[0]
-            with cache.lock:
-                held = stats.live_bytes + sum(size * len(blocks) for size, blocks in cache.blocks.items())
-                for block_size, blocks in cache.blocks.items():
+            with lock:
+                held = stats.live_bytes + sum(size * len(blocks) for size, blocks in blocks_by_size.items())
+                for block_size, blocks in blocks_by_size.items():
                     for entry in [e for e in blocks if _done(e)]:
                         if held + size_class <= limit_bytes:
                             break
@@ -190,22 +183,49 @@ class caching_pool:
 
         def malloc(size, alignment, device, context):
             size_class = -(-size // granularity) * granularity
-            ptr = take(size_class, alignment, context)
-            if ptr is None:
-                with growing:  # one thread at a time checks the limit and grows
-                    if limit[0] is not None:
-                        make_room(size_class)
-                    ptr = usm.device_alloc(context, device, size_class, alignment)
+            acquire()
+            try:
+                # The oldest ready block of the size class for this context
+                # and alignment.
+                blocks = blocks_by_size.get(size_class)
+                for i, entry in enumerate(blocks or ()):
+                    ptr, event, block_context = entry
+                    if ((block_context is context or block_context == context)
+                            and (alignment <= 1 or ptr % alignment == 0)
+                            and (event is None or _done(entry))):
+                        del blocks[i]
+                        counters["hits"] += 1
+                        sizes[ptr] = size_class
+                        stats.allocations += 1
+                        live = stats.live_bytes = stats.live_bytes + size_class
+                        if live > stats.peak_bytes:
+                            stats.peak_bytes = live
+                        return ptr
+                counters["misses"] += 1
+            finally:
+                release()
+            with growing:  # one thread at a time checks the limit and grows
+                if limit[0] is not None:
+                    make_room(size_class)
+                ptr = usm.device_alloc(context, device, size_class, alignment)
             stats.allocated(ptr, size_class)
             return ptr
 
         def free(ptr, device, context, event):
-            size_class = stats.freed(ptr)
-            if event is None and not reuse_without_event:
-                usm.free(context, ptr)  # not an execute's memory: see the class
-                return
-            with cache.lock:
-                cache.blocks.setdefault(size_class, []).append([ptr, event, context])
+            acquire()
+            try:
+                size_class = sizes.pop(ptr)
+                stats.frees += 1
+                stats.live_bytes -= size_class
+                if event is not None or reuse_without_event:
+                    blocks = blocks_by_size.get(size_class)
+                    if blocks is None:
+                        blocks = blocks_by_size[size_class] = []
+                    blocks.append([ptr, event, context])
+                    return
+            finally:
+                release()
+            usm.free(context, ptr)  # not an execute's memory: see the class
 
         self.allocator = ocl_interop.make_allocator(malloc, free,
                                                     in_order_events=not reuse_without_event)
