@@ -65,15 +65,15 @@ BUILD = os.path.join(ROOT, "build", "benchmarks")
 BASELINE = os.path.join(BUILD, "dnnl_ocl_interop_baseline")
 BATCH = 100
 # Per-call budget, in units (the time of dnnl._core._empty() in a loop, in
-# the same round): 1.5 µs where the empty call takes UNIT_REFERENCE_US, as on
-# the machine of the README's table of 2026-11-24 (2-core AMD EPYC, emulated
-# device; there get_memory_kind took 0.168 µs, 2.2-2.6 empty calls).
-UNIT_REFERENCE_US = 0.075
-PER_CALL_UNITS = 20
-ALLOCATION_UNITS = 40  # a Python allocator's malloc and free (3 µs there)
-POOL_UNITS = 40  # the caching pool's malloc and free, over the C pool (3 µs there)
+# the same round): 1.5 µs where the empty call takes UNIT_REFERENCE_US. On the
+# 2-core AMD EPYC of the README's tables (emulated device) it took 0.034 to
+# 0.067 µs as the load of the machine changed (get_memory_kind 2.2 to 2.6
+# times as long): 0.85 to 1.7 µs per call.
+UNIT_REFERENCE_US = 0.06
+PER_CALL_UNITS = 25
+ALLOCATION_UNITS = 50  # a Python allocator's malloc and free (3 µs there)
+POOL_UNITS = 50  # the caching pool's malloc and free, over the C pool (3 µs there)
 BUSY_GOAL_RATIO = 2.0
-THREADS_GOAL_RATIO = 1 / 0.95  # Python's throughput at least 0.95 of C++'s
 # Warm creation (kernels loaded from stored blobs) against cold (compiled), in
 # fresh processes: measured 0.06 (95 % CI 0.048 … 0.078) on the emulated
 # device, five rounds; the goal is a tenth.
@@ -814,8 +814,17 @@ def goal_of(name, notes, unit_us):
     if name in ("primitive creation (cold)", FRESH_COLD_ROW, "primitive creation (cached)"):
         return calls_goal(2, "descriptor and primitive", unit_us)
     if "throughput, " in name:
-        return (f"ratio ≤ {THREADS_GOAL_RATIO:.3f} (≥ 0.95 of C++'s throughput)",
-                ("ratio", THREADS_GOAL_RATIO))
+        # Per execute, as the single-thread rows: threads may add no cost of
+        # their own (GIL contention) to it. (A ratio of 0.95 would demand 1.8
+        # µs for the graph's two Python callables on its 36 µs execute, less
+        # than the graph row's own budget, and let the matmul's milliseconds
+        # hide 100 µs per call.)
+        if name.startswith("graph"):
+            n = max(notes.get("allocations per execute", 1), 1)
+            units = PER_CALL_UNITS + ALLOCATION_UNITS * n
+            return (f"≤ {units} units = {units * unit_us:.2f} µs per execute over C++ (as the graph "
+                    "row; ratio for information)", ("overhead", units * unit_us))
+        return calls_goal(1, "per execute; ratio for information", unit_us)
     if name == PERSISTENT_CACHE_ROW:
         return (f"ratio ≤ {PERSISTENT_CACHE_GOAL_RATIO:g} against cold creation in a fresh process "
                 "(Python reference; no C++ side)", ("ratio", PERSISTENT_CACHE_GOAL_RATIO))
