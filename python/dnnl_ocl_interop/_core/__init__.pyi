@@ -4033,6 +4033,10 @@ def ARG_ATTR_MULTIPLE_POST_OP(index: typing.SupportsInt | typing.SupportsIndex) 
     """
     Base of the arguments of the index-th post-op; add ARG_SRC_1 for a binary post-op's input.
     """
+def _empty() -> None:
+    """
+    Does nothing: benchmarks/run.py times it as the unit of its per-call budgets (what the simplest call from Python costs on this machine, in this process).
+    """
 def get_default_fpmath_mode() -> fpmath_mode:
     """
     The fpmath mode of primitive descriptors made from now on whose attributes do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).
