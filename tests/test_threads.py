@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 import traceback
-import types
 
 import numpy as np
 import pyopencl as cl
@@ -122,36 +121,44 @@ def _compiled_attention(device, context, allocator):
 
 class _CountingAllocator:
     """A graph allocator of USM device memory that records, under a lock,
-    every call: which thread made it and which pointers are live. `hook`
-    (if set) runs at the start of each malloc, on the calling thread.
+    every call: which thread made it and which pointers are live, and, for
+    an allocator of the engines of one `context`, the calls that received
+    another context (which would be another engine's). `hook` (if set) runs
+    at the start of each malloc, on the calling thread.
 
     The callables hold only the record, not this object (which holds the
     allocator): a cycle through the allocator's C++ object would never be
     collected."""
 
     class _Record:
-        def __init__(self, hook):
+        def __init__(self, hook, context):
             self.lock = threading.Lock()
             self.live = {}  # ptr -> size
             self.mallocs = collections.Counter()  # thread name -> calls
             self.frees = 0
             self.bad_frees = []
             self.hook = hook
+            self.context = context
+            self.wrong_context = []  # (call, context received)
 
-    def __init__(self, hook=None):
-        state = self.record = self._Record(hook)
+    def __init__(self, hook=None, context=None):
+        state = self.record = self._Record(hook, context)
 
         def malloc(size, alignment, device, context):
             if state.hook is not None:
                 state.hook(size)
             ptr = usm.device_alloc(context, device, size, alignment)
             with state.lock:
+                if state.context is not None and context != state.context:
+                    state.wrong_context.append(("malloc", context))
                 state.live[ptr] = size
                 state.mallocs[threading.current_thread().name] += 1
             return ptr
 
         def free(ptr, device, context, event):
             with state.lock:
+                if state.context is not None and context != state.context:
+                    state.wrong_context.append(("free", context))
                 if state.live.pop(ptr, None) is None:
                     state.bad_frees.append(ptr)
                 state.frees += 1
@@ -161,7 +168,7 @@ class _CountingAllocator:
 
         self.allocator = goi.make_allocator(malloc, free)
 
-    def __getattr__(self, name):  # lock, live, mallocs, frees, bad_frees, hook
+    def __getattr__(self, name):  # lock, live, mallocs, frees, bad_frees, hook, ...
         return getattr(self.__dict__["record"], name)
 
     def __setattr__(self, name, value):
@@ -588,45 +595,6 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
 
 # ------------------- two hundred allocators, each on a context of its own
 
-class _ContextAllocator:
-    """An allocator of USM device memory for the engines of one context,
-    recording under a lock every call: the contexts its callables received
-    other than its own (which would be another engine's call), the pointers
-    live, the threads that called it, and frees of pointers it never handed
-    out."""
-
-    def __init__(self, context):
-        record = self.record = types.SimpleNamespace(
-            lock=threading.Lock(), context=context, mallocs=0, frees=0, live={},
-            wrong_context=[], bad_frees=[], threads=set())
-
-        def malloc(size, alignment, device, ctx):
-            # Let the other threads run (and start calls of their own engines)
-            # in the middle of this call.
-            time.sleep(0.0005)
-            ptr = usm.device_alloc(ctx, device, size, alignment)
-            with record.lock:
-                if ctx != record.context:
-                    record.wrong_context.append(("malloc", ctx))
-                record.mallocs += 1
-                record.live[ptr] = size
-                record.threads.add(threading.current_thread().name)
-            return ptr
-
-        def free(ptr, device, ctx, event):
-            with record.lock:
-                if ctx != record.context:
-                    record.wrong_context.append(("free", ctx))
-                if record.live.pop(ptr, None) is None:
-                    record.bad_frees.append(ptr)
-                record.frees += 1
-            if event is not None:
-                event.wait()
-            usm.free(ctx, ptr)
-
-        self.allocator = goi.make_allocator(malloc, free)
-
-
 MANY_ALLOCATORS = 200
 
 
@@ -649,7 +617,9 @@ def test_two_hundred_allocators_on_their_own_contexts_from_four_threads(cl_devic
     setups = []
     for _ in range(MANY_ALLOCATORS):
         context = cl.Context([cl_device])
-        recorder = _ContextAllocator(context)
+        # The hook lets the other threads run (and start calls of their own
+        # engines) in the middle of each malloc.
+        recorder = _CountingAllocator(hook=lambda size: time.sleep(0.0005), context=context)
         engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
         queue = cl.CommandQueue(context, cl_device)
         setups.append((recorder.record, engine, oi.make_stream(engine, queue), queue))
@@ -696,13 +666,13 @@ def test_two_hundred_allocators_on_their_own_contexts_from_four_threads(cl_devic
     for i, record in enumerate(records):
         assert record.wrong_context == [], f"allocator {i} got calls of another engine"
         # 3 inputs, the output and the scratch of its execute, and one tensor per thread
-        assert record.mallocs == 5 + THREADS, f"allocator {i}: {record.mallocs} mallocs"
-        assert len(record.threads) >= 2, f"allocator {i} was called from one thread only"
+        assert sum(record.mallocs.values()) == 5 + THREADS, f"allocator {i}: {record.mallocs}"
+        assert len(record.mallocs) >= 2, f"allocator {i} was called from one thread only"
     del setups, worker
     gc.collect()
     for i, record in enumerate(records):
         assert record.bad_frees == [] and record.live == {}, f"allocator {i} leaked or double-freed"
-        assert record.frees == record.mallocs
+        assert record.frees == sum(record.mallocs.values())
     assert goi._live_allocators() == allocators_before
     assert goi._live_allocations() == allocations_before
 
