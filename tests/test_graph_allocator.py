@@ -292,28 +292,10 @@ def test_tensor_memory_allocate_calls_allocator(partition, cl_device, cl_context
 
 # --------------------------------------------------------- caching pool
 
-@pytest.fixture
-def counted_usm(monkeypatch):
-    """Counts the USM allocations and frees dnnl.usm makes (the ready-made
-    allocators go through it)."""
-    # Earlier tests' pools free their caches when collected: let that happen
-    # now, not while this test counts frees by address.
-    gc.collect()
-    counts = {"alloc": collections.Counter(), "free": collections.Counter()}
-    real_alloc, real_free = usm.device_alloc, usm.free
-
-    def device_alloc(context, device, size, alignment=0):
-        ptr = real_alloc(context, device, size, alignment)
-        counts["alloc"][ptr] += 1
-        return ptr
-
-    def free(context, ptr):
-        counts["free"][ptr] += 1
-        return real_free(context, ptr)
-
-    monkeypatch.setattr(usm, "device_alloc", device_alloc)
-    monkeypatch.setattr(usm, "free", free)
-    return counts
+def _cached_blocks(pool):
+    """{pointer: event handle (0: ready, or none given)} of the blocks the
+    pool holds, oldest first per size."""
+    return dict(pool._pool._cached())
 
 
 def _pool_partition(pool, partition, data, cl_device):
@@ -334,8 +316,7 @@ def _pool_partition(pool, partition, data, cl_device):
 
 
 @pytest.mark.timeout(300)
-def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device,
-                                                                         counted_usm):
+def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device):
     """Once warm, the pool serves every per-execute allocation (the
     partition's scratchpad) from its cache: no driver allocation at all over
     many executes on an in-order queue."""
@@ -345,7 +326,8 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
     for _ in range(3):  # warm up
         compiled.execute(stream, ins, outs)
     stream.wait()
-    driver_allocations, misses, hits = sum(counted_usm["alloc"].values()), pool.misses, pool.hits
+    misses, hits = pool.misses, pool.hits
+    cached = set(_cached_blocks(pool))
     runs = 30
     for _ in range(runs):
         compiled.execute(stream, ins, outs)
@@ -353,7 +335,7 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
     _check(download(queue, blocks[3].ptr, SHAPE), data)
     assert pool.hits - hits >= runs, "some execute asked nothing of the allocator"
     assert pool.misses == misses, "the pool went to the device in steady state"
-    assert sum(counted_usm["alloc"].values()) == driver_allocations
+    assert set(_cached_blocks(pool)) == cached, "the pool holds other blocks than before"
     del ins, outs, compiled, stream, engine
     gc.collect()
     pool.release()
@@ -362,11 +344,10 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
 
 
 @pytest.mark.timeout(300)
-def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, counted_usm):
+def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device):
     pool = g.allocators.caching_pool()
     context, queue, engine, stream, compiled, blocks, ins, outs = _pool_partition(
         pool, partition, data, cl_device)
-    user_pointers = {b.ptr for b in blocks}
 
     runs = 5
     for _ in range(runs):
@@ -375,37 +356,40 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     _check(download(queue, blocks[3].ptr, SHAPE), data)
     assert pool.misses >= 1
     assert pool.hits >= runs - 1, "the pool did not reuse its blocks"
-    pool_pointers = set(counted_usm["alloc"]) - user_pointers
-    assert 0 < len(pool_pointers) < runs, "every execute got fresh driver memory"
+    pool_pointers = set(_cached_blocks(pool))
+    assert 0 < len(pool_pointers) == pool.misses < runs, "every execute got fresh driver memory"
     assert pool.stats.live_bytes == 0 and pool.stats.allocations == pool.stats.frees
-    assert pool.cached_bytes > 0
+    assert pool.stats.sizes == {}
+    assert pool.cached_bytes > 0 and pool.stats.peak_bytes == pool.cached_bytes
+    assert all(usm.pointer_type(context, ptr) == "device" for ptr in pool_pointers)
 
     pool.release()
-    assert pool.cached_bytes == 0
-    # the driver may hand a freed address out again: compare counts per address
-    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers)
+    assert pool.cached_bytes == 0 and _cached_blocks(pool) == {}
+    for ptr in pool_pointers:
+        assert usm.pointer_type(context, ptr) == "unknown", "release() did not free a block"
     misses = pool.misses
     compiled.execute(stream, ins, outs)
     stream.wait()
     assert pool.misses == misses + 1  # nothing cached any more
     _check(download(queue, blocks[3].ptr, SHAPE), data)
 
+    last = set(_cached_blocks(pool))
+    assert len(last) == 1
     for block in blocks:
         block.free()
     del compiled, ins, outs, stream, engine, pool
     gc.collect()
-    pool_pointers = set(counted_usm["alloc"]) - user_pointers
-    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers), \
-        "a block of the pool was not freed (or freed twice) once the pool was gone"
-    for ptr in pool_pointers:
-        assert usm.pointer_type(context, ptr) == "unknown"
+    for ptr in last:
+        assert usm.pointer_type(context, ptr) == "unknown", \
+            "a block of the pool was not freed once the pool was gone"
 
 
 def test_caching_pool_without_reuse_without_event_needs_no_blocking_free(
-        partition, data, cl_device, cl_context, cl_queue, user_buffers, counted_usm):
+        partition, data, cl_device, cl_context, cl_queue, user_buffers):
     """reuse_without_event=False: on an in-order queue the pool gets a marker
     event for each execute's scratchpad (in_order_events) and frees nothing
-    inside execute; a block comes back once its event completed."""
+    inside execute: a block comes back once its event completed (a block
+    freed at once would make every malloc go to the device)."""
     pool = g.allocators.caching_pool(reuse_without_event=False)
     engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
                                                        pool.allocator, cl_queue)
@@ -414,13 +398,46 @@ def test_caching_pool_without_reuse_without_event_needs_no_blocking_free(
         compiled.execute(stream, ins, outs)
         stream.wait()  # the block's marker completes before the next malloc
     _check(user_buffers.result(), data)
-    assert counted_usm["free"] == collections.Counter(), "the pool freed memory inside execute"
     assert pool.misses == 1 and pool.hits == 2
-    assert sum(counted_usm["alloc"].values()) == 1
+    assert len(_cached_blocks(pool)) == 1
+    # a tensor dropped (no event, outside an execute) is freed at once
+    tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    ptr = tensor.get_data_handle()
+    del tensor
+    gc.collect()
+    assert ptr not in _cached_blocks(pool) and usm.pointer_type(cl_context, ptr) == "unknown"
     del ins, outs, compiled, stream, engine
     gc.collect()
     pool.release()
-    assert counted_usm["free"] == counted_usm["alloc"]
+
+
+def test_caching_pool_through_the_trampoline(cl_device, cl_context):
+    """The pool's allocator as oneDNN calls it: blocks by size class, reused
+    by size and alignment, its statistics, and a limit that runs dry as a
+    MemoryError chained to dnnl.out_of_memory."""
+    pool = g.allocators.caching_pool(granularity=1024)
+    pool.allocator._malloc_and_free(100, 0, cl_device, cl_context, count=3)
+    assert (pool.misses, pool.hits, pool.stats.allocations, pool.stats.frees) == (3, 0, 3, 3)
+    assert pool.cached_bytes == 3 * 1024 and pool.stats.peak_bytes == 3 * 1024
+    pool.allocator._malloc_and_free(1000, 0, cl_device, cl_context, count=2)  # the same class
+    assert (pool.misses, pool.hits) == (3, 2)
+    pool.allocator._malloc_and_free(1025, 0, cl_device, cl_context)  # the next class
+    assert pool.misses == 4 and pool.cached_bytes == 3 * 1024 + 2048
+    pool.limit_bytes = 4 * 1024
+    with pytest.raises(MemoryError, match="ran dry") as info:  # 2048 more do not fit
+        pool.allocator._malloc_and_free(1025, 0, cl_device, cl_context, count=3)
+    assert isinstance(info.value, dnnl.out_of_memory) and isinstance(info.value.__cause__, MemoryError)
+    assert pool.stats.live_bytes == 0
+    with pytest.raises(ValueError, match="must not be negative"):
+        pool.limit_bytes = -1
+    with pytest.raises(TypeError):
+        pool.limit_bytes = "1 KiB"
+    pool.limit_bytes = None
+    assert pool.limit_bytes is None
+    with pytest.raises(ValueError):
+        g.allocators.caching_pool(granularity=0)
+    pool.release()
+    assert pool.cached_bytes == 0
 
 
 class _Gate:
@@ -446,12 +463,6 @@ class _Gate:
         self.timer.cancel()
         if self.event.command_execution_status != cl.command_execution_status.COMPLETE:
             self.event.set_status(cl.command_execution_status.COMPLETE)
-
-
-def _cached_blocks(pool):
-    """{pointer: its event (None: ready)} of the blocks the pool holds."""
-    with pool._cache.lock:
-        return {entry[0]: entry[1] for blocks in pool._cache.blocks.values() for entry in blocks}
 
 
 @pytest.mark.timeout(300)
@@ -483,8 +494,9 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
             pending = goi.execute(compiled, streams[0], *tensors[0], deps=[gate.event])
             assert not gate.blocked, "execute waited for its dependency"
             cached = _cached_blocks(pool)
-            held = [(ptr, event) for ptr, event in cached.items() if event is not None
-                    and event.command_execution_status != cl.command_execution_status.COMPLETE]
+            held = [(ptr, event) for ptr, event in cached.items() if event
+                    and cl.Event.from_int_ptr(event).command_execution_status
+                    != cl.command_execution_status.COMPLETE]
             assert len(held) == 1, f"the gated execute's block is not held pending: {cached}"
             (ptr, event), = held
             misses = pool.misses
@@ -492,7 +504,7 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
                 goi.execute(compiled, streams[1], *tensors[1])
                 streams[1].wait()
                 # the same entry: not handed out (and freed back with another event)
-                assert _cached_blocks(pool).get(ptr) is event, \
+                assert _cached_blocks(pool).get(ptr) == event, \
                     "a block was handed out while its kernel was pending"
             assert pool.misses == misses + 1, "the other queue's executes did not get a block of their own"
             assert pending is None or pending.command_execution_status != cl.command_execution_status.COMPLETE

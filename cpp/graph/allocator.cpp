@@ -12,6 +12,7 @@
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
+#include "graph/pool.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 #include "usm/usm_api.hpp"
@@ -25,6 +26,9 @@ struct state {
     py::object malloc_fn, free_fn;
     bool host = false; // host_malloc(size, alignment), host_free(ptr)
     bool in_order_events = false; // see make()
+    // A caching pool's policy, served without Python (make_caching_pool);
+    // then the callables are empty.
+    std::shared_ptr<graph_pool::caching_pool> pool;
     // pyopencl objects for the (device, context) oneDNN passes, made once:
     // wrapping handles on every allocation would dominate its cost. Guarded by
     // the GIL, which every callback holds.
@@ -209,11 +213,38 @@ void *unexpected_malloc(size_t size, size_t alignment, cl_device_id device, cl_c
     return stand_in(nullptr, size, alignment, device, context);
 }
 
-py::object end_of_call_event(unsigned long long allocated_in);
+cl_event end_of_call_marker(unsigned long long allocated_in);
+
+// A caching pool's malloc: no GIL, no Python, unless it fails (then the
+// failure is recorded as a MemoryError or RuntimeError and the binding's
+// memory stands in, as for a Python malloc).
+void *pool_allocate(const std::shared_ptr<state> &s, size_t size, size_t alignment,
+        cl_device_id device, cl_context context) {
+    std::string error;
+    bool exhausted = false;
+    void *ptr = s->pool->malloc(size, alignment, device, context, error, exhausted);
+    if (ptr && add_live(context, ptr, s, false)) {
+        trace_mark("malloc: return to oneDNN");
+        return ptr;
+    }
+    py::gil_scoped_acquire gil;
+    if (ptr) { // cannot happen: the pool hands out only what it holds
+        s->pool->free(ptr, context, nullptr, false);
+        error = "the pool handed out a pointer oneDNN holds already";
+    }
+    record("the caching pool's malloc failed",
+            make_exception(exhausted ? PyExc_MemoryError : PyExc_RuntimeError, error));
+    return stand_in(s, size, alignment, device, context);
+}
 
 void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context context) {
     trace_mark("malloc: called by oneDNN");
     if (interpreter_finalizing()) return nullptr;
+    {
+        std::shared_ptr<state> s = scope_allocator(false); // no GIL needed: all C++
+        if (s && s->pool && current_scope->context == context && !current_scope->interrupt)
+            return pool_allocate(s, size, alignment, device, context);
+    }
     py::gil_scoped_acquire gil;
     trace_mark("malloc: GIL taken");
     std::shared_ptr<state> s = scope_allocator(false);
@@ -289,25 +320,30 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
 void deallocate(void *buf, cl_device_id device, cl_context context, cl_event event) {
     trace_mark("free: called by oneDNN");
     if (!buf || interpreter_finalizing()) return;
-    py::gil_scoped_acquire gil;
-    trace_mark("free: GIL taken");
     bool found = false;
     allocation entry = take_live(context, buf, found);
     if (!found) return; // handed out by no Python allocator: nothing to call
     if (entry.stand_in) { // ours, not the Python allocator's
-        py::gil_scoped_release release;
         if (event) clWaitForEvents(1, &event);
         try {
             usm::api_for(context).blocking_free(context, buf);
         } catch (const std::exception &) {}
+        return; // (the owner's last reference takes the GIL itself: ~state)
+    }
+    if (entry.owner->pool) { // a caching pool: no GIL, no Python
+        bool marker = !event && entry.owner->in_order_events;
+        entry.owner->pool->free(buf, context, marker ? end_of_call_marker(entry.call) : event, marker);
+        trace_mark("free: return to oneDNN");
         return;
     }
+    py::gil_scoped_acquire gil;
+    trace_mark("free: GIL taken");
     state &s = *entry.owner;
     try {
         cache_handles(s, device, context);
         py::object py_event = event || !s.in_order_events
                 ? py::object(cl_handles::retained_event(event))
-                : end_of_call_event(entry.call);
+                : py::object(cl_handles::owned_event(end_of_call_marker(entry.call)));
         trace_mark("free: callable called");
         call(s.free_fn, as_int(buf), s.py_device, s.py_context, py_event);
         trace_mark("free: callable returned");
@@ -320,19 +356,18 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     trace_mark("free: return to oneDNN");
 }
 
-// For an allocator with in_order_events, freeing without an event: the
-// event of a marker on the in-order queue of the execute running on this
+// For an allocator with in_order_events, freeing without an event: a marker
+// (owned by the caller) on the in-order queue of the execute running on this
 // thread, when that execute allocated the memory (so only its work, all
-// enqueued on that queue by now, can still use it); else None.
-py::object end_of_call_event(unsigned long long allocated_in) {
+// enqueued on that queue by now, can still use it); else null.
+cl_event end_of_call_marker(unsigned long long allocated_in) {
     if (!current_scope || !current_scope->stream || current_scope->serial != allocated_in
             || current_scope->stream->out_of_order)
-        return py::none();
+        return nullptr;
     cl_command_queue queue = dnnl::ocl_interop::get_command_queue(current_scope->stream->stream);
     cl_event marker = nullptr;
-    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS || !marker)
-        return py::none(); // as oneDNN passed: the allocator's rule for None holds
-    return cl_handles::owned_event(marker);
+    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS) return nullptr;
+    return marker; // null as oneDNN passed: the allocator's rule for no event holds
 }
 
 // A host allocator: oneDNN asks it for CPU engines' memory, with the same
@@ -526,6 +561,13 @@ allocator_object make(py::object malloc_fn, py::object free_fn, bool in_order_ev
 allocator_object make_host(py::object malloc_fn, py::object free_fn) {
     auto s = make_state(std::move(malloc_fn), std::move(free_fn), true);
     return {dnnl::graph::allocator(&host_allocate, &host_deallocate), s};
+}
+
+allocator_object make_caching_pool(std::shared_ptr<graph_pool::caching_pool> pool) {
+    auto s = std::make_shared<state>();
+    s->in_order_events = !pool->reuse_without_event();
+    s->pool = std::move(pool);
+    return {dnnl::graph::ocl_interop::make_allocator(&allocate, &deallocate), s};
 }
 
 allocator_object make_default() {

@@ -27,6 +27,9 @@ namespace dnnl_ocl_interop {
 
 struct engine_object;
 struct stream_object;
+namespace graph_pool {
+class caching_pool;
+}
 
 namespace graph_allocator {
 
@@ -54,6 +57,12 @@ allocator_object make(pybind11::object malloc_fn, pybind11::object free_fn, bool
 // oneDNN calls them for CPU engines only (its OpenCL memory comes from the
 // default OpenCL allocator).
 allocator_object make_host(pybind11::object malloc_fn, pybind11::object free_fn);
+
+// dnnl.graph.allocators.caching_pool's allocator: `pool`'s policy, which the
+// trampoline serves without Python (graph/pool.hpp); it asks for marker
+// events on in-order executes when the pool does not reuse blocks freed
+// without an event.
+allocator_object make_caching_pool(std::shared_ptr<graph_pool::caching_pool> pool);
 
 // dnnl.graph.allocator(): oneDNN's default allocator, no Python callables.
 allocator_object make_default();

@@ -4,6 +4,7 @@
 #include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
+#include "graph/pool.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 
 namespace py = pybind11;
@@ -125,6 +126,64 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "event of a marker enqueued on the stream's queue after the "
             "execute's work, where oneDNN passes None (for pools that reuse "
             "memory on other queues without waiting).");
+
+    // dnnl.graph.allocators.caching_pool's engine: the pool's policy in C++
+    // (graph/pool.hpp) and the allocator that serves it without Python.
+    struct pool_object {
+        std::shared_ptr<graph_pool::caching_pool> pool;
+        allocator_object allocator;
+    };
+    py::class_<pool_object> pool(m, "_caching_pool",
+            "The engine of dnnl.graph.allocators.caching_pool (use that): the "
+            "pool's policy in C++, and an allocator that serves it without "
+            "Python.");
+    pool.def(py::init([](size_t granularity, bool reuse_without_event) {
+        if (granularity == 0) throw py::value_error("granularity must be positive");
+        auto p = std::make_shared<graph_pool::caching_pool>(granularity, reuse_without_event);
+        return pool_object {p, graph_allocator::make_caching_pool(p)};
+    }), py::arg("granularity"), py::arg("reuse_without_event"));
+    pool.def_property_readonly("allocator", [](const pool_object &p) { return p.allocator; },
+            "The allocator for make_engine_with_allocator.");
+    auto stat = [&](const char *name, size_t graph_pool::statistics::*field, const char *doc) {
+        pool.def_property_readonly(name, [field](const pool_object &p) { return p.pool->stats().*field; },
+                doc);
+    };
+    stat("live_bytes", &graph_pool::statistics::live_bytes, "Bytes handed out now (rounded sizes).");
+    stat("peak_bytes", &graph_pool::statistics::peak_bytes, "Most bytes handed out at once.");
+    stat("allocations", &graph_pool::statistics::allocations, "Blocks handed out.");
+    stat("frees", &graph_pool::statistics::frees, "Blocks given back.");
+    stat("hits", &graph_pool::statistics::hits, "Allocations served from the cache.");
+    stat("misses", &graph_pool::statistics::misses, "Allocations that went to the device.");
+    pool.def_property_readonly("cached_bytes", [](const pool_object &p) { return p.pool->cached_bytes(); },
+            "Bytes held in the cache, free for reuse.");
+    pool.def_property_readonly("sizes", [](const pool_object &p) {
+        py::dict out;
+        for (auto &entry : p.pool->live_sizes())
+            out[py::int_(reinterpret_cast<uintptr_t>(entry.first))] = entry.second;
+        return out;
+    }, "{pointer: rounded size} of the blocks handed out now.");
+    pool.def_property("limit_bytes", [](const pool_object &p) -> py::object {
+        auto limit = p.pool->limit();
+        return limit.first ? py::object(py::int_(limit.second)) : py::object(py::none());
+    }, [](pool_object &p, py::object value) {
+        if (value.is_none()) return p.pool->set_limit(false, 0);
+        if (!is_int(value)) throw_type_error("limit_bytes", "an int or None", value);
+        if (value.cast<py::int_>() < py::int_(0))
+            throw py::value_error("limit_bytes must not be negative, not "
+                    + std::string(py::str(value)));
+        p.pool->set_limit(true, value.cast<size_t>());
+    }, "The bound on device memory the pool holds (None: no bound).");
+    pool.def("release", [](pool_object &p) {
+        py::gil_scoped_release release; // waits for the blocks' events
+        p.pool->release();
+    }, "Free every cached block now, waiting for its event.");
+    pool.def("_cached", [](const pool_object &p) {
+        py::list out;
+        for (auto &entry : p.pool->cached())
+            out.append(py::make_tuple(reinterpret_cast<uintptr_t>(entry.first),
+                    reinterpret_cast<uintptr_t>(entry.second)));
+        return out;
+    }, "For tests: (pointer, event handle or 0) of each cached block.");
 
     m.def("_trace_allocators", [](bool on) {
         auto records = graph_allocator::trace(on);

@@ -4,6 +4,8 @@ OpenCL events."""
 
 from .._core.graph.ocl_interop import *  # noqa: F401,F403
 from .._core.graph.ocl_interop import __all__  # noqa: F401
-# Not public: for the tests (live allocators and allocations) and
-# benchmarks/allocator_breakdown.py (stage timestamps).
-from .._core.graph.ocl_interop import _live_allocations, _live_allocators, _trace_allocators  # noqa: F401,E402
+# Not public: the engine of dnnl.graph.allocators.caching_pool, and for the
+# tests (live allocators and allocations) and benchmarks/allocator_breakdown.py
+# (stage timestamps).
+from .._core.graph.ocl_interop import (  # noqa: F401,E402
+    _caching_pool, _live_allocations, _live_allocators, _trace_allocators)
