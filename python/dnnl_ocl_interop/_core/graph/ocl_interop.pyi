@@ -9,6 +9,73 @@ import dnnl_ocl_interop._core.graph
 import pyopencl
 import typing
 __all__: list = ['execute', 'make_allocator', 'make_engine_with_allocator']
+class _caching_pool:
+    """
+    The engine of dnnl.graph.allocators.caching_pool (use that): the pool's policy in C++, and an allocator that serves it without Python.
+    """
+    def __init__(self, granularity: typing.SupportsInt | typing.SupportsIndex, reuse_without_event: bool) -> None:
+        ...
+    def _cached(self) -> list:
+        """
+        For tests: (pointer, event handle or 0) of each cached block.
+        """
+    def release(self) -> None:
+        """
+        Free every cached block now, waiting for its event.
+        """
+    @property
+    def allocations(self) -> int:
+        """
+        Blocks handed out.
+        """
+    @property
+    def allocator(self) -> dnnl_ocl_interop._core.graph.allocator:
+        """
+        The allocator for make_engine_with_allocator.
+        """
+    @property
+    def cached_bytes(self) -> int:
+        """
+        Bytes held in the cache, free for reuse.
+        """
+    @property
+    def frees(self) -> int:
+        """
+        Blocks given back.
+        """
+    @property
+    def hits(self) -> int:
+        """
+        Allocations served from the cache.
+        """
+    @property
+    def limit_bytes(self) -> typing.Any:
+        """
+        The bound on device memory the pool holds (None: no bound).
+        """
+    @limit_bytes.setter
+    def limit_bytes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def live_bytes(self) -> int:
+        """
+        Bytes handed out now (rounded sizes).
+        """
+    @property
+    def misses(self) -> int:
+        """
+        Allocations that went to the device.
+        """
+    @property
+    def peak_bytes(self) -> int:
+        """
+        Most bytes handed out at once.
+        """
+    @property
+    def sizes(self) -> dict:
+        """
+        {pointer: rounded size} of the blocks handed out now.
+        """
 def _live_allocations() -> int:
     """
     For tests: how many allocations made by Python graph allocators (or by the binding in place of a failed one) oneDNN holds now.
