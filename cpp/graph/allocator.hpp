@@ -5,11 +5,13 @@
 // - a malloc goes to the allocator of the engine whose binding call is running
 //   on the calling thread (with_callbacks names it): oneDNN 3.13 asks for
 //   memory only inside the compile, execute or tensor call of that engine, on
-//   its thread (docs/api.md "How calls find their allocator" has the proof
+//   its thread (docs/api.md, "How a call finds its allocator", has the proof
 //   from oneDNN's sources);
 // - a free goes to the allocator that handed the pointer out, found in a table
 //   of live allocations (context, pointer) -> allocator, wherever and whenever
 //   oneDNN frees it.
+// A caching pool's allocator (make_caching_pool) is served there in C++,
+// without the GIL.
 #pragma once
 
 #include <atomic>
