@@ -1,26 +1,37 @@
 // The C++ side of benchmarks/run.py: the same work as each Python row, done
 // directly with oneDNN and OpenCL, on the first Intel GPU OpenCL shows
 // (the emulated one when run.py enabled it). Prints one JSON object:
-//   {"rows": {"<row name>": <median microseconds per call>, ...}}
+//   {"rows": {"<row name>": [<microseconds per call of each sample>, ...], ...},
+//    "checks": {"<row name>": {"n": <values>, "sum": <their sum>, "head": [<first 8>]}, ...}}
+// run.py takes the median of the samples with the same function as its own
+// (one median definition on both sides), and checks each computing row's
+// output digest against NumPy.
 // Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
-// With ROW ("large matmul", "small network", "graph execute with allocator"
-// or "primitive creation (cold, fresh process)"), only that
-// row is set up and run: WARMUP calls of its work, then ITERATIONS timed
-// calls (the graph row in batches of 20 executes and a wait; ITERATIONS a
+// With ROW ("large matmul", "graph execute with allocator", "graph execute
+// with caching pool" or "primitive creation (cold, fresh process)"), only
+// that row is set up and run: WARMUP calls of its work, then ITERATIONS timed
+// calls (the graph rows in batches of 20 executes and a wait; ITERATIONS a
 // multiple of 20), and the JSON holds that row alone. benchmarks/cl_calls.py
-// uses it to count OpenCL calls per iteration.
+// uses it to count OpenCL calls per iteration. ROW "graph trace" (or "graph
+// trace (caching pool)") runs the graph row's (or the pool row's) ITERATIONS
+// executes one by one with timestamps at each stage of the C allocator and
+// prints {"trace": [[stage, steady-clock ns], ...]}
+// (benchmarks/allocator_breakdown.py).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
-#include <stdexcept>
-#include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #define CL_TARGET_OPENCL_VERSION 300
@@ -34,15 +45,17 @@
 
 namespace {
 
+using samples_t = std::vector<double>;
+
 void check(cl_int err, const char *what) {
     if (err != CL_SUCCESS)
         throw std::runtime_error(std::string(what) + " failed: " + std::to_string(err));
 }
 
-// Median over `repeats` batches of the mean time of `batch` calls.
-double median_us(int repeats, int batch, const std::function<void()> &call,
+// `repeats` samples, each the mean time of `batch` calls (run.py takes their median).
+samples_t samples_us(int repeats, int batch, const std::function<void()> &call,
         const std::function<void()> &after_batch = [] {}) {
-    std::vector<double> samples;
+    samples_t samples;
     for (int r = 0; r < repeats; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < batch; ++i) call();
@@ -50,12 +63,11 @@ double median_us(int repeats, int batch, const std::function<void()> &call,
         after_batch();
         samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
     }
-    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-    return samples[samples.size() / 2];
+    return samples;
 }
 
-// The fastest of `repeats` calls (for work of a second or so).
-double fastest_us(int repeats, const std::function<void()> &call) {
+// The fastest of `repeats` calls (for work of a second or so), as one sample.
+samples_t fastest_us(int repeats, const std::function<void()> &call) {
     double best = 0;
     for (int r = 0; r < repeats; ++r) {
         auto t0 = std::chrono::steady_clock::now();
@@ -63,7 +75,7 @@ double fastest_us(int repeats, const std::function<void()> &call) {
         double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         best = r == 0 ? us : std::min(best, us);
     }
-    return best;
+    return {best};
 }
 
 cl_device_id intel_gpu() {
@@ -96,20 +108,56 @@ clDeviceMemAllocINTEL_fn usm_device_alloc;
 clGetMemAllocInfoINTEL_fn usm_get_alloc_info;
 clMemBlockingFreeINTEL_fn usm_free;
 clEnqueueMemFillINTEL_fn usm_fill;
+clEnqueueMemcpyINTEL_fn usm_memcpy;
 
-// Zeros in a memory's buffer: inputs hold the same values on both sides
-// (uninitialised floats can take slow paths).
-void zero(dnnl::memory &m) {
-    void *p = m.map_data();
-    std::memset(p, 0, m.get_desc().get_size());
+// The values every computing row's inputs hold, on both sides (run.py's
+// pattern()): small, of both signs, exact in f32.
+float pattern(size_t i) {
+    return float(i % 7) * 0.1f - 0.3f;
+}
+
+void fill(dnnl::memory &m) {
+    float *p = static_cast<float *>(m.map_data());
+    for (size_t i = 0; i < m.get_desc().get_size() / sizeof(float); ++i) p[i] = pattern(i);
     m.unmap_data(p);
 }
 
+// A digest of a row's output, for run.py to check against NumPy.
+struct digest {
+    size_t n = 0;
+    double sum = 0;
+    std::vector<float> head;
+};
+std::map<std::string, digest> checks;
+
+void check_output(const std::string &row, const std::vector<float> &values) {
+    digest d;
+    d.n = values.size();
+    for (float v : values) d.sum += v;
+    d.head.assign(values.begin(), values.begin() + std::min<size_t>(8, values.size()));
+    checks[row] = d;
+}
+
+std::vector<float> read(dnnl::memory &m) {
+    std::vector<float> out(m.get_desc().get_size() / sizeof(float));
+    float *p = static_cast<float *>(m.map_data());
+    std::copy(p, p + out.size(), out.begin());
+    m.unmap_data(p);
+    return out;
+}
+
+std::vector<float> read_usm(cl_command_queue queue, const void *ptr, size_t bytes) {
+    std::vector<float> out(bytes / sizeof(float));
+    check(usm_memcpy(queue, CL_TRUE, out.data(), ptr, bytes, 0, nullptr, nullptr),
+            "clEnqueueMemcpyINTEL");
+    return out;
+}
+
 // Throughput of `threads` threads, each running `work(t)` (its share of the
-// calls, ending with a wait on its own stream), released together: median
-// over `repeats` of the wall time per call, `calls` calls in all.
-double threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work) {
-    std::vector<double> samples;
+// calls, ending with a wait on its own stream), released together: `repeats`
+// samples of the wall time per call, `calls` calls in all.
+samples_t threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work) {
+    samples_t samples;
     for (int r = 0; r < repeats; ++r) {
         std::mutex m;
         std::condition_variable cv;
@@ -133,22 +181,130 @@ double threaded_us(int threads, int calls, int repeats, const std::function<void
         auto t1 = std::chrono::steady_clock::now();
         samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / calls);
     }
-    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
-    return samples[samples.size() / 2];
+    return samples;
+}
+
+// Timestamps of the graph trace row (ROW "graph trace"), as the binding's
+// dnnl.graph.ocl_interop._trace_allocators records them.
+std::atomic<bool> tracing {false};
+std::vector<std::pair<const char *, long long>> trace_log;
+void mark(const char *stage) {
+    if (!tracing.load(std::memory_order_relaxed)) return;
+    trace_log.emplace_back(stage,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now().time_since_epoch())
+                    .count());
 }
 
 // The C allocator of the graph row: USM device memory straight from the driver.
 void *c_malloc(size_t size, size_t alignment, cl_device_id device, cl_context context) {
+    mark("malloc: called by oneDNN");
     cl_int err;
-    return usm_device_alloc(context, device, nullptr, size, static_cast<cl_uint>(alignment), &err);
+    void *ptr = usm_device_alloc(context, device, nullptr, size, static_cast<cl_uint>(alignment), &err);
+    mark("malloc: return to oneDNN");
+    return ptr;
 }
 void c_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
+    mark("free: called by oneDNN");
     if (event) clWaitForEvents(1, &event);
     usm_free(context, ptr);
+    mark("free: return to oneDNN");
 }
 
-// The large-matmul row: a SIZE x SIZE f32 matmul on zero-filled memory; one
-// call is an execute and a wait.
+// The pool row's C allocator: the policy of dnnl.graph.allocators.caching_pool
+// (default settings) in C. Sizes rounded up to 256 bytes; a freed block
+// joins its size class's list, oldest first, with the event oneDNN passed
+// (retained); malloc takes the oldest block of the size class and context,
+// aligned as asked, whose event has completed (a status query: no wait),
+// else allocates from the driver; statistics (live and peak bytes, calls,
+// sizes by pointer, hits and misses) kept under locks, as the pool does.
+struct c_pool_state {
+    struct block {
+        void *ptr;
+        cl_event event;
+        cl_context context;
+    };
+    std::mutex cache_lock, stats_lock;
+    std::unordered_map<size_t, std::vector<block>> blocks;
+    std::unordered_map<void *, size_t> sizes;
+    size_t live_bytes = 0, peak_bytes = 0, allocations = 0, frees = 0, hits = 0, misses = 0;
+} c_pool;
+
+bool c_pool_done(c_pool_state::block &b) {
+    if (!b.event) return true;
+    cl_int status = CL_COMPLETE;
+    clGetEventInfo(b.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr);
+    if (status > 0) return false;
+    clReleaseEvent(b.event);
+    b.event = nullptr;
+    return true;
+}
+
+void *c_pool_malloc(size_t size, size_t alignment, cl_device_id device, cl_context context) {
+    mark("malloc: called by oneDNN");
+    const size_t size_class = (size + 255) / 256 * 256;
+    void *ptr = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(c_pool.cache_lock);
+        auto &list = c_pool.blocks[size_class];
+        for (auto it = list.begin(); it != list.end(); ++it)
+            if (it->context == context
+                    && (alignment <= 1 || reinterpret_cast<uintptr_t>(it->ptr) % alignment == 0)
+                    && c_pool_done(*it)) {
+                ptr = it->ptr;
+                list.erase(it);
+                ++c_pool.hits;
+                break;
+            }
+        if (!ptr) ++c_pool.misses;
+    }
+    if (!ptr) {
+        cl_int err;
+        ptr = usm_device_alloc(context, device, nullptr, size_class, static_cast<cl_uint>(alignment), &err);
+    }
+    std::lock_guard<std::mutex> lock(c_pool.stats_lock);
+    c_pool.sizes[ptr] = size_class;
+    ++c_pool.allocations;
+    c_pool.live_bytes += size_class;
+    c_pool.peak_bytes = std::max(c_pool.peak_bytes, c_pool.live_bytes);
+    mark("malloc: return to oneDNN");
+    return ptr;
+}
+
+void c_pool_free(void *ptr, cl_device_id, cl_context context, cl_event event) {
+    mark("free: called by oneDNN");
+    size_t size_class;
+    {
+        std::lock_guard<std::mutex> lock(c_pool.stats_lock);
+        auto it = c_pool.sizes.find(ptr);
+        size_class = it->second;
+        c_pool.sizes.erase(it);
+        ++c_pool.frees;
+        c_pool.live_bytes -= size_class;
+    }
+    if (event) clRetainEvent(event);
+    {
+        std::lock_guard<std::mutex> lock(c_pool.cache_lock);
+        c_pool.blocks[size_class].push_back({ptr, event, context});
+    }
+    mark("free: return to oneDNN");
+}
+
+void c_pool_release() {
+    std::lock_guard<std::mutex> lock(c_pool.cache_lock);
+    for (auto &entry : c_pool.blocks)
+        for (auto &b : entry.second) {
+            if (b.event) {
+                clWaitForEvents(1, &b.event);
+                clReleaseEvent(b.event);
+            }
+            usm_free(b.context, b.ptr);
+        }
+    c_pool.blocks.clear();
+}
+
+// The large-matmul row: a SIZE x SIZE f32 matmul on pattern-filled memory;
+// one call is an execute and a wait.
 struct large_matmul {
     dnnl::memory::desc square;
     dnnl::matmul mm;
@@ -159,67 +315,21 @@ struct large_matmul {
         , mm(dnnl::matmul::primitive_desc(eng, square, square, square)) {
         args = {{DNNL_ARG_SRC, dnnl::memory(square, eng)}, {DNNL_ARG_WEIGHTS, dnnl::memory(square, eng)},
                 {DNNL_ARG_DST, dnnl::memory(square, eng)}};
-        for (auto &arg : args) zero(arg.second); // the same values on both sides
+        for (auto &arg : args) fill(arg.second); // the same values on both sides
     }
     void run(dnnl::stream &s) {
         mm.execute(s, args);
         s.wait();
     }
+    void check() { check_output("large matmul", read(args[DNNL_ARG_DST])); }
 };
 
-// The small-network row: convolution, ReLU, max pooling and inner product,
-// on inputs both sides fill with the same values; each run executes the four
-// and waits.
-struct small_network {
-    static dnnl::memory::desc plain(const dnnl::memory::dims &dims) {
-        using tag = dnnl::memory::format_tag;
-        return dnnl::memory::desc(dims, dnnl::memory::data_type::f32,
-                dims.size() == 4 ? tag::nchw : dims.size() == 2 ? tag::nc : tag::a);
-    }
-    static dnnl::memory filled(const dnnl::engine &eng, const dnnl::memory::desc &md) {
-        dnnl::memory m(md, eng);
-        float *p = m.map_data<float>();
-        for (size_t i = 0; i < md.get_size() / sizeof(float); ++i) p[i] = float(i % 7) * 0.1f - 0.3f;
-        m.unmap_data(p);
-        return m;
-    }
-    static constexpr dnnl::memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
-    dnnl::memory::desc src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}), conv_b = plain({OC}),
-                       conv_dst = plain({N, OC, HW, HW}), pool_dst = plain({N, OC, HW / 2, HW / 2}),
-                       fc_w = plain({CLASSES, OC, HW / 2, HW / 2}), fc_b = plain({CLASSES}),
-                       fc_dst = plain({N, CLASSES});
-    dnnl::convolution_forward conv;
-    dnnl::eltwise_forward relu;
-    dnnl::pooling_forward pool;
-    dnnl::inner_product_forward fc;
-    dnnl::memory x, cw, cb, y1, y2, fw, fb, y3;
-
-    explicit small_network(const dnnl::engine &eng)
-        : conv(dnnl::convolution_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
-                  dnnl::algorithm::convolution_direct, src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1},
-                  {1, 1}))
-        , relu(dnnl::eltwise_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
-                  dnnl::algorithm::eltwise_relu, conv_dst, conv_dst))
-        , pool(dnnl::pooling_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
-                  dnnl::algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0},
-                  {0, 0}))
-        , fc(dnnl::inner_product_forward::primitive_desc(eng, dnnl::prop_kind::forward_inference,
-                  pool_dst, fc_w, fc_b, fc_dst))
-        , x(filled(eng, src)), cw(filled(eng, conv_w)), cb(filled(eng, conv_b)), y1(conv_dst, eng)
-        , y2(pool_dst, eng), fw(filled(eng, fc_w)), fb(filled(eng, fc_b)), y3(fc_dst, eng) {}
-    void run(dnnl::stream &s) {
-        conv.execute(s, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
-        relu.execute(s, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
-        pool.execute(s, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
-        fc.execute(s, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
-        s.wait();
-    }
-};
-
-// The graph row: an attention-like partition (MatMul, SoftMax, MatMul)
-// compiled for a graph engine whose allocator (c_malloc, c_free) oneDNN
-// calls on every execution, with zero-filled USM device tensors.
+// The graph rows: an attention-like partition (MatMul, SoftMax, MatMul) of
+// B x S x D = 2 x 16 x 16 (softmax rows of 16: right on the emulated device,
+// docs/known-problems.md) compiled for a graph engine whose allocator oneDNN
+// calls on every execution, with pattern-filled USM device tensors.
 struct attention_partition {
+    static constexpr int B = 2, S = 16, D = 16;
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
@@ -233,7 +343,6 @@ struct attention_partition {
     static dnnl::graph::partition make_partition() {
         using namespace dnnl::graph;
         using lt = logical_tensor;
-        const int B = 2, S = 32, D = 16;
         lt q(0, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
         lt k(1, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
         lt v(2, lt::data_type::f32, {B, S, D}, lt::layout_type::strided);
@@ -253,12 +362,13 @@ struct attention_partition {
         return g.get_partitions()[0];
     }
 
-    attention_partition(cl_device_id device, cl_context context, cl_command_queue queue)
+    attention_partition(cl_device_id device, cl_context context, cl_command_queue queue,
+            dnnl_graph_ocl_allocate_f malloc_fn = c_malloc, dnnl_graph_ocl_deallocate_f free_fn = c_free)
         : device(device)
         , context(context)
         , queue(queue)
         , geng(dnnl::graph::ocl_interop::make_engine_with_allocator(
-                  device, context, dnnl::graph::ocl_interop::make_allocator(c_malloc, c_free)))
+                  device, context, dnnl::graph::ocl_interop::make_allocator(malloc_fn, free_fn)))
         , gs(dnnl::ocl_interop::make_stream(geng, queue))
         , part(make_partition())
         , cp(part.compile(part.get_input_ports(), part.get_output_ports(), geng)) {
@@ -271,51 +381,84 @@ struct attention_partition {
         for (void *p : storage) usm_free(context, p);
     }
 
+    // Tensors for `ports`: inputs hold pattern(), outputs zeros.
     std::vector<dnnl::graph::tensor> make_tensors(const std::vector<dnnl::graph::logical_tensor> &ports) {
         std::vector<dnnl::graph::tensor> ts;
         for (auto &p : ports) {
             dnnl::graph::logical_tensor queried = cp.query_logical_tensor(p.get_id());
+            size_t bytes = queried.get_mem_size();
             cl_int err;
-            void *ptr = usm_device_alloc(context, device, nullptr, queried.get_mem_size(), 0, &err);
+            void *ptr = usm_device_alloc(context, device, nullptr, bytes, 0, &err);
             check(err, "clDeviceMemAllocINTEL");
-            const float zero_pattern = 0.f;
-            check(usm_fill(queue, ptr, &zero_pattern, sizeof(zero_pattern), queried.get_mem_size(), 0,
-                          nullptr, nullptr),
-                    "clEnqueueMemFillINTEL");
-            check(clFinish(queue), "clFinish");
+            std::vector<float> values(bytes / sizeof(float), 0.f);
+            if (p.get_id() < 3)
+                for (size_t i = 0; i < values.size(); ++i) values[i] = pattern(i);
+            check(usm_memcpy(queue, CL_TRUE, ptr, values.data(), bytes, 0, nullptr, nullptr),
+                    "clEnqueueMemcpyINTEL");
             storage.push_back(ptr);
             ts.emplace_back(queried, geng, ptr);
         }
         return ts;
     }
     void run() { cp.execute(gs, ins, outs); }
+    void check_output_of(const std::string &row, const std::vector<dnnl::graph::tensor> &out) {
+        check_output(row, read_usm(queue, out[0].get_data_handle(),
+                                  out[0].get_logical_tensor().get_mem_size()));
+    }
 };
 
+// The graph rows' timing: WARMUP executes, then `repeats` batches of 20
+// executes and a wait.
+samples_t graph_samples(attention_partition &work, int repeats, int warmup) {
+    for (int i = 0; i < warmup; ++i) work.run();
+    work.gs.wait();
+    return samples_us(repeats, 20, [&] { work.run(); }, [&] { work.gs.wait(); });
+}
+
 // ROW alone (the optional fourth argument): WARMUP calls, then ITERATIONS
-// timed ones; prints {"rows": {ROW: median microseconds per call}}.
-int run_one_row(const std::string &row, int iterations, int warmup, int matmul_size,
-        cl_device_id device, cl_context context, cl_command_queue in_order) {
-    double us;
+// timed ones, into `rows` (and its output's digest into `checks`); "graph
+// trace" prints its trace itself and leaves `rows` empty.
+void run_one_row(const std::string &row, int iterations, int warmup, int matmul_size,
+        cl_device_id device, cl_context context, cl_command_queue in_order,
+        std::map<std::string, samples_t> &rows) {
+    samples_t us;
     if (row == "large matmul") {
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
         dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
         large_matmul work(eng, matmul_size);
         for (int i = 0; i < warmup; ++i) work.run(s_in);
-        us = median_us(iterations, 1, [&] { work.run(s_in); });
-    } else if (row == "small network") {
-        dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
-        dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
-        small_network net(eng);
-        for (int i = 0; i < warmup; ++i) net.run(s_in);
-        us = median_us(iterations, 1, [&] { net.run(s_in); });
-    } else if (row == "graph execute with allocator") {
-        const int batch = 20;
-        if (iterations % batch)
-            throw std::runtime_error("ITERATIONS must be a multiple of 20 for the graph row");
-        attention_partition work(device, context, in_order);
+        us = samples_us(iterations, 1, [&] { work.run(s_in); });
+        work.check();
+    } else if (row == "graph execute with allocator" || row == "graph execute with caching pool") {
+        if (iterations % 20)
+            throw std::runtime_error("ITERATIONS must be a multiple of 20 for the graph rows");
+        bool pool = row == "graph execute with caching pool";
+        attention_partition work(device, context, in_order, pool ? c_pool_malloc : c_malloc,
+                pool ? c_pool_free : c_free);
+        us = graph_samples(work, iterations / 20, warmup);
+        work.check_output_of(row, work.outs);
+    } else if (row == "graph trace" || row == "graph trace (caching pool)") {
+        bool pool = row != "graph trace";
+        attention_partition work(device, context, in_order, pool ? c_pool_malloc : c_malloc,
+                pool ? c_pool_free : c_free);
         for (int i = 0; i < warmup; ++i) work.run();
         work.gs.wait();
-        us = median_us(iterations / batch, batch, [&] { work.run(); }, [&] { work.gs.wait(); });
+        tracing = true;
+        for (int i = 0; i < iterations; ++i) {
+            mark("execute: called");
+            work.run();
+            mark("execute: returned");
+        }
+        tracing = false;
+        work.gs.wait();
+        std::printf("{\"trace\": [");
+        const char *sep = "";
+        for (auto &r : trace_log) {
+            std::printf("%s[\"%s\", %lld]", sep, r.first, r.second);
+            sep = ", ";
+        }
+        std::printf("]}\n");
+        return;
     } else if (row == "primitive creation (cold, fresh process)") {
         // ITERATIONS creations, each compiling its kernels; the fastest.
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
@@ -326,11 +469,40 @@ int run_one_row(const std::string &row, int iterations, int warmup, int matmul_s
                     dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, tiny, tiny));
         });
     } else {
-        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, graph "
-                                 "execute with allocator, primitive creation (cold, fresh process))");
+        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, graph execute with "
+                                 "allocator, graph execute with caching pool, graph trace, "
+                                 "primitive creation (cold, fresh process))");
     }
-    std::printf("{\"rows\": {\"%s\": %.4f}}\n", row.c_str(), us);
-    return 0;
+    rows[row] = us;
+}
+
+void print_report(const std::map<std::string, samples_t> &rows) {
+    std::printf("{\"rows\": {");
+    const char *sep = "";
+    for (auto &r : rows) {
+        std::printf("%s\"%s\": [", sep, r.first.c_str());
+        const char *sep2 = "";
+        for (double v : r.second) {
+            std::printf("%s%.4f", sep2, v);
+            sep2 = ", ";
+        }
+        std::printf("]");
+        sep = ", ";
+    }
+    std::printf("}, \"checks\": {");
+    sep = "";
+    for (auto &c : checks) {
+        std::printf("%s\"%s\": {\"n\": %zu, \"sum\": %.9g, \"head\": [", sep, c.first.c_str(),
+                c.second.n, c.second.sum);
+        const char *sep2 = "";
+        for (float v : c.second.head) {
+            std::printf("%s%.9g", sep2, v);
+            sep2 = ", ";
+        }
+        std::printf("]}");
+        sep = ", ";
+    }
+    std::printf("}}\n");
 }
 
 } // namespace
@@ -341,7 +513,7 @@ int main(int argc, char **argv) try {
     const int warmup = argc > 2 ? std::atoi(argv[2]) : 200;
     const int matmul_size = argc > 3 ? std::atoi(argv[3]) : 512;
     const int batch = 100, repeats = std::max(iterations / batch, 5);
-    std::map<std::string, double> rows;
+    std::map<std::string, samples_t> rows;
 
     cl_device_id device = intel_gpu();
     cl_int err;
@@ -356,8 +528,13 @@ int main(int argc, char **argv) try {
     usm_get_alloc_info = extension<clGetMemAllocInfoINTEL_fn>(device, "clGetMemAllocInfoINTEL");
     usm_free = extension<clMemBlockingFreeINTEL_fn>(device, "clMemBlockingFreeINTEL");
     usm_fill = extension<clEnqueueMemFillINTEL_fn>(device, "clEnqueueMemFillINTEL");
-    if (argc > 4)
-        return run_one_row(argv[4], iterations, warmup, matmul_size, device, context, in_order);
+    usm_memcpy = extension<clEnqueueMemcpyINTEL_fn>(device, "clEnqueueMemcpyINTEL");
+    if (argc > 4) {
+        run_one_row(argv[4], iterations, warmup, matmul_size, device, context, in_order, rows);
+        if (!rows.empty()) print_report(rows);
+        c_pool_release();
+        return 0;
+    }
 
     engine eng = ocl_interop::make_engine(device, context);
     stream s_in = ocl_interop::make_stream(eng, in_order);
@@ -366,10 +543,10 @@ int main(int argc, char **argv) try {
     // A call that touches no device.
     memory::desc tiny({64}, memory::data_type::f32, memory::format_tag::a);
     memory tiny_src(tiny, eng), tiny_dst(tiny, eng);
-    zero(tiny_src);
-    zero(tiny_dst);
+    fill(tiny_src);
+    fill(tiny_dst);
     for (int i = 0; i < warmup; ++i) ocl_interop::get_memory_kind(tiny_src);
-    rows["get_memory_kind"] = median_us(repeats, batch, [&] {
+    rows["get_memory_kind"] = samples_us(repeats, batch, [&] {
         volatile auto kind = ocl_interop::get_memory_kind(tiny_src);
         (void)kind;
     });
@@ -413,10 +590,10 @@ int main(int argc, char **argv) try {
         make_buffer_unchecked();
     };
     for (int i = 0; i < warmup; ++i) { make_usm(); make_buffer(); }
-    rows["make_memory(usm)"] = median_us(repeats, batch, make_usm);
-    rows["make_memory(cl_mem)"] = median_us(repeats, batch, make_buffer);
-    rows["make_memory(usm), unchecked"] = median_us(repeats, batch, make_usm_unchecked);
-    rows["make_memory(cl_mem), unchecked"] = median_us(repeats, batch, make_buffer_unchecked);
+    rows["make_memory(usm)"] = samples_us(repeats, batch, make_usm);
+    rows["make_memory(cl_mem)"] = samples_us(repeats, batch, make_buffer);
+    rows["make_memory(usm), unchecked"] = samples_us(repeats, batch, make_usm_unchecked);
+    rows["make_memory(cl_mem), unchecked"] = samples_us(repeats, batch, make_buffer_unchecked);
 
     // execute of a tiny eltwise primitive.
     eltwise_forward relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
@@ -424,12 +601,14 @@ int main(int argc, char **argv) try {
     std::unordered_map<int, memory> relu_args {{DNNL_ARG_SRC, tiny_src}, {DNNL_ARG_DST, tiny_dst}};
     for (int i = 0; i < warmup; ++i) ocl_interop::execute(relu, s_in, relu_args);
     s_in.wait();
-    rows["execute(in-order)"] = median_us(repeats, batch,
+    rows["execute(in-order)"] = samples_us(repeats, batch,
             [&] { ocl_interop::execute(relu, s_in, relu_args); }, [&] { s_in.wait(); });
+    check_output("execute(in-order)", read(tiny_dst));
     auto execute_ooo = [&] { clReleaseEvent(ocl_interop::execute(relu, s_ooo, relu_args)); };
     for (int i = 0; i < warmup; ++i) execute_ooo();
     s_ooo.wait();
-    rows["execute(out-of-order)"] = median_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
+    rows["execute(out-of-order)"] = samples_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
+    check_output("execute(out-of-order)", read(tiny_dst));
 
     // Primitive creation (descriptor and primitive): from oneDNN's primitive
     // cache, and cold (cache off: kernels compiled every time).
@@ -438,16 +617,57 @@ int main(int argc, char **argv) try {
                 algorithm::eltwise_relu, tiny, tiny));
     };
     for (int i = 0; i < warmup; ++i) create_relu();
-    rows["primitive creation (cached)"] = median_us(repeats, batch, create_relu);
+    rows["primitive creation (cached)"] = samples_us(repeats, batch, create_relu);
     const int capacity = get_primitive_cache_capacity();
     set_primitive_cache_capacity(0);
     rows["primitive creation (cold)"] = fastest_us(5, create_relu); // as run.py: see there
     set_primitive_cache_capacity(capacity);
 
-    // A small network end to end (see small_network).
-    small_network net(eng);
-    for (int i = 0; i < 3; ++i) net.run(s_in);
-    rows["small network"] = median_us(15, 1, [&] { net.run(s_in); });
+    // A small network end to end: convolution, ReLU, max pooling, inner
+    // product, on inputs both sides fill with the same values.
+    const memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
+    auto plain = [](memory::dims dims) {
+        return memory::desc(dims, memory::data_type::f32,
+                dims.size() == 4 ? memory::format_tag::nchw
+                                 : dims.size() == 2 ? memory::format_tag::nc : memory::format_tag::a);
+    };
+    auto filled = [&](const memory::desc &md) {
+        memory m(md, eng);
+        fill(m);
+        return m;
+    };
+    memory::desc net_src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}),
+                 conv_b = plain({OC}), conv_dst = plain({N, OC, HW, HW}),
+                 pool_dst = plain({N, OC, HW / 2, HW / 2}), fc_w = plain({CLASSES, OC, HW / 2, HW / 2}),
+                 fc_b = plain({CLASSES}), fc_dst = plain({N, CLASSES});
+    convolution_forward conv(convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::convolution_direct, net_src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1}, {1, 1}));
+    eltwise_forward net_relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::eltwise_relu, conv_dst, conv_dst));
+    pooling_forward pool(pooling_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}));
+    inner_product_forward fc(inner_product_forward::primitive_desc(eng, prop_kind::forward_inference,
+            pool_dst, fc_w, fc_b, fc_dst));
+    memory x = filled(net_src), cw = filled(conv_w), cb = filled(conv_b), y1(conv_dst, eng),
+           y2(pool_dst, eng), fw = filled(fc_w), fb = filled(fc_b), y3(fc_dst, eng);
+    auto run_network = [&] {
+        conv.execute(s_in, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
+        net_relu.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
+        pool.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
+        fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
+        s_in.wait();
+    };
+    for (int i = 0; i < 3; ++i) run_network();
+    rows["small network"] = samples_us(15, 1, run_network);
+    check_output("small network", read(y3));
+
+    // execute, then a wait, beside nothing: the C++ counterpart of the
+    // Python row "execute beside a busy thread" (whose own reference is
+    // Python's execute alone; printed for information).
+    rows["execute and wait"] = samples_us(repeats, batch, [&] {
+        relu.execute(s_in, relu_args);
+        s_in.wait();
+    });
 
     // A chain of 100 executes linked by events, waited once.
     auto chain = [&] {
@@ -461,27 +681,30 @@ int main(int argc, char **argv) try {
         clReleaseEvent(previous);
     };
     for (int i = 0; i < 3; ++i) chain();
-    rows["chain of 100 executes"] = median_us(std::max(repeats, 15), 1, chain);
+    rows["chain of 100 executes"] = samples_us(std::max(repeats, 15), 1, chain);
+    check_output("chain of 100 executes", read(tiny_dst));
 
     // A large f32 matmul.
     large_matmul big(eng, matmul_size);
     auto run_matmul = [&] { big.run(s_in); };
     run_matmul();
-    rows["large matmul"] = median_us(9, 1, run_matmul);
+    rows["large matmul"] = samples_us(9, 1, run_matmul);
+    big.check();
 
-    // A graph partition whose allocator is called on every execution.
+    // A graph partition whose allocator is called on every execution, with
+    // the C allocator and with the C pool.
     using namespace dnnl::graph;
     attention_partition attention(device, context, in_order);
+    rows["graph execute with allocator"] = graph_samples(attention, std::max(repeats * 2, 30), warmup / 10 + 1);
+    attention.check_output_of("graph execute with allocator", attention.outs);
+    {
+        attention_partition pooled(device, context, in_order, c_pool_malloc, c_pool_free);
+        rows["graph execute with caching pool"] = graph_samples(pooled, std::max(repeats * 2, 30), warmup / 10 + 1);
+        pooled.check_output_of("graph execute with caching pool", pooled.outs);
+    }
     engine &geng = attention.geng;
-    stream &gs = attention.gs;
     partition &part = attention.part;
     compiled_partition &cp = attention.cp;
-    auto make_tensors = [&](const std::vector<logical_tensor> &ports) { return attention.make_tensors(ports); };
-    auto run_partition = [&] { attention.run(); };
-    for (int i = 0; i < warmup / 10 + 1; ++i) run_partition();
-    gs.wait();
-    rows["graph execute with allocator"] = median_us(std::max(repeats * 2, 30), batch / 5,
-            run_partition, [&] { gs.wait(); });
 
     // Threads, each with its own queue and stream: a 128 x 128 matmul (one
     // shared primitive, per-thread memory) and the partition above (shared,
@@ -501,9 +724,9 @@ int main(int argc, char **argv) try {
             gstreams.push_back(dnnl::ocl_interop::make_stream(geng, queues.back()));
             margs.push_back({{DNNL_ARG_SRC, memory(mid, eng)}, {DNNL_ARG_WEIGHTS, memory(mid, eng)},
                     {DNNL_ARG_DST, memory(mid, eng)}});
-            for (auto &arg : margs.back()) zero(arg.second);
-            tins.push_back(make_tensors(part.get_input_ports()));
-            touts.push_back(make_tensors(part.get_output_ports()));
+            for (auto &arg : margs.back()) fill(arg.second);
+            tins.push_back(attention.make_tensors(part.get_input_ports()));
+            touts.push_back(attention.make_tensors(part.get_output_ports()));
         }
         auto matmuls = [&](int t) {
             for (int i = 0; i < thread_calls; ++i) mm_mid.execute(streams[t], margs[t]);
@@ -520,18 +743,24 @@ int main(int argc, char **argv) try {
                 = threaded_us(n, n * thread_calls, thread_repeats, matmuls);
         rows["graph throughput, " + suffix]
                 = threaded_us(n, n * thread_calls, thread_repeats, partitions);
+        check_output("matmul throughput, " + suffix, read(margs[n - 1][DNNL_ARG_DST]));
+        attention.check_output_of("graph throughput, " + suffix, touts[n - 1]);
         streams.clear();
         gstreams.clear();
         for (auto q : queues) clReleaseCommandQueue(q);
     }
 
-    // For reference: enqueue of a trivial OpenCL kernel.
+    // For reference: enqueue of a trivial OpenCL kernel (each adds 1 to the
+    // zeroed buffer: the check counts the enqueues).
     const char *source = "__kernel void touch(__global float *a) { a[get_global_id(0)] += 1.0f; }";
     cl_program program = clCreateProgramWithSource(context, 1, &source, nullptr, &err);
     check(err, "clCreateProgramWithSource");
     check(clBuildProgram(program, 1, &device, nullptr, nullptr, nullptr), "clBuildProgram");
     cl_kernel kernel = clCreateKernel(program, "touch", &err);
     check(err, "clCreateKernel");
+    const float zero = 0.f;
+    check(clEnqueueFillBuffer(in_order, buffer, &zero, sizeof(zero), 0, tiny.get_size(), 0, nullptr, nullptr),
+            "clEnqueueFillBuffer");
     size_t global = 64;
     auto enqueue = [&] {
         check(clSetKernelArg(kernel, 0, sizeof(buffer), &buffer), "clSetKernelArg");
@@ -542,17 +771,17 @@ int main(int argc, char **argv) try {
     };
     for (int i = 0; i < warmup; ++i) enqueue();
     clFinish(in_order);
-    rows["opencl kernel enqueue"] = median_us(repeats, batch, enqueue, [&] { clFinish(in_order); });
+    rows["opencl kernel enqueue"] = samples_us(repeats, batch, enqueue, [&] { clFinish(in_order); });
+    std::vector<float> touched(64);
+    check(clEnqueueReadBuffer(in_order, buffer, CL_TRUE, 0, tiny.get_size(), touched.data(), 0, nullptr,
+                  nullptr),
+            "clEnqueueReadBuffer");
+    check_output("opencl kernel enqueue", touched);
 
-    std::printf("{\"rows\": {");
-    const char *sep = "";
-    for (auto &r : rows) {
-        std::printf("%s\"%s\": %.4f", sep, r.first.c_str(), r.second);
-        sep = ", ";
-    }
-    std::printf("}}\n");
+    print_report(rows);
 
     usm_free(context, usm);
+    c_pool_release();
     clReleaseKernel(kernel);
     clReleaseProgram(program);
     clReleaseMemObject(buffer);

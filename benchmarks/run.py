@@ -10,25 +10,40 @@ difference and the ratio, and the goal each row is judged by.
                              [--only NAME]
 
 C++ and Python take turns for --rounds rounds. Each round measures a row's
-median time per call; a row is judged on the per-round differences (or
-ratios) of Python and C++: their median, with a 95 % bootstrap confidence
-interval over rounds. It *meets* its goal when the whole interval does,
-*misses* when none of it does, and is *inconclusive* otherwise (run more
---rounds). The JSON has every round and the intervals.
+median time per call (one median definition for both sides: the baseline
+prints its samples, median_of takes the median of each side's); a row is
+judged on the per-round differences (or ratios) of Python and C++: their
+median, with a 95 % bootstrap confidence interval over rounds. It *meets*
+its goal when the whole interval does, *misses* when none of it does, and
+is *inconclusive* otherwise (run more --rounds). The JSON has every round,
+the intervals and the machine.
+
+Budgets in µs over C++ are counted in *units*: the time of the simplest
+call from Python (dnnl._core._empty()) measured in the same round, so that they
+mean the same on a faster or slower machine (PER_CALL_UNITS units per call:
+1.5 µs where the empty call takes UNIT_REFERENCE_US). Rows of milliseconds are
+judged by their absolute overhead too (a few calls' budget); their ratio
+is information.
+
+Every row that computes checks its output once per round, both sides,
+against NumPy (the baseline prints a digest of each output).
 
 Rows with no C++ counterpart take another Python measurement as their
 reference (in the C++ column): "execute beside a busy thread" against
-execute alone, and the persistent cache's warm primitive creation against
-the cold one, each in a fresh process, and the dnnl.ops call against the
-same call written by hand. --only NAME measures just one of those rows, or
-"small network with ops" with the C++ small network alone.
+execute alone, the persistent cache's warm primitive creation against the
+cold one, each in a fresh process, and the dnnl.ops call against the same
+call written by hand; "small network with ops" is judged against the C++
+small network. --only NAME measures one row (ONLY_ROWS), both sides where
+it has two.
 
-Exits non-zero when a measurement failed (not when a goal is missed).
+Exits non-zero when a measurement or an output check failed (not when a
+goal is missed).
 """
 
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -37,7 +52,7 @@ import threading
 import time
 
 # NumPy's OpenBLAS threads spin on the cores the device shares here; the C++
-# side has none. This program does no BLAS work.
+# side has none. This program does no BLAS work while it measures.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import dnnl_ocl_interop as dnnl  # noqa: E402
@@ -51,29 +66,51 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "benchmarks")
 BASELINE = os.path.join(BUILD, "dnnl_ocl_interop_baseline")
 BATCH = 100
-PER_CALL_GOAL_US = 1.5
-MATMUL_GOAL_RATIO = 1.02
-ALLOCATION_GOAL_US = 3.0
+# Per-call budget, in units (the time of dnnl._core._empty() in a loop, in
+# the same round): 1.5 µs where the empty call takes UNIT_REFERENCE_US. On the
+# 2-core AMD EPYC of the README's tables (emulated device) it took 0.034 to
+# 0.067 µs as the load of the machine changed (get_memory_kind 2.2 to 2.6
+# times as long): 0.85 to 1.7 µs per call.
+UNIT_REFERENCE_US = 0.06
+PER_CALL_UNITS = 25
+ALLOCATION_UNITS = 50  # a Python allocator's malloc and free (3 µs there)
+POOL_UNITS = 50  # the caching pool's malloc and free, over the C pool (3 µs there)
 BUSY_GOAL_RATIO = 2.0
-THREADS_GOAL_RATIO = 1 / 0.95  # Python's throughput at least 0.95 of C++'s
 # Warm creation (kernels loaded from stored blobs) against cold (compiled), in
 # fresh processes: measured 0.06 (95 % CI 0.048 … 0.078) on the emulated
 # device, five rounds; the goal is a tenth.
 PERSISTENT_CACHE_GOAL_RATIO = 0.1
 PERSISTENT_CACHE_ROW = "primitive creation (persistent cache, warm)"
-# dnnl.ops: a cached call against the same work written by hand (goal: at
-# most OPS_CALL_GOAL_US more), and the small network written with ops
-# against the C++ small network (goal: MATMUL_GOAL_RATIO).
+FRESH_COLD_ROW = "primitive creation (cold, fresh process)"
+BUSY_ROW = "execute beside a busy thread"
+GRAPH_ROW = "graph execute with allocator"
+POOL_ROW = "graph execute with caching pool"
+# dnnl.ops: a cached call against the same work written by hand, and the
+# small network written with ops against the C++ small network. An ops call
+# may add OPS_CALL_UNITS over the call by hand (2 µs where the unit takes
+# UNIT_REFERENCE_US).
 OPS_CALL_ROW = "ops call (cached)"
 OPS_NETWORK_ROW = "small network with ops"
-OPS_CALL_GOAL_US = 2.0
-# Rows whose reference is Python itself (no C++ counterpart): the note
-# holding the reference's time, per round.
-PYTHON_REFERENCES = {"execute beside a busy thread": "solo execute",
+OPS_CALL_UNITS = 33
+# Rows with no C++ counterpart: the note holding their reference's time, per round.
+PYTHON_REFERENCES = {BUSY_ROW: "solo execute and wait",
                      PERSISTENT_CACHE_ROW: "primitive creation (persistent cache, cold)",
                      OPS_CALL_ROW: "the same call by hand"}
 # Rows judged against another row's C++ time.
 CPP_REFERENCES = {OPS_NETWORK_ROW: "small network"}
+# Rows --only can measure alone.
+ONLY_ROWS = [PERSISTENT_CACHE_ROW, FRESH_COLD_ROW, "large matmul", GRAPH_ROW, POOL_ROW,
+             OPS_CALL_ROW]
+# The attention partition of the graph rows: B x S x D. Softmax rows of S =
+# 16 elements: right on the emulated device (docs/known-problems.md).
+ATTENTION_SHAPE = (2, 16, 16)
+GRAPH_BATCH = 20  # executes per wait in the graph rows
+
+
+def median_of(samples):
+    """The median of a side's samples (the mean of the two middle ones for
+    an even count), for both sides."""
+    return float(np.median(np.asarray(samples, dtype=float)))
 
 
 def median_us(repeats, batch, call, after_batch=lambda: None):
@@ -86,7 +123,7 @@ def median_us(repeats, batch, call, after_batch=lambda: None):
         elapsed = time.perf_counter_ns() - start
         after_batch()
         samples.append(elapsed / 1e3 / batch)
-    return float(np.median(samples))
+    return median_of(samples)
 
 
 def fastest_us(repeats, call):
@@ -98,6 +135,91 @@ def fastest_us(repeats, call):
         samples.append((time.perf_counter_ns() - start) / 1e3)
     return min(samples)
 
+
+# ------------------------------------------------------------ output checks
+
+def pattern(count):
+    """The values every computing row's inputs hold, on both sides
+    (baseline.cpp's pattern()): small, of both signs, in f32 arithmetic."""
+    return (np.arange(count) % 7).astype(np.float32) * np.float32(0.1) - np.float32(0.3)
+
+
+def attention_reference(batch, seq, head):
+    """The attention partition's output for pattern() inputs (float64)."""
+    q, k, v = (pattern(batch * seq * head).astype(np.float64).reshape(batch, seq, head) for _ in range(3))
+    logits = q @ np.swapaxes(k, -1, -2)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return (weights / weights.sum(axis=-1, keepdims=True)) @ v
+
+
+def matmul_reference(size):
+    a = pattern(size * size).astype(np.float64).reshape(size, size)
+    return a @ a
+
+
+def network_reference():
+    """Convolution (3x3, padding 1) with bias, ReLU, 2x2 max pooling and an
+    inner product with bias, on pattern() tensors, as network_row runs them."""
+    n, ic, oc, hw, classes = 8, 3, 16, 32, 10
+    x = pattern(n * ic * hw * hw).astype(np.float64).reshape(n, ic, hw, hw)
+    w = pattern(oc * ic * 9).astype(np.float64).reshape(oc, ic, 3, 3)
+    b = pattern(oc).astype(np.float64)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # n ic h w 3 3
+    y = np.einsum("nchwij,ocij->nohw", windows, w) + b[None, :, None, None]
+    y = np.maximum(y, 0)
+    pooled = y.reshape(n, oc, hw // 2, 2, hw // 2, 2).max(axis=(3, 5))
+    fw = pattern(classes * oc * (hw // 2) ** 2).astype(np.float64).reshape(classes, -1)
+    fb = pattern(classes).astype(np.float64)
+    return pooled.reshape(n, -1) @ fw.T + fb
+
+
+def expected_outputs(matmul_size, kernel_enqueues):
+    """{row: the NumPy output its computation must give} (rows that compute)."""
+    relu = np.maximum(pattern(64), 0)
+    attention = attention_reference(*ATTENTION_SHAPE)
+    mid = matmul_reference(128)
+    out = {"execute(in-order)": relu, "execute(out-of-order)": relu, "chain of 100 executes": relu,
+           BUSY_ROW: relu, "small network": network_reference(), "large matmul": matmul_reference(matmul_size),
+           OPS_NETWORK_ROW: network_reference(), OPS_CALL_ROW: relu,
+           GRAPH_ROW: attention, POOL_ROW: attention,
+           "opencl kernel enqueue": np.full(64, float(kernel_enqueues))}
+    for n in (1, 2, 4):
+        suffix = f"{n} thread" + ("s" if n > 1 else "")
+        out[f"matmul throughput, {suffix}"] = mid
+        out[f"graph throughput, {suffix}"] = attention
+    return out
+
+
+def digest(values):
+    """What the baseline prints of an output: count, sum, first 8 values."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    return {"n": int(values.size), "sum": float(values.sum()), "head": values[:8].tolist()}
+
+
+def check_digest(side, row, got, expected):
+    """Raises when the digest `got` of a row's output is not that of the
+    NumPy output `expected` (f32 rounding allowed for)."""
+    want = digest(expected)
+    scale = float(np.abs(np.asarray(expected, dtype=np.float64)).sum()) + 1e-6
+    ok = (got["n"] == want["n"] and abs(got["sum"] - want["sum"]) <= 1e-4 * scale
+          and np.allclose(got["head"], want["head"], rtol=1e-4, atol=1e-5))
+    if not ok:
+        raise RuntimeError(f"{side} row {row!r}: output differs from NumPy's "
+                           f"(got n={got['n']} sum={got['sum']:.6g} head={got['head'][:4]}, "
+                           f"expected n={want['n']} sum={want['sum']:.6g} head={want['head'][:4]})")
+
+
+def check_outputs(side, digests, expected):
+    """Checks every digest of `digests` (rows without an expected output are
+    an error: a computing row must be checked)."""
+    for row, got in digests.items():
+        if row not in expected:
+            raise RuntimeError(f"{side} row {row!r}: no NumPy reference to check its output against")
+        check_digest(side, row, got, expected[row])
+
+
+# ------------------------------------------------------------ the baseline
 
 def build_baseline():
     """Builds (or brings up to date: an incremental build) the C++ baseline."""
@@ -112,15 +234,17 @@ def build_baseline():
 
 
 def run_baseline(iterations, warmup, matmul_size, row=None):
+    """(rows {name: median µs}, output digests {name: digest}) of one
+    baseline run (all rows, or `row` alone)."""
     out = subprocess.run([BASELINE, str(iterations), str(warmup), str(matmul_size)] + ([row] if row else []),
                          capture_output=True, text=True, check=True, timeout=1800)
-    return json.loads(out.stdout.strip().splitlines()[-1])["rows"]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return {name: median_of(samples) for name, samples in report["rows"].items()}, report["checks"]
 
 
 # Cold creation again, each side in a fresh process doing nothing else:
 # in run.py's long process the compile took 4 % longer than in C++'s (see
 # docs/benchmarks.md), while the binding's share is microseconds.
-FRESH_COLD_ROW = "primitive creation (cold, fresh process)"
 FRESH_COLD_CREATIONS = 5
 _FRESH_COLD_CHILD = textwrap.dedent("""
     import json, sys, time
@@ -145,35 +269,62 @@ _FRESH_COLD_CHILD = textwrap.dedent("""
 """)
 
 
-def fresh_cold_rows():
+def fresh_cold_rows(python_first):
     """(Python µs, C++ µs): the fastest of FRESH_COLD_CREATIONS cold
-    creations, each side in its own fresh process (C++ first)."""
-    cpp = run_baseline(FRESH_COLD_CREATIONS, 0, 0, FRESH_COLD_ROW)[FRESH_COLD_ROW]
-    out = subprocess.run([sys.executable, "-c", _FRESH_COLD_CHILD, str(FRESH_COLD_CREATIONS)],
-                         capture_output=True, text=True, timeout=1800)
-    if out.returncode != 0:
-        raise RuntimeError(f"fresh cold-creation process failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["us"], cpp
+    creations, each side in its own fresh process; `python_first` says which
+    side runs first (run.py alternates it over rounds, so that neither side
+    always finds the OS caches warm)."""
+    def python():
+        out = subprocess.run([sys.executable, "-c", _FRESH_COLD_CHILD, str(FRESH_COLD_CREATIONS)],
+                             capture_output=True, text=True, timeout=1800)
+        if out.returncode != 0:
+            raise RuntimeError(f"fresh cold-creation process failed: {out.stderr[-2000:]}")
+        return json.loads(out.stdout.strip().splitlines()[-1])["us"]
+
+    def cpp():
+        return run_baseline(FRESH_COLD_CREATIONS, 0, 0, FRESH_COLD_ROW)[0][FRESH_COLD_ROW]
+
+    if python_first:
+        py = python()
+        return py, cpp()
+    c = cpp()
+    return python(), c
+
+
+# ------------------------------------------------------------ Python rows
+
+def intel_gpu_context():
+    device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
+                  for d in p.get_devices(cl.device_type.GPU))
+    return device, cl.Context([device])
+
+
+def filled_memory(desc, engine):
+    mem = dnnl.memory(desc, engine)
+    dnnl.arrays.write(mem, pattern(desc.get_size() // 4).reshape(desc.get_dims()))
+    return mem
 
 
 def python_rows(iterations, warmup, matmul_size):
-    """The Python side: same rows, same work, same timing as baseline.cpp."""
+    """The Python side: same rows, same work, same timing as baseline.cpp.
+    Returns (rows {name: µs}, notes {name: value}, digests {row: digest})."""
     oi = dnnl.ocl_interop
     repeats = max(iterations // BATCH, 5)
-    rows, notes = {}, {}
-    device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
-                  for d in p.get_devices(cl.device_type.GPU))
-    context = cl.Context([device])
+    rows, notes, digests = {}, {}, {}
+    device, context = intel_gpu_context()
     in_order = cl.CommandQueue(context, device)
     out_of_order = cl.CommandQueue(context, device,
                                    properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
     engine = oi.make_engine(device, context)
     s_in, s_ooo = oi.make_stream(engine, in_order), oi.make_stream(engine, out_of_order)
 
+    empty = dnnl._core._empty
+    for _ in range(warmup):
+        empty()
+    notes["unit"] = median_us(repeats, BATCH * 10, empty)
+
     tiny = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
-    tiny_src, tiny_dst = dnnl.memory(tiny, engine), dnnl.memory(tiny, engine)
-    for mem in (tiny_src, tiny_dst):  # the same values on both sides
-        dnnl.arrays.write(mem, np.zeros(64, np.float32))
+    tiny_src, tiny_dst = filled_memory(tiny, engine), filled_memory(tiny, engine)
     for _ in range(warmup):
         oi.get_memory_kind(tiny_src)
     rows["get_memory_kind"] = median_us(repeats, BATCH, lambda: oi.get_memory_kind(tiny_src))
@@ -198,11 +349,16 @@ def python_rows(iterations, warmup, matmul_size):
         engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
     relu_args = {dnnl.ARG_SRC: tiny_src, dnnl.ARG_DST: tiny_dst}
     execute = oi.execute
+
+    def relu_output():
+        return digest(dnnl.arrays.read(tiny_dst))
+
     for _ in range(warmup):
         execute(relu, s_in, relu_args)
     s_in.wait()
     rows["execute(in-order)"] = median_us(repeats, BATCH, lambda: execute(relu, s_in, relu_args),
                                           s_in.wait)
+    digests["execute(in-order)"] = relu_output()
 
     def execute_ooo():
         execute(relu, s_ooo, relu_args)  # the returned event is released when dropped
@@ -211,6 +367,7 @@ def python_rows(iterations, warmup, matmul_size):
         execute_ooo()
     s_ooo.wait()
     rows["execute(out-of-order)"] = median_us(repeats, BATCH, execute_ooo, s_ooo.wait)
+    digests["execute(out-of-order)"] = relu_output()
 
     def create_relu():
         dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
@@ -226,18 +383,21 @@ def python_rows(iterations, warmup, matmul_size):
     rows["primitive creation (cold)"] = fastest_us(5, create_relu)
     dnnl.set_primitive_cache_capacity(capacity)
 
-    rows["small network"] = network_row(engine, s_in)
-    rows[OPS_NETWORK_ROW] = ops_network_row(in_order)
-    rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]] = ops_call_row(device, context,
-                                                                             in_order, repeats,
-                                                                             warmup)
+    rows["small network"], digests["small network"] = network_row(engine, s_in)
+    rows[OPS_NETWORK_ROW], digests[OPS_NETWORK_ROW] = ops_network_row(in_order)
+    rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]], digests[OPS_CALL_ROW] = \
+        ops_call_row(device, context, in_order, repeats, warmup)
 
-    # execute() beside a thread spinning in pure Python, against execute()
-    # alone: what the GIL policy of execute costs (goal: half the solo rate).
-    def execute_in_order():
+    # execute() and wait(), as a user calls them, beside a thread spinning in
+    # pure Python, against the same alone: what the GIL policy of execute
+    # and wait costs (goal: half the solo rate). wait() releases the GIL, so
+    # each call takes it back from the spinning thread.
+    def execute_and_wait():
         relu.execute(s_in, relu_args)
+        s_in.wait()
 
-    solo = median_us(repeats, BATCH, execute_in_order, s_in.wait)
+    busy_batch = BATCH // 10
+    notes["solo execute and wait"] = median_us(repeats, busy_batch, execute_and_wait)
     spinning = threading.Event()
 
     def spin():
@@ -247,11 +407,11 @@ def python_rows(iterations, warmup, matmul_size):
     spinner = threading.Thread(target=spin)
     spinner.start()
     try:
-        rows["execute beside a busy thread"] = median_us(repeats, BATCH, execute_in_order, s_in.wait)
+        rows[BUSY_ROW] = median_us(repeats, busy_batch, execute_and_wait)
     finally:
         spinning.set()
         spinner.join()
-    notes["solo execute"] = solo
+    digests[BUSY_ROW] = relu_output()
 
     def chain():
         previous = execute(relu, s_ooo, relu_args)
@@ -262,18 +422,25 @@ def python_rows(iterations, warmup, matmul_size):
     for _ in range(3):
         chain()
     rows["chain of 100 executes"] = median_us(max(repeats, 15), 1, chain)
+    digests["chain of 100 executes"] = relu_output()
 
-    run_matmul = large_matmul(engine, s_in, matmul_size)
+    run_matmul, matmul_output = large_matmul(engine, s_in, matmul_size)
     run_matmul()
     rows["large matmul"] = median_us(9, 1, run_matmul)
+    digests["large matmul"] = digest(matmul_output())
 
-    rows["graph execute with allocator"], notes["allocations per execute"], graph_parts = graph_row(
-        device, context, in_order, repeats, warmup)
-    rows.update(thread_rows(engine, context, device, graph_parts))
+    graph_repeats = max(repeats * 2, 30)
+    rows[GRAPH_ROW], notes["allocations per execute"], digests[GRAPH_ROW], graph_parts = graph_row(
+        device, context, in_order, graph_repeats, warmup)
+    rows[POOL_ROW], digests[POOL_ROW] = pool_row(device, context, in_order, graph_repeats, warmup)
+    thread_rows_, thread_digests = thread_rows(engine, context, device, graph_parts)
+    rows.update(thread_rows_)
+    digests.update(thread_digests)
 
     program = cl.Program(context, "__kernel void touch(__global float *a) "
                                   "{ a[get_global_id(0)] += 1.0f; }").build()
     kernel = program.touch
+    cl.enqueue_fill_buffer(in_order, buffer, np.float32(0), 0, tiny.get_size())
 
     def enqueue():
         kernel.set_arg(0, buffer)
@@ -283,41 +450,42 @@ def python_rows(iterations, warmup, matmul_size):
         enqueue()
     in_order.finish()
     rows["opencl kernel enqueue"] = median_us(repeats, BATCH, enqueue, in_order.finish)
+    touched = np.empty(64, np.float32)
+    cl.enqueue_copy(in_order, touched, buffer)
+    digests["opencl kernel enqueue"] = digest(touched)
     dnnl.usm.free(context, usm)
-    return rows, notes
+    return rows, notes, digests
+
+
+def kernel_enqueues(iterations, warmup):
+    """How many times the "opencl kernel enqueue" row runs its kernel (each
+    adds 1 to every element), on either side."""
+    return warmup + max(iterations // BATCH, 5) * BATCH
 
 
 def large_matmul(engine, stream, size):
     """The large-matmul row's work, as baseline.cpp does it: a size x size
-    f32 matmul on zero-filled memory; each call executes and waits."""
+    f32 matmul on pattern() memory; each call executes and waits. Returns
+    (run, output) where output() reads the result."""
     square = dnnl.memory.desc([size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
-    mm_args = {arg: dnnl.memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
-    for mem in mm_args.values():  # the same values on both sides
-        dnnl.arrays.write(mem, np.zeros([size] * 2, np.float32))
+    mm_args = {arg: filled_memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
 
     def run_matmul():
         matmul.execute(stream, mm_args)
         stream.wait()
 
-    return run_matmul
+    return run_matmul, lambda: dnnl.arrays.read(mm_args[dnnl.ARG_DST])
 
 
 def network_row(engine, stream):
     """Convolution, ReLU, max pooling and inner product, as baseline.cpp runs
-    them, on inputs filled with the same values."""
+    them, on pattern() inputs: (median µs, digest of the output)."""
     f32, fi = dnnl.memory.data_type.f32, dnnl.prop_kind.forward_inference
     tags = {1: dnnl.memory.format_tag.a, 2: dnnl.memory.format_tag.nc, 4: dnnl.memory.format_tag.nchw}
 
     def plain(dims):
         return dnnl.memory.desc(dims, f32, tags[len(dims)])
-
-    def filled(md):
-        mem = dnnl.memory(md, engine)
-        count = md.get_size() // 4
-        dnnl.arrays.write(mem, ((np.arange(count) % 7) * np.float32(0.1) - np.float32(0.3))
-                          .astype(np.float32).reshape(md.get_dims()))
-        return mem
 
     n, ic, oc, hw, classes = 8, 3, 16, 32, 10
     src, conv_w, conv_b = plain([n, ic, hw, hw]), plain([oc, ic, 3, 3]), plain([oc])
@@ -332,7 +500,7 @@ def network_row(engine, stream):
         engine, fi, alg.pooling_max, conv_dst, pool_dst, [2, 2], [2, 2], [0, 0], [0, 0], [0, 0]))
     fc = dnnl.inner_product_forward(dnnl.inner_product_forward.primitive_desc(engine, fi, pool_dst, fc_w,
                                                                             fc_b, fc_dst))
-    x, cw, cb, fw, fb = filled(src), filled(conv_w), filled(conv_b), filled(fc_w), filled(fc_b)
+    x, cw, cb, fw, fb = (filled_memory(d, engine) for d in (src, conv_w, conv_b, fc_w, fc_b))
     y1, y2, y3 = dnnl.memory(conv_dst, engine), dnnl.memory(pool_dst, engine), dnnl.memory(fc_dst, engine)
     A = dnnl
     steps = [(conv, {A.ARG_SRC: x, A.ARG_WEIGHTS: cw, A.ARG_BIAS: cb, A.ARG_DST: y1}),
@@ -346,41 +514,21 @@ def network_row(engine, stream):
 
     for _ in range(3):
         run_network()
-    return median_us(15, 1, run_network)
-
-
-def network_values(shape):
-    """The values network_row (and baseline.cpp) fill an input with."""
-    count = int(np.prod(shape))
-    return ((np.arange(count) % 7) * np.float32(0.1) - np.float32(0.3)).astype(np.float32) \
-        .reshape(shape)
-
-
-def network_reference(x, conv_w, conv_b, fc_w, fc_b):
-    """NumPy's answer for the small network (3x3 convolution with padding 1,
-    ReLU, 2x2 max pooling, inner product)."""
-    n, _, h, w = x.shape
-    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-    conv = sum(np.einsum("nchw,oc->nohw", padded[:, :, i:i + h, j:j + w], conv_w[:, :, i, j])
-               for i in range(3) for j in range(3)) + conv_b.reshape(1, -1, 1, 1)
-    relu = np.maximum(conv, 0)
-    pooled = relu.reshape(n, relu.shape[1], h // 2, 2, w // 2, 2).max(axis=(3, 5))
-    return pooled.reshape(n, -1) @ fc_w.reshape(fc_w.shape[0], -1).T + fc_b
+    return median_us(15, 1, run_network), digest(dnnl.arrays.read(y3))
 
 
 def ops_network_row(queue):
     """The small network of network_row written with dnnl.ops, as a user
     would: each call makes its result array (pyopencl's default allocator)
-    and the host waits once at the end. Checked once against NumPy."""
+    and the host waits once at the end: (median µs, digest of the output)."""
     import pyopencl.array as cla
     from dnnl_ocl_interop import ops
 
     n, ic, oc, hw, classes = 8, 3, 16, 32, 10
-    host = {name: network_values(shape) for name, shape in
-            dict(x=(n, ic, hw, hw), conv_w=(oc, ic, 3, 3), conv_b=(oc,),
-                 fc_w=(classes, oc, hw // 2, hw // 2), fc_b=(classes,)).items()}
-    x, cw, cb, fw, fb = (cla.to_device(queue, host[k]) for k in ("x", "conv_w", "conv_b", "fc_w",
-                                                                   "fc_b"))
+    shapes = dict(x=(n, ic, hw, hw), conv_w=(oc, ic, 3, 3), conv_b=(oc,),
+                  fc_w=(classes, oc, hw // 2, hw // 2), fc_b=(classes,))
+    x, cw, cb, fw, fb = (cla.to_device(queue, pattern(int(np.prod(shape))).reshape(shape))
+                         for shape in shapes.values())
     result = []
 
     def run_network():
@@ -392,30 +540,21 @@ def ops_network_row(queue):
 
     for _ in range(3):
         run_network()
-    expected = network_reference(host["x"], host["conv_w"], host["conv_b"], host["fc_w"],
-                                 host["fc_b"])
-    if not np.allclose(result[0].get(), expected, rtol=1e-4, atol=1e-4):
-        raise RuntimeError(f"{OPS_NETWORK_ROW}: the result differs from NumPy's")
-    return median_us(15, 1, run_network)
+    return median_us(15, 1, run_network), digest(result[0].get())
 
 
 def ops_call_row(device, context, queue, repeats, warmup):
-    """(ops µs, by hand µs): ``ops.relu(x, out=y)`` on 64 floats, its
+    """(ops µs, by hand µs, digest): ``ops.relu(x, out=y)`` on 64 floats, its
     primitive cached, against the work a user writes for the same call by
     hand with the same cached primitive: memory on both arrays
     (dnnl.arrays.as_memory), execute after their events, and the result's
-    event attached (a marker's on this in-order queue, as ops does). Checked
-    once against NumPy."""
+    event attached (a marker's on this in-order queue, as ops does)."""
     import pyopencl.array as cla
     from dnnl_ocl_interop import ops
 
     oi = dnnl.ocl_interop
-    values = np.linspace(-1, 1, 64, dtype=np.float32)
-    x = cla.to_device(queue, values)
+    x = cla.to_device(queue, pattern(64))
     y = cla.empty_like(x)
-    ops.relu(x, out=y)
-    if not np.array_equal(y.get(), np.maximum(values, 0)):
-        raise RuntimeError(f"{OPS_CALL_ROW}: the result differs from NumPy's")
     engine = oi.make_engine(device, context)
     stream = oi.make_stream(engine, queue)
     desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
@@ -441,11 +580,13 @@ def ops_call_row(device, context, queue, repeats, warmup):
         with_ops()
     queue.finish()
     hand = median_us(repeats, BATCH, by_hand, queue.finish)
-    return median_us(repeats, BATCH, with_ops, queue.finish), hand
+    with_ops_us = median_us(repeats, BATCH, with_ops, queue.finish)
+    return with_ops_us, hand, digest(y.get())
 
 
 def graph_row(device, context, queue, repeats, warmup):
-    """Attention partition on an engine with a minimal Python USM allocator."""
+    """Attention partition on an engine with a minimal Python USM allocator:
+    (median µs, allocations per execute, digest, graph parts)."""
     run, stream, calls, graph_parts = attention_partition(device, context, queue)
     for _ in range(warmup // 10 + 1):
         run()
@@ -454,17 +595,47 @@ def graph_row(device, context, queue, repeats, warmup):
     run()
     stream.wait()
     per_execute = calls["malloc"] - before
-    median = median_us(max(repeats * 2, 30), BATCH // 5, run, stream.wait)
-    return median, per_execute, graph_parts
+    median = median_us(repeats, GRAPH_BATCH, run, stream.wait)
+    return median, per_execute, attention_output(graph_parts, queue), graph_parts
 
 
-def attention_partition(device, context, queue, malloc=None, free=None):
-    """The graph row's work, as baseline.cpp does it: (run, stream, malloc
-    counter, (engine, compiled partition, partition, tensors(ports))), where
-    run() executes the attention partition once on zero-filled USM tensors,
-    with a minimal Python USM allocator (or the `malloc` and `free` given;
-    the counter then stays 0). The tensors' USM storage lives as long as
-    tensors(ports) does: keep the last item while run() is used."""
+def pool_row(device, context, queue, repeats, warmup):
+    """The same partition on a warm dnnl.graph.allocators.caching_pool
+    (default settings: one in-order queue): (median µs, digest). Checks that
+    the pool served every timed execute from its cache."""
+    pool = dnnl.graph.allocators.caching_pool()
+    run, stream, _, graph_parts = attention_partition(device, context, queue, allocator=pool.allocator)
+    for _ in range(warmup // 10 + 1):
+        run()
+    stream.wait()
+    misses = pool.misses
+    median = median_us(repeats, GRAPH_BATCH, run, stream.wait)
+    if pool.misses != misses:
+        raise RuntimeError(f"{POOL_ROW}: the warm pool went to the device {pool.misses - misses} times")
+    result = attention_output(graph_parts, queue)
+    del run, stream, graph_parts
+    pool.release()
+    return median, result
+
+
+def attention_output(graph_parts, queue, tensors=None):
+    """A digest of the attention partition's output (its output tensor, or
+    that of `tensors`, as (inputs, outputs))."""
+    out = (tensors or graph_parts[4])[1][0]
+    size = out.get_logical_tensor().get_mem_size()
+    host = np.empty(size // 4, np.float32)
+    dnnl.usm.memcpy(queue, host, out.get_data_handle(), size).wait()
+    return digest(host)
+
+
+def attention_partition(device, context, queue, malloc=None, free=None, allocator=None):
+    """The graph rows' work, as baseline.cpp does it: (run, stream, malloc
+    counter, (engine, compiled partition, partition, tensors(ports), (ins, outs))),
+    where run() executes the attention partition once on pattern() USM
+    inputs, on an engine whose allocator is `allocator`, or one made of
+    `malloc` and `free`, or a minimal Python USM allocator (the counter
+    counts its mallocs; it stays 0 otherwise). The tensors' USM storage lives
+    as long as tensors(ports) does: keep the graph parts while run() is used."""
     g = dnnl.graph
     lt = g.logical_tensor
     calls = {"malloc": 0}
@@ -479,12 +650,14 @@ def attention_partition(device, context, queue, malloc=None, free=None):
             event.wait()
         usm_free(ctx, ptr)
 
-    malloc, free = malloc or counting_malloc, free or waiting_free
-    engine = g.ocl_interop.make_engine_with_allocator(device, context, g.ocl_interop.make_allocator(malloc, free))
+    if allocator is None:
+        allocator = g.ocl_interop.make_allocator(malloc or counting_malloc, free or waiting_free)
+    engine = g.ocl_interop.make_engine_with_allocator(device, context, allocator)
     stream = dnnl.ocl_interop.make_stream(engine, queue)
     f32, strided = lt.data_type.f32, lt.layout_type.strided
-    q, k, v = (lt(i, f32, [2, 32, 16], strided) for i in range(3))
-    scores, probs, out = lt(3, f32, [2, 32, 32], strided), lt(4, f32, [2, 32, 32], strided), lt(5, f32, [2, 32, 16], strided)
+    b, s, d = ATTENTION_SHAPE
+    q, k, v = (lt(i, f32, [b, s, d], strided) for i in range(3))
+    scores, probs, out = lt(3, f32, [b, s, s], strided), lt(4, f32, [b, s, s], strided), lt(5, f32, [b, s, d], strided)
     qk = g.op(0, g.op.kind.MatMul, [q, k], [scores], "qk")
     qk.set_attr(g.op.attr.transpose_b, True)
     softmax = g.op(1, g.op.kind.SoftMax, [scores], [probs], "softmax")
@@ -501,9 +674,10 @@ def attention_partition(device, context, queue, malloc=None, free=None):
         result = []
         for port in ports:
             queried = compiled.query_logical_tensor(port.get_id())
-            storage.append(dnnl.usm.allocation(context, queried.get_mem_size(), "device", device))
-            dnnl.usm.fill(queue, storage[-1].ptr, np.float32(0).tobytes(), queried.get_mem_size())
-            queue.finish()
+            size = queried.get_mem_size()
+            storage.append(dnnl.usm.allocation(context, size, "device", device))
+            host = pattern(size // 4) if port.get_id() < 3 else np.zeros(size // 4, np.float32)
+            dnnl.usm.memcpy(queue, storage[-1].ptr, host, size).wait()
             result.append(g.tensor(queried, engine, storage[-1].ptr))
         return result
 
@@ -513,7 +687,7 @@ def attention_partition(device, context, queue, malloc=None, free=None):
     def run():
         execute(stream, ins, outs)
 
-    return run, stream, calls, (engine, compiled, part, tensors)
+    return run, stream, calls, (engine, compiled, part, tensors, (ins, outs))
 
 
 def threaded_us(threads, calls, repeats, work):
@@ -536,7 +710,7 @@ def threaded_us(threads, calls, repeats, work):
         for th in pool:
             th.join()
         samples.append((time.perf_counter_ns() - start) / 1e3 / calls)
-    return float(np.median(samples))
+    return median_of(samples)
 
 
 THREAD_CALLS, THREAD_REPEATS = 20, 7
@@ -546,22 +720,19 @@ def thread_rows(engine, context, device, graph_parts):
     """1, 2 and 4 threads, each with its own queue and stream, as
     baseline.cpp runs them: a 128 x 128 matmul (shared primitive, per-thread
     memory) and the graph row's partition with its Python allocator (shared,
-    per-thread tensors), THREAD_CALLS executes per thread then a wait."""
-    oi, g = dnnl.ocl_interop, dnnl.graph
-    graph_engine, compiled, part, tensors = graph_parts
+    per-thread tensors), THREAD_CALLS executes per thread then a wait.
+    Returns (rows, digests of the last thread's outputs)."""
+    oi = dnnl.ocl_interop
+    graph_engine, compiled, part, tensors, _ = graph_parts
     mid = dnnl.memory.desc([128, 128], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
-    rows = {}
+    rows, digests = {}, {}
     for n in (1, 2, 4):
         queues = [cl.CommandQueue(context, device) for _ in range(n)]
         streams = [oi.make_stream(engine, q) for q in queues]
         graph_streams = [oi.make_stream(graph_engine, q) for q in queues]
-        margs = []
-        for _ in range(n):
-            args = {arg: dnnl.memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
-            for mem in args.values():
-                dnnl.arrays.write(mem, np.zeros((128, 128), np.float32))
-            margs.append(args)
+        margs = [{arg: filled_memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
+                 for _ in range(n)]
         tensor_sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
 
         def matmuls(t):
@@ -581,7 +752,9 @@ def thread_rows(engine, context, device, graph_parts):
         suffix = f"{n} thread" + ("s" if n > 1 else "")
         rows[f"matmul throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls)
         rows[f"graph throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions)
-    return rows
+        digests[f"matmul throughput, {suffix}"] = digest(dnnl.arrays.read(margs[-1][dnnl.ARG_DST]))
+        digests[f"graph throughput, {suffix}"] = attention_output(None, queues[-1], tensor_sets[-1])
+    return rows, digests
 
 
 # A fresh process: the small network's four primitives and a matmul made
@@ -646,6 +819,34 @@ def persistent_cache_row():
     return times["warm"], times["cold"]
 
 
+def single_row(name, iterations, warmup, matmul_size):
+    """--only NAME for a row with a C++ side: (Python µs, notes, Python
+    digests, C++ µs, C++ digests), each side set up for that row alone."""
+    device, context = intel_gpu_context()
+    queue = cl.CommandQueue(context, device)
+    repeats = max(iterations // BATCH, 5)
+    notes = {"unit": median_us(repeats, BATCH * 10, dnnl._core._empty)}
+    digests = {}
+    if name == "large matmul":
+        engine = dnnl.ocl_interop.make_engine(device, context)
+        run_matmul, output = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
+        run_matmul()
+        py = median_us(9, 1, run_matmul)
+        digests[name] = digest(output())
+        cpp, cpp_digests = run_baseline(9, 1, matmul_size, name)
+    else:
+        graph_repeats = max(repeats * 2, 30)
+        if name == GRAPH_ROW:
+            py, notes["allocations per execute"], digests[name], _ = graph_row(
+                device, context, queue, graph_repeats, warmup)
+        else:
+            py, digests[name] = pool_row(device, context, queue, graph_repeats, warmup)
+        cpp, cpp_digests = run_baseline(graph_repeats * GRAPH_BATCH, warmup // 10 + 1, matmul_size, name)
+    return py, notes, digests, cpp[name], cpp_digests
+
+
+# ------------------------------------------------------------------ verdicts
+
 def bootstrap_interval(values, resamples=10000, confidence=0.95, seed=0):
     """(median, low, high): the median of `values` and a percentile-bootstrap
     confidence interval of it (resampling the rounds)."""
@@ -667,63 +868,153 @@ def verdict(low, high, limit):
     return "inconclusive"
 
 
-def goal_of(name, notes):
-    """(goal text, overhead limit in µs or ratio limit) for a row."""
+def calls_goal(calls, what, unit_us):
+    """A budget of `calls` per-call budgets over C++."""
+    units = calls * PER_CALL_UNITS
+    return (f"≤ {units} units = {units * unit_us:.2f} µs over C++ ({what})", ("overhead", units * unit_us))
+
+
+def goal_of(name, notes, unit_us):
+    """(goal text, ("overhead", limit µs) or ("ratio", limit), or None) for a
+    row; budgets over C++ in units of `unit_us` (see PER_CALL_UNITS)."""
     if name == "chain of 100 executes":
-        return f"≤ {100 * PER_CALL_GOAL_US:g} µs over C++ (100 × {PER_CALL_GOAL_US})", ("overhead", 100 * PER_CALL_GOAL_US)
-    if name == "graph execute with allocator":
+        return calls_goal(100, "100 calls", unit_us)
+    if name == GRAPH_ROW:
         # The row holds one execute() call (its own per-call budget) and the
         # allocator's calls during it (the allocation budget each).
         n = max(notes.get("allocations per execute", 1), 1)
-        limit = PER_CALL_GOAL_US + ALLOCATION_GOAL_US * n
-        return (f"≤ {limit:g} µs over C++ ({PER_CALL_GOAL_US} for the call + {n} allocation(s) "
-                f"× {ALLOCATION_GOAL_US})", ("overhead", limit))
+        units = PER_CALL_UNITS + ALLOCATION_UNITS * n
+        return (f"≤ {units} units = {units * unit_us:.2f} µs over C++ (1 call + {n} allocation(s) "
+                f"× {ALLOCATION_UNITS})", ("overhead", units * unit_us))
+    if name == POOL_ROW:
+        return (f"≤ {POOL_UNITS} units = {POOL_UNITS * unit_us:.2f} µs over the C pool",
+                ("overhead", POOL_UNITS * unit_us))
     if name == "opencl kernel enqueue":
         return "reference (pyopencl vs C)", None
     if name == OPS_CALL_ROW:
-        return (f"≤ {OPS_CALL_GOAL_US:g} µs over the same call by hand (Python reference; no C++ "
-                "side)", ("overhead", OPS_CALL_GOAL_US))
+        return (f"≤ {OPS_CALL_UNITS} units = {OPS_CALL_UNITS * unit_us:.2f} µs over the same call "
+                "by hand (Python reference; no C++ side)", ("overhead", OPS_CALL_UNITS * unit_us))
     if name == OPS_NETWORK_ROW:
-        return (f"ratio ≤ {MATMUL_GOAL_RATIO} against C++'s small network",
-                ("ratio", MATMUL_GOAL_RATIO))
-    if name in ("large matmul", "small network", "primitive creation (cold)", FRESH_COLD_ROW):
-        return f"ratio ≤ {MATMUL_GOAL_RATIO}", ("ratio", MATMUL_GOAL_RATIO)
-    if name == "primitive creation (cached)":
-        return (f"≤ {2 * PER_CALL_GOAL_US:g} µs over C++ (2 calls × {PER_CALL_GOAL_US})",
-                ("overhead", 2 * PER_CALL_GOAL_US))
+        # Four ops calls and a wait over C++'s four executes and a wait; the
+        # ratio (issue 25 asked ≤ 1.02) is kept for information: on
+        # millisecond work a ratio only catches noise.
+        units = 5 * PER_CALL_UNITS + 4 * OPS_CALL_UNITS
+        return (f"≤ {units} units = {units * unit_us:.2f} µs over C++'s small network (4 ops "
+                "calls and a wait; ratio for information)", ("overhead", units * unit_us))
+    if name == "large matmul":
+        return calls_goal(2, "execute and wait; ratio for information", unit_us)
+    if name == "small network":
+        return calls_goal(5, "4 executes and a wait; ratio for information", unit_us)
+    if name in ("primitive creation (cold)", FRESH_COLD_ROW, "primitive creation (cached)"):
+        return calls_goal(2, "descriptor and primitive", unit_us)
     if "throughput, " in name:
-        return (f"ratio ≤ {THREADS_GOAL_RATIO:.3f} (≥ 0.95 of C++'s throughput)",
-                ("ratio", THREADS_GOAL_RATIO))
+        # Per execute, as the single-thread rows: threads may add no cost of
+        # their own (GIL contention) to it. (A ratio of 0.95 would demand 1.8
+        # µs for the graph's two Python callables on its 36 µs execute, less
+        # than the graph row's own budget, and let the matmul's milliseconds
+        # hide 100 µs per call.)
+        if name.startswith("graph"):
+            n = max(notes.get("allocations per execute", 1), 1)
+            units = PER_CALL_UNITS + ALLOCATION_UNITS * n
+            return (f"≤ {units} units = {units * unit_us:.2f} µs per execute over C++ (as the graph "
+                    "row; ratio for information)", ("overhead", units * unit_us))
+        return calls_goal(1, "per execute; ratio for information", unit_us)
     if name == PERSISTENT_CACHE_ROW:
         return (f"ratio ≤ {PERSISTENT_CACHE_GOAL_RATIO:g} against cold creation in a fresh process "
                 "(Python reference; no C++ side)", ("ratio", PERSISTENT_CACHE_GOAL_RATIO))
-    if name == "execute beside a busy thread":
-        return (f"ratio ≤ {BUSY_GOAL_RATIO:g} against Python's execute alone (≥ {1 / BUSY_GOAL_RATIO:g} "
-                "of its solo rate)", ("ratio", BUSY_GOAL_RATIO))
-    return f"≤ {PER_CALL_GOAL_US} µs over C++", ("overhead", PER_CALL_GOAL_US)
+    if name == BUSY_ROW:
+        return (f"ratio ≤ {BUSY_GOAL_RATIO:g} against Python's execute and wait alone "
+                f"(≥ {1 / BUSY_GOAL_RATIO:g} of its solo rate)", ("ratio", BUSY_GOAL_RATIO))
+    return calls_goal(1, "1 call", unit_us)
 
 
-# Rows --only can measure alone (with the C++ row they are judged against).
-ONLY_ROWS = [PERSISTENT_CACHE_ROW, OPS_CALL_ROW, OPS_NETWORK_ROW]
+def machine():
+    """What the numbers were measured on."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpu": model, "cores": os.cpu_count(), "load_average": load, "python": platform.python_version()}
 
 
-def only_row(name, cpp, args):
-    """(rows, notes) of one round of row `name` alone; fills `cpp` with the
-    C++ rows it needs."""
-    if name == PERSISTENT_CACHE_ROW:
-        warm, cold = persistent_cache_row()
-        return {name: warm}, {PYTHON_REFERENCES[name]: cold}
-    device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
-                  for d in p.get_devices(cl.device_type.GPU))
-    context = cl.Context([device])
-    queue = cl.CommandQueue(context, device)
-    if name == OPS_CALL_ROW:
-        ops_us, hand_us = ops_call_row(device, context, queue, max(args.iterations // BATCH, 5),
-                                       args.warmup)
-        return {name: ops_us}, {PYTHON_REFERENCES[name]: hand_us}
-    reference = CPP_REFERENCES[name]
-    cpp.update(run_baseline(15, 3, 0, reference))
-    return {name: ops_network_row(queue)}, {}
+# ---------------------------------------------------------------------- main
+
+def measure_rounds(args):
+    """(C++ rounds, Python rounds, notes per round): every row, or --only's."""
+    cpp_rounds, python_rounds, notes_rounds = [], [], []
+    expected = expected_outputs(args.matmul_size, kernel_enqueues(args.iterations, args.warmup))
+    if args.only is None or args.only not in (PERSISTENT_CACHE_ROW, OPS_CALL_ROW):
+        build_baseline()
+    for round_index in range(args.rounds):
+        cpp, rows, notes = {}, {}, {}
+        if args.only in (None, FRESH_COLD_ROW):
+            if args.only is None:
+                cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
+                rows, notes, digests = python_rows(args.iterations, args.warmup, args.matmul_size)
+                check_outputs("C++", cpp_digests, expected)
+                check_outputs("Python", digests, expected)
+            else:
+                notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
+            rows[FRESH_COLD_ROW], cpp[FRESH_COLD_ROW] = fresh_cold_rows(python_first=round_index % 2 == 1)
+        elif args.only == OPS_CALL_ROW:
+            device, context = intel_gpu_context()
+            queue = cl.CommandQueue(context, device)
+            notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
+            rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]], digest_ = ops_call_row(
+                device, context, queue, max(args.iterations // BATCH, 5), args.warmup)
+            check_outputs("Python", {OPS_CALL_ROW: digest_}, expected)
+        elif args.only != PERSISTENT_CACHE_ROW:
+            rows[args.only], notes, digests, cpp[args.only], cpp_digests = single_row(
+                args.only, args.iterations, args.warmup, args.matmul_size)
+            check_outputs("C++", cpp_digests, expected)
+            check_outputs("Python", digests, expected)
+        else:
+            notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
+        if args.only in (None, PERSISTENT_CACHE_ROW):
+            rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = persistent_cache_row()
+        for row, note in PYTHON_REFERENCES.items():
+            if row in rows:
+                cpp[row] = notes[note]
+        for row, reference in CPP_REFERENCES.items():
+            if row in rows:
+                cpp[row] = cpp[reference]
+        cpp_rounds.append(cpp)
+        python_rounds.append(rows)
+        notes_rounds.append(notes)
+    return cpp_rounds, python_rounds, notes_rounds
+
+
+def judged_rows(cpp_rounds, python_rounds, notes_rounds):
+    """The table's rows, each judged on the per-round differences (or ratios)."""
+    unit_us = median_of([n["unit"] for n in notes_rounds])
+    notes = notes_rounds[-1]
+    rows = []
+    for name in python_rounds[0]:
+        py_rounds = [r[name] for r in python_rounds]
+        cpp_rounds_of = [r[name] for r in cpp_rounds]
+        goal, limit = goal_of(name, notes, unit_us)
+        # Rounds alternate C++ and Python, so round i of each side shared the
+        # machine's state: judge the per-round differences (or ratios).
+        overheads = [p - c for p, c in zip(py_rounds, cpp_rounds_of)]
+        ratios = [p / c if c else float("inf") for p, c in zip(py_rounds, cpp_rounds_of)]
+        overhead = bootstrap_interval(overheads)
+        ratio = bootstrap_interval(ratios)
+        judged = None
+        if limit is not None:
+            low, high = (ratio if limit[0] == "ratio" else overhead)[1:]
+            judged = verdict(low, high, limit[1])
+        rows.append({"name": name, "python_us": round(median_of(py_rounds), 3),
+                     "cpp_us": round(median_of(cpp_rounds_of), 3),
+                     "overhead_us": round(overhead[0], 3),
+                     "overhead_ci95_us": [round(overhead[1], 3), round(overhead[2], 3)],
+                     "ratio": round(ratio[0], 4), "ratio_ci95": [round(ratio[1], 4), round(ratio[2], 4)],
+                     "goal": goal, "goal_limit": list(limit) if limit else None, "verdict": judged,
+                     "python_rounds_us": [round(v, 3) for v in py_rounds],
+                     "cpp_rounds_us": [round(v, 3) for v in cpp_rounds_of]})
+    return rows, unit_us
 
 
 def main(argv=None) -> int:
@@ -736,66 +1027,30 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", metavar="PATH", help="also draw each row's ratio and interval "
                                                        "against its goal (PNG; needs matplotlib)")
     parser.add_argument("--only", metavar="NAME", choices=ONLY_ROWS,
-                        help="measure only this row: " + ", ".join(map(repr, ONLY_ROWS)))
+                        help=f"measure only this row: one of {ONLY_ROWS}")
     args = parser.parse_args(argv)
-    cpp_rounds, python_rounds = [], []
+    start_machine = machine()
     try:
-        if args.only != PERSISTENT_CACHE_ROW and args.only != OPS_CALL_ROW:
-            build_baseline()
-        for _ in range(args.rounds):
-            if args.only:
-                cpp_rounds.append({})
-                rows, notes = only_row(args.only, cpp_rounds[-1], args)
-            else:
-                cpp_rounds.append(run_baseline(args.iterations, args.warmup, args.matmul_size))
-                rows, notes = python_rows(args.iterations, args.warmup, args.matmul_size)
-                rows[FRESH_COLD_ROW], cpp_rounds[-1][FRESH_COLD_ROW] = fresh_cold_rows()
-                rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = \
-                    persistent_cache_row()
-            python_rounds.append(rows)
-            for row, note in PYTHON_REFERENCES.items():
-                if row in rows:
-                    cpp_rounds[-1][row] = notes[note]
-            for row, reference in CPP_REFERENCES.items():
-                if row in rows:
-                    cpp_rounds[-1][row] = cpp_rounds[-1][reference]
-    except Exception as e:  # a failed measurement: report and fail
+        cpp_rounds, python_rounds, notes_rounds = measure_rounds(args)
+    except Exception as e:  # a failed measurement or output check: report and fail
         print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    rows = []
-    for name in python_rounds[0]:
-        py_rounds = [r[name] for r in python_rounds]
-        cpp_rounds_of = [r[name] for r in cpp_rounds]
-        goal, limit = goal_of(name, notes)
-        # Rounds alternate C++ and Python, so round i of each side shared the
-        # machine's state: judge the per-round differences (or ratios).
-        overheads = [p - c for p, c in zip(py_rounds, cpp_rounds_of)]
-        ratios = [p / c if c else float("inf") for p, c in zip(py_rounds, cpp_rounds_of)]
-        overhead = bootstrap_interval(overheads)
-        ratio = bootstrap_interval(ratios)
-        judged = None
-        if limit is not None:
-            low, high = (ratio if limit[0] == "ratio" else overhead)[1:]
-            judged = verdict(low, high, limit[1])
-        rows.append({"name": name, "python_us": round(float(np.median(py_rounds)), 3),
-                     "cpp_us": round(float(np.median(cpp_rounds_of)), 3),
-                     "overhead_us": round(overhead[0], 3),
-                     "overhead_ci95_us": [round(overhead[1], 3), round(overhead[2], 3)],
-                     "ratio": round(ratio[0], 4), "ratio_ci95": [round(ratio[1], 4), round(ratio[2], 4)],
-                     "goal": goal, "goal_limit": list(limit) if limit else None, "verdict": judged,
-                     "python_rounds_us": [round(v, 3) for v in py_rounds],
-                     "cpp_rounds_us": [round(v, 3) for v in cpp_rounds_of]})
+    rows, unit_us = judged_rows(cpp_rounds, python_rounds, notes_rounds)
     # C++ rows with no Python counterpart: references for the docs (what the
     # binding's storage checks cost, measured in C++).
-    cpp_only = {name: round(float(np.median([r[name] for r in cpp_rounds])), 3)
-                for name in cpp_rounds[0]
-                if name not in python_rounds[0] and name not in CPP_REFERENCES.values()}
+    cpp_only = {name: round(median_of([r[name] for r in cpp_rounds]), 3)
+                for name in cpp_rounds[0] if name not in python_rounds[0]}
     version = ".".join(str(x) for x in dnnl.version()[:3])
     report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
-              "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "rows": rows,
-              "cpp_only_rows_us": cpp_only}
+              "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "unit_us": round(unit_us, 4),
+              "unit_rounds_us": [round(n["unit"], 4) for n in notes_rounds],
+              "machine": start_machine, "load_average_at_end": machine()["load_average"],
+              "rows": rows, "cpp_only_rows_us": cpp_only}
     print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}, "
-          f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n")
+          f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n"
+          f"machine: {start_machine['cpu']}, {start_machine['cores']} cores, load average "
+          f"{start_machine['load_average']} at the start, {report['load_average_at_end']} at the end\n"
+          f"unit (dnnl._core._empty(), median over rounds): {unit_us:.4f} µs\n")
     print("| row | Python µs | C++ µs | overhead µs (95 % CI) | ratio (95 % CI) | goal | verdict |")
     print("|---|---:|---:|---:|---:|---|:---:|")
     for r in rows:

@@ -280,6 +280,31 @@ def test_in_order_stream_returns_none(cl_context, cl_queue, engine, stream, kern
     np.testing.assert_array_equal(read(cl_queue, c, None), f32(f32(-2.0 * x) + 0.5))
 
 
+def test_in_order_stream_waits_for_a_user_event(cl_context, cl_queue, engine, stream):
+    """On an in-order stream too, the primitive waits for its deps: a user
+    event holds it (and what follows it on the queue) back until completed.
+    oneDNN 3.13 drops deps there; the binding holds the queue with a barrier
+    (docs/known-problems.md)."""
+    x = f32(np.random.default_rng(8).uniform(-1, 1, N))
+    src, dst = buffer(cl_context, cl_queue, x), buffer(cl_context, cl_queue)
+    prim = eltwise(engine, ALG.eltwise_abs)
+    gate = cl.UserEvent(cl_context)
+    try:
+        assert oi.execute(prim, stream, {dnnl.ARG_SRC: wrap(engine, src), dnnl.ARG_DST: wrap(engine, dst)},
+                          deps=[gate]) is None
+        after = cl.enqueue_marker(cl_queue)  # completes once everything before it has
+        time.sleep(0.2)
+        assert after.command_execution_status != STATUS.COMPLETE, "the primitive did not wait for its deps"
+        early = np.empty(N, np.float32)
+        copy_queue = cl.CommandQueue(cl_context)
+        cl.enqueue_copy(copy_queue, early, dst, is_blocking=True)  # another queue: reads now
+        np.testing.assert_array_equal(early, f32(SENTINEL))
+    finally:
+        gate.set_status(STATUS.COMPLETE)
+    stream.wait()
+    np.testing.assert_array_equal(read(cl_queue, dst, None), np.abs(x))
+
+
 def test_in_order_stream_ordered_with_kernels(cl_context, cl_queue, engine, stream, kernels):
     """In-order queue: slow kernel, primitive, kernel, primitive, with no
     events at all."""

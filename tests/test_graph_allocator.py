@@ -272,6 +272,7 @@ def test_callback_arguments(partition, data, cl_device, cl_context, cl_queue, cl
         assert ptr % max(alignment, 1) == 0
 
 
+@pytest.mark.test_hooks
 def test_tensor_memory_allocate_calls_allocator(partition, cl_device, cl_context):
     recorder = _Recorder()
     log = recorder.log
@@ -292,28 +293,10 @@ def test_tensor_memory_allocate_calls_allocator(partition, cl_device, cl_context
 
 # --------------------------------------------------------- caching pool
 
-@pytest.fixture
-def counted_usm(monkeypatch):
-    """Counts the USM allocations and frees dnnl.usm makes (the ready-made
-    allocators go through it)."""
-    # Earlier tests' pools free their caches when collected: let that happen
-    # now, not while this test counts frees by address.
-    gc.collect()
-    counts = {"alloc": collections.Counter(), "free": collections.Counter()}
-    real_alloc, real_free = usm.device_alloc, usm.free
-
-    def device_alloc(context, device, size, alignment=0):
-        ptr = real_alloc(context, device, size, alignment)
-        counts["alloc"][ptr] += 1
-        return ptr
-
-    def free(context, ptr):
-        counts["free"][ptr] += 1
-        return real_free(context, ptr)
-
-    monkeypatch.setattr(usm, "device_alloc", device_alloc)
-    monkeypatch.setattr(usm, "free", free)
-    return counts
+def _cached_blocks(pool):
+    """{pointer: event handle (0: ready, or none given)} of the blocks the
+    pool holds, oldest first per size."""
+    return dict(pool._pool._cached())
 
 
 def _pool_partition(pool, partition, data, cl_device):
@@ -333,9 +316,9 @@ def _pool_partition(pool, partition, data, cl_device):
     return context, queue, engine, stream, compiled, blocks, ins, outs
 
 
+@pytest.mark.test_hooks
 @pytest.mark.timeout(300)
-def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device,
-                                                                         counted_usm):
+def test_caching_pool_serves_the_steady_state_without_device_allocations(partition, data, cl_device):
     """Once warm, the pool serves every per-execute allocation (the
     partition's scratchpad) from its cache: no driver allocation at all over
     many executes on an in-order queue."""
@@ -345,7 +328,8 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
     for _ in range(3):  # warm up
         compiled.execute(stream, ins, outs)
     stream.wait()
-    driver_allocations, misses, hits = sum(counted_usm["alloc"].values()), pool.misses, pool.hits
+    misses, hits = pool.misses, pool.hits
+    cached = set(_cached_blocks(pool))
     runs = 30
     for _ in range(runs):
         compiled.execute(stream, ins, outs)
@@ -353,7 +337,7 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
     _check(download(queue, blocks[3].ptr, SHAPE), data)
     assert pool.hits - hits >= runs, "some execute asked nothing of the allocator"
     assert pool.misses == misses, "the pool went to the device in steady state"
-    assert sum(counted_usm["alloc"].values()) == driver_allocations
+    assert set(_cached_blocks(pool)) == cached, "the pool holds other blocks than before"
     del ins, outs, compiled, stream, engine
     gc.collect()
     pool.release()
@@ -361,12 +345,12 @@ def test_caching_pool_serves_the_steady_state_without_device_allocations(partiti
         block.free()
 
 
+@pytest.mark.test_hooks
 @pytest.mark.timeout(300)
-def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, counted_usm):
+def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device):
     pool = g.allocators.caching_pool()
     context, queue, engine, stream, compiled, blocks, ins, outs = _pool_partition(
         pool, partition, data, cl_device)
-    user_pointers = {b.ptr for b in blocks}
 
     runs = 5
     for _ in range(runs):
@@ -375,45 +359,210 @@ def test_caching_pool_reuses_and_frees_everything(partition, data, cl_device, co
     _check(download(queue, blocks[3].ptr, SHAPE), data)
     assert pool.misses >= 1
     assert pool.hits >= runs - 1, "the pool did not reuse its blocks"
-    pool_pointers = set(counted_usm["alloc"]) - user_pointers
-    assert 0 < len(pool_pointers) < runs, "every execute got fresh driver memory"
+    pool_pointers = set(_cached_blocks(pool))
+    assert 0 < len(pool_pointers) == pool.misses < runs, "every execute got fresh driver memory"
     assert pool.stats.live_bytes == 0 and pool.stats.allocations == pool.stats.frees
-    assert pool.cached_bytes > 0
+    assert pool.stats.sizes == {}
+    assert pool.cached_bytes > 0 and pool.stats.peak_bytes == pool.cached_bytes
+    assert all(usm.pointer_type(context, ptr) == "device" for ptr in pool_pointers)
 
     pool.release()
-    assert pool.cached_bytes == 0
-    # the driver may hand a freed address out again: compare counts per address
-    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers)
+    assert pool.cached_bytes == 0 and _cached_blocks(pool) == {}
+    for ptr in pool_pointers:
+        assert usm.pointer_type(context, ptr) == "unknown", "release() did not free a block"
     misses = pool.misses
     compiled.execute(stream, ins, outs)
     stream.wait()
     assert pool.misses == misses + 1  # nothing cached any more
     _check(download(queue, blocks[3].ptr, SHAPE), data)
 
+    last = set(_cached_blocks(pool))
+    assert len(last) == 1
     for block in blocks:
         block.free()
     del compiled, ins, outs, stream, engine, pool
     gc.collect()
-    pool_pointers = set(counted_usm["alloc"]) - user_pointers
-    assert all(counted_usm["free"][p] == counted_usm["alloc"][p] for p in pool_pointers), \
-        "a block of the pool was not freed (or freed twice) once the pool was gone"
-    for ptr in pool_pointers:
-        assert usm.pointer_type(context, ptr) == "unknown"
+    for ptr in last:
+        assert usm.pointer_type(context, ptr) == "unknown", \
+            "a block of the pool was not freed once the pool was gone"
 
 
-def test_caching_pool_without_reuse_frees_at_once(partition, data, cl_device, cl_context, cl_queue,
-                                                  user_buffers, counted_usm):
+@pytest.mark.test_hooks
+def test_caching_pool_without_reuse_without_event_needs_no_blocking_free(
+        partition, data, cl_device, cl_context, cl_queue, user_buffers):
+    """reuse_without_event=False: on an in-order queue the pool gets a marker
+    event for each execute's scratchpad (in_order_events) and frees nothing
+    inside execute: a block comes back once its event completed (a block
+    freed at once would make every malloc go to the device)."""
     pool = g.allocators.caching_pool(reuse_without_event=False)
     engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
                                                        pool.allocator, cl_queue)
     ins, outs = user_buffers.tensors(partition, engine)
     for _ in range(3):
         compiled.execute(stream, ins, outs)
-    stream.wait()
+        stream.wait()  # the block's marker completes before the next malloc
     _check(user_buffers.result(), data)
-    assert pool.hits == 0 and pool.misses == 3 and pool.cached_bytes == 0
-    assert sum(counted_usm["alloc"].values()) == 3
-    assert counted_usm["free"] == counted_usm["alloc"]
+    assert pool.misses == 1 and pool.hits == 2
+    assert len(_cached_blocks(pool)) == 1
+    # a tensor dropped (no event, outside an execute) is freed at once
+    tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    ptr = tensor.get_data_handle()
+    del tensor
+    gc.collect()
+    assert ptr not in _cached_blocks(pool) and usm.pointer_type(cl_context, ptr) == "unknown"
+    del ins, outs, compiled, stream, engine
+    gc.collect()
+    pool.release()
+
+
+@pytest.mark.test_hooks
+def test_caching_pool_through_the_trampoline(cl_device, cl_context):
+    """The pool's allocator as oneDNN calls it: blocks by size class, reused
+    by size and alignment, its statistics, and a limit that runs dry as a
+    MemoryError chained to dnnl.out_of_memory."""
+    pool = g.allocators.caching_pool(granularity=1024)
+    pool.allocator._malloc_and_free(100, 0, cl_device, cl_context, count=3)
+    assert (pool.misses, pool.hits, pool.stats.allocations, pool.stats.frees) == (3, 0, 3, 3)
+    assert pool.cached_bytes == 3 * 1024 and pool.stats.peak_bytes == 3 * 1024
+    pool.allocator._malloc_and_free(1000, 0, cl_device, cl_context, count=2)  # the same class
+    assert (pool.misses, pool.hits) == (3, 2)
+    pool.allocator._malloc_and_free(1025, 0, cl_device, cl_context)  # the next class
+    assert pool.misses == 4 and pool.cached_bytes == 3 * 1024 + 2048
+    pool.limit_bytes = 4 * 1024
+    with pytest.raises(MemoryError, match="ran dry") as info:  # 2048 more do not fit
+        pool.allocator._malloc_and_free(1025, 0, cl_device, cl_context, count=3)
+    assert isinstance(info.value, dnnl.out_of_memory) and isinstance(info.value.__cause__, MemoryError)
+    assert pool.stats.live_bytes == 0
+    with pytest.raises(ValueError, match="must not be negative"):
+        pool.limit_bytes = -1
+    with pytest.raises(TypeError):
+        pool.limit_bytes = "1 KiB"
+    pool.limit_bytes = None
+    assert pool.limit_bytes is None
+    with pytest.raises(ValueError):
+        g.allocators.caching_pool(granularity=0)
+    pool.release()
+    assert pool.cached_bytes == 0
+
+
+class _Gate:
+    """A pyopencl user event that keeps what depends on it pending until
+    opened (opened anyway after `seconds`, if a test blocked on it: then
+    `blocked` is true)."""
+
+    def __init__(self, context, seconds=20.0):
+        self.event = cl.UserEvent(context)
+        self.opened_by_timer = threading.Event()
+
+        def open_late():
+            self.opened_by_timer.set()
+            self.open()
+        self.timer = threading.Timer(seconds, open_late)
+        self.timer.start()
+
+    @property
+    def blocked(self):
+        return self.opened_by_timer.is_set()
+
+    def open(self):
+        self.timer.cancel()
+        if self.event.command_execution_status != cl.command_execution_status.COMPLETE:
+            self.event.set_status(cl.command_execution_status.COMPLETE)
+
+
+@pytest.mark.test_hooks
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", ["out-of-order", "in-order, two queues"])
+def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partition, data, cl_device):
+    """A block freed by an execute whose kernels wait behind a closed gate is
+    not handed out again until they have run, however many executes (on
+    another queue) ask for memory meanwhile; the execute that freed it did
+    not wait for the gate. Out-of-order: oneDNN's event guards the block
+    (default pool); in order on two queues: the marker event the pool asks
+    for (reuse_without_event=False)."""
+    pool = g.allocators.caching_pool(reuse_without_event=mode == "out-of-order")
+    context = cl.Context([cl_device])
+    props = OOO if mode == "out-of-order" else 0
+    queues = [cl.CommandQueue(context, cl_device, properties=props) for _ in range(2)]
+    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
+    streams = [oi.make_stream(engine, q) for q in queues]
+    compiled = compile_partition(partition, engine)
+    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
+    try:
+        tensors = [b.tensors(partition, engine) for b in buffers]
+        for _ in range(2):  # warm: a block in the cache
+            goi.execute(compiled, streams[1], *tensors[1])
+            streams[1].wait()
+        assert pool.misses == 1 and len(_cached_blocks(pool)) == 1
+
+        gate = _Gate(context)
+        try:
+            pending = goi.execute(compiled, streams[0], *tensors[0], deps=[gate.event])
+            assert not gate.blocked, "execute waited for its dependency"
+            cached = _cached_blocks(pool)
+            held = [(ptr, event) for ptr, event in cached.items() if event
+                    and cl.Event.from_int_ptr(event).command_execution_status
+                    != cl.command_execution_status.COMPLETE]
+            assert len(held) == 1, f"the gated execute's block is not held pending: {cached}"
+            (ptr, event), = held
+            misses = pool.misses
+            for _ in range(5):
+                goi.execute(compiled, streams[1], *tensors[1])
+                streams[1].wait()
+                # the same entry: not handed out (and freed back with another event)
+                assert _cached_blocks(pool).get(ptr) == event, \
+                    "a block was handed out while its kernel was pending"
+            assert pool.misses == misses + 1, "the other queue's executes did not get a block of their own"
+            assert pending is None or pending.command_execution_status != cl.command_execution_status.COMPLETE
+        finally:
+            gate.open()
+        streams[0].wait()
+        streams[1].wait()
+        for b in buffers:
+            _check(b.result(), data)
+        for _ in range(3):  # both blocks are ready: no more misses
+            goi.execute(compiled, streams[0], *tensors[0])
+            streams[0].wait()
+        assert pool.misses == misses + 1
+    finally:
+        for q in queues:
+            q.finish()
+        del tensors
+        for b in buffers:
+            b.free()
+
+
+@pytest.mark.timeout(300)
+def test_caching_pool_reuses_at_once_on_one_in_order_queue(partition, data, cl_device):
+    """The default pool on one in-order queue hands a block out again while
+    the kernel that used it is still pending (behind a gate): the queue's
+    order runs the next user after it, so results stay right."""
+    pool = g.allocators.caching_pool()
+    context = cl.Context([cl_device])
+    queue = cl.CommandQueue(context, cl_device)
+    engine, stream, compiled = _engine_stream_compiled(partition, cl_device, context,
+                                                       pool.allocator, queue)
+    buffers = _UserBuffers(context, cl_device, queue, data)
+    try:
+        ins, outs = buffers.tensors(partition, engine)
+        compiled.execute(stream, ins, outs)
+        stream.wait()
+        buffers.clear_output()
+        gate = _Gate(context)
+        try:
+            goi.execute(compiled, stream, ins, outs, deps=[gate.event])
+            hits = pool.hits
+            compiled.execute(stream, ins, outs)  # queued behind the gated one
+            assert pool.hits == hits + 1 and pool.misses == 1
+            assert not gate.blocked
+        finally:
+            gate.open()
+        stream.wait()
+        _check(buffers.result(), data)
+    finally:
+        queue.finish()
+        del ins, outs
+        buffers.free()
 
 
 # --------------------------------------------- several allocators at once
@@ -727,39 +876,168 @@ def test_make_allocator_argument_errors(cl_device, cl_context):
     assert oi.get_context(engine) == cl_context
 
 
+def _trivial_allocator():
+    """An allocator whose callables hold nothing but themselves."""
+    def malloc(size, alignment, device, context):
+        return usm.device_alloc(context, device, size, alignment)
+
+    def free(ptr, device, context, event):
+        usm.free(context, ptr)
+
+    return goi.make_allocator(malloc, free), weakref.ref(malloc)
+
+
+def _made_in_a_cycle(count):
+    """`count` allocators kept alive by reference cycles only, as a frame
+    that saves the exception it caught in a local makes one (the exception's
+    traceback holds the frame, whose locals hold the exception and the
+    allocator). Returns weak references to their malloc callables."""
+    refs = []
+
+    def make():
+        allocator, ref = _trivial_allocator()
+        refs.append(ref)
+        try:
+            raise LookupError("kept")
+        except LookupError as exc:
+            saved = exc  # noqa: F841  (the cycle: saved -> traceback -> this frame -> saved)
+
+    for _ in range(count):
+        make()
+    return refs
+
+
+@pytest.mark.test_hooks
 @pytest.mark.timeout(300)
-def test_live_allocator_limit(cl_device, cl_context):
+def test_allocators_beyond_the_old_limit_each_get_their_own_calls(cl_device):
+    """No fixed number of allocators: 300 alive at once (the binding had 64
+    trampoline slots), each called through the same trampoline, each getting
+    only its own calls, and the call's context."""
     gc.collect()
+    allocators_before = goi._live_allocators()
+    contexts = [cl.Context([cl_device]) for _ in range(3)]
+    logs = [[] for _ in range(300)]
+    made = []
+    for log in logs:
+        def malloc(size, alignment, device, context, log=log):
+            ptr = usm.device_alloc(context, device, size, alignment)
+            log.append(("malloc", ptr, context))
+            return ptr
 
-    def fill():
-        made = []
+        def free(ptr, device, context, event, log=log):
+            log.append(("free", ptr, context))
+            usm.free(context, ptr)
+
+        made.append(goi.make_allocator(malloc, free))
+    assert goi._live_allocators() == allocators_before + 300
+    for i in (299, 0, 150, 64, 65, 1):
+        made[i]._malloc_and_free(256, 0, cl_device, contexts[i % 3], count=2)
+    for i, log in enumerate(logs):
+        if i in (299, 0, 150, 64, 65, 1):
+            assert [call for call, _, _ in log] == ["malloc", "malloc", "free", "free"], i
+            assert all(context == contexts[i % 3] for _, _, context in log)
+            assert {ptr for call, ptr, _ in log if call == "malloc"} \
+                == {ptr for call, ptr, _ in log if call == "free"}
+        else:
+            assert log == [], f"allocator {i} got another allocator's calls"
+    del made, malloc, free
+    gc.collect()
+    assert goi._live_allocators() == allocators_before
+
+
+@pytest.mark.test_hooks
+@pytest.mark.timeout(300)
+def test_dead_allocators_in_reference_cycles_do_not_block_new_ones(cl_device, cl_context):
+    """Allocators that only reference cycles keep (garbage not yet
+    collected) take nothing new allocators need: with the collector off,
+    after 100 of them, 200 more are made and used; a collection frees them."""
+    gc.collect()
+    allocators_before = goi._live_allocators()
+    gc.disable()
+    try:
+        cycled = _made_in_a_cycle(100)
+        assert all(ref() is not None for ref in cycled), "the cycles did not keep the allocators"
+        fresh = [_trivial_allocator() for _ in range(200)]
+        for allocator, _ in fresh:
+            allocator._malloc_and_free(128, 0, cl_device, cl_context)
+        assert goi._live_allocators() == allocators_before + 300
+    finally:
+        gc.enable()
+    del fresh, allocator
+    gc.collect()
+    assert all(ref() is None for ref in cycled), "a collection did not free the cycled allocators"
+    assert goi._live_allocators() == allocators_before
+
+
+@pytest.mark.test_hooks
+def test_malloc_handing_out_memory_oneDNN_holds_is_refused(cl_device, cl_context):
+    """A malloc that returns a pointer oneDNN already holds (handed out and
+    not freed: a pool's bookkeeping error) is refused before oneDNN uses the
+    same memory twice; the binding's memory stands in."""
+    log = {"returned": [], "freed": []}
+    block = usm.device_alloc(cl_context, cl_device, 256)
+
+    def malloc(size, alignment, device, context):
+        log["returned"].append(block)
+        return block
+
+    def free(ptr, device, context, event):
+        log["freed"].append(ptr)
+
+    allocator = goi.make_allocator(malloc, free)
+    allocations = goi._live_allocations()
+    try:
         with pytest.raises(dnnl.error) as info:
-            for _ in range(70):
-                made.append(goi.make_allocator(lambda *args: 0, lambda *args: None))
-        return made, info.value
+            allocator._malloc_and_free(256, 0, cl_device, cl_context, count=2)
+        assert type(info.value.__cause__) is ValueError
+        assert "oneDNN holds already" in str(info.value.__cause__)
+        # the first was used and freed once; the second never reached free
+        assert log == {"returned": [block, block], "freed": [block]}
+        assert goi._live_allocations() == allocations
+    finally:
+        usm.free(cl_context, block)
 
-    made, error = fill()
-    assert len(made) == 64, f"the limit hit after {len(made)} allocators, not 64"
-    assert "64" in str(error)
-    assert type(error) is dnnl.out_of_memory and isinstance(error, MemoryError)
 
-    # an engine keeps its allocator alive, so it holds a slot
-    engine = goi.make_engine_with_allocator(cl_device, cl_context, made.pop())
-    gc.collect()
-    with pytest.raises(dnnl.error):
-        goi.make_allocator(lambda *args: 0, lambda *args: None)
-    made.clear()
-    gc.collect()
-    again, _ = fill()
-    assert len(again) == 63, "the engine's allocator no longer holds a slot"
-    again.clear()
-    del engine
-    gc.collect()
-    final, _ = fill()
-    assert len(final) == 64, "dropping allocators and engines did not free their slots"
-    final.clear()
-    gc.collect()
-    goi.make_allocator(lambda *args: 0, lambda *args: None)
+def test_scratchpad_free_gets_a_marker_event_on_in_order_streams(partition, data, cl_device,
+                                                                 cl_context, cl_queue,
+                                                                 user_buffers):
+    """make_allocator(..., in_order_events=True): the memory an execute on an
+    in-order stream allocated and frees (its scratchpad) comes with an event
+    that completes after the execute's work, where oneDNN passes None; other
+    frees (a tensor dropped) keep None. Without the flag: None."""
+    for in_order_events in (True, False):
+        frees = []
+
+        def malloc(size, alignment, device, context):
+            return usm.device_alloc(context, device, size, alignment)
+
+        def free(ptr, device, context, event):
+            frees.append(event)
+            if event is not None:
+                event.wait()
+            usm.free(context, ptr)
+
+        allocator = goi.make_allocator(malloc, free, in_order_events=in_order_events)
+        engine, stream, compiled = _engine_stream_compiled(partition, cl_device, cl_context,
+                                                           allocator, cl_queue)
+        ins, outs = user_buffers.tensors(partition, engine)
+        user_buffers.clear_output()
+        compiled.execute(stream, ins, outs)
+        goi.execute(compiled, stream, ins, outs)
+        stream.wait()
+        _check(user_buffers.result(), data)
+        assert len(frees) == 2
+        if in_order_events:
+            assert all(isinstance(event, cl.Event) for event in frees)
+            assert all(event.command_execution_status == cl.command_execution_status.COMPLETE
+                       for event in frees)
+        else:
+            assert frees == [None, None]
+        tensor = g.tensor(partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+        del tensor
+        gc.collect()
+        assert frees[2:] == [None], "a tensor's free got an event"
+        del engine, stream, compiled, ins, outs
 
 
 # ------------------------------- dnnl.graph.allocator and engines of an index

@@ -36,7 +36,8 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from helpers import (ALG, DT, INFERENCE, MF, OOO, TAG, attention_partition, attention_reference,
-                     compile_partition, download, g, goi, oi, plain_desc, upload, usm)
+                     compile_partition, compiled_partition_cache_capacity, download, g, goi, oi,
+                     plain_desc, upload, usm)
 
 THREADS = 4
 JOIN_SECONDS = 100  # below the pytest-timeout backstop of each test
@@ -120,36 +121,44 @@ def _compiled_attention(device, context, allocator):
 
 class _CountingAllocator:
     """A graph allocator of USM device memory that records, under a lock,
-    every call: which thread made it and which pointers are live. `hook`
-    (if set) runs at the start of each malloc, on the calling thread.
+    every call: which thread made it and which pointers are live, and, for
+    an allocator of the engines of one `context`, the calls that received
+    another context (which would be another engine's). `hook` (if set) runs
+    at the start of each malloc, on the calling thread.
 
     The callables hold only the record, not this object (which holds the
     allocator): a cycle through the allocator's C++ object would never be
-    collected, and would keep one of the 64 allocator slots forever."""
+    collected."""
 
     class _Record:
-        def __init__(self, hook):
+        def __init__(self, hook, context):
             self.lock = threading.Lock()
             self.live = {}  # ptr -> size
             self.mallocs = collections.Counter()  # thread name -> calls
             self.frees = 0
             self.bad_frees = []
             self.hook = hook
+            self.context = context
+            self.wrong_context = []  # (call, context received)
 
-    def __init__(self, hook=None):
-        state = self.record = self._Record(hook)
+    def __init__(self, hook=None, context=None):
+        state = self.record = self._Record(hook, context)
 
         def malloc(size, alignment, device, context):
             if state.hook is not None:
                 state.hook(size)
             ptr = usm.device_alloc(context, device, size, alignment)
             with state.lock:
+                if state.context is not None and context != state.context:
+                    state.wrong_context.append(("malloc", context))
                 state.live[ptr] = size
                 state.mallocs[threading.current_thread().name] += 1
             return ptr
 
         def free(ptr, device, context, event):
             with state.lock:
+                if state.context is not None and context != state.context:
+                    state.wrong_context.append(("free", context))
                 if state.live.pop(ptr, None) is None:
                     state.bad_frees.append(ptr)
                 state.frees += 1
@@ -159,7 +168,7 @@ class _CountingAllocator:
 
         self.allocator = goi.make_allocator(malloc, free)
 
-    def __getattr__(self, name):  # lock, live, mallocs, frees, bad_frees, hook
+    def __getattr__(self, name):  # lock, live, mallocs, frees, bad_frees, hook, ...
         return getattr(self.__dict__["record"], name)
 
     def __setattr__(self, name, value):
@@ -582,6 +591,91 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
     del compiled, engine
     gc.collect()
     counting.assert_all_freed()
+
+
+# ------------------- two hundred allocators, each on a context of its own
+
+MANY_ALLOCATORS = 200
+
+
+@pytest.mark.test_hooks
+@pytest.mark.timeout(900, method="thread")
+def test_two_hundred_allocators_on_their_own_contexts_from_four_threads(cl_device, monkeypatch):
+    """200 Python allocators alive at once, each the allocator of an engine on
+    a context of its own. Four threads at once compile the attention
+    partition for their share of the engines and execute it (its inputs,
+    output and scratch all from the engines' allocators), then each thread
+    allocates a tensor on every engine, so that every allocator is called
+    from several threads. Every call reaches the allocator of the engine that
+    asked, proven by the context it receives (only that engine's), results
+    are right, and every allocation is freed."""
+    gc.collect()
+    allocators_before, allocations_before = goi._live_allocators(), goi._live_allocations()
+    unraisable = []  # a failure outside any call (none expected)
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    partition = attention_partition(BATCH, SEQ, HEAD)
+    out_port = partition.get_output_ports()[0]
+    setups = []
+    for _ in range(MANY_ALLOCATORS):
+        context = cl.Context([cl_device])
+        # The hook lets the other threads run (and start calls of their own
+        # engines) in the middle of each malloc.
+        recorder = _CountingAllocator(hook=lambda size: time.sleep(0.0005), context=context)
+        engine = goi.make_engine_with_allocator(cl_device, context, recorder.allocator)
+        queue = cl.CommandQueue(context, cl_device)
+        setups.append((recorder.record, engine, oi.make_stream(engine, queue), queue))
+    del recorder, engine, queue, context
+    assert goi._live_allocators() == allocators_before + MANY_ALLOCATORS
+    executed = collections.Counter()
+
+    def worker(index):
+        rng = np.random.default_rng(500 + index)
+        # The thread's share: compile and execute on a quarter of the engines.
+        for i in range(index, MANY_ALLOCATORS, THREADS):
+            _, engine, stream, queue = setups[i]
+            compiled = compile_partition(partition, engine)
+            data = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+            inputs = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_input_ports()]
+            for tensor in inputs:
+                upload(queue, tensor.get_data_handle(), data[tensor.get_logical_tensor().get_id()])
+            output = g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+            compiled.execute(stream, inputs, [output])
+            stream.wait()
+            result = download(queue, output.get_data_handle(), SHAPE)
+            np.testing.assert_allclose(result, attention_reference(*data), rtol=1e-4, atol=1e-5,
+                                       err_msg=f"engine {i}")
+            executed[i] += 1
+            del compiled, inputs, output
+        # Then a tensor on every engine, starting at another place per thread.
+        for k in range(MANY_ALLOCATORS):
+            _, engine, _, _ = setups[(k + index * MANY_ALLOCATORS // THREADS) % MANY_ALLOCATORS]
+            tensor = g.tensor(out_port, engine, dnnl.MEMORY_ALLOCATE)
+            assert tensor.get_data_handle() != 0
+            del tensor
+
+    with compiled_partition_cache_capacity(0):  # each compiled partition goes when dropped
+        capacity = dnnl.get_primitive_cache_capacity()
+        dnnl.set_primitive_cache_capacity(0)
+        try:
+            assert _run_threads([worker] * THREADS, join_seconds=800) >= 2, \
+                "the threads never ran at the same time"
+        finally:
+            dnnl.set_primitive_cache_capacity(capacity)
+    assert executed == {i: 1 for i in range(MANY_ALLOCATORS)}
+    assert [str(u.exc_value) for u in unraisable] == []
+    records = [setup[0] for setup in setups]
+    for i, record in enumerate(records):
+        assert record.wrong_context == [], f"allocator {i} got calls of another engine"
+        # 3 inputs, the output and the scratch of its execute, and one tensor per thread
+        assert sum(record.mallocs.values()) == 5 + THREADS, f"allocator {i}: {record.mallocs}"
+        assert len(record.mallocs) >= 2, f"allocator {i} was called from one thread only"
+    del setups, worker
+    gc.collect()
+    for i, record in enumerate(records):
+        assert record.bad_frees == [] and record.live == {}, f"allocator {i} leaked or double-freed"
+        assert record.frees == sum(record.mallocs.values())
+    assert goi._live_allocators() == allocators_before
+    assert goi._live_allocations() == allocations_before
 
 
 # ------------------------- memory allocated on one thread, freed on another

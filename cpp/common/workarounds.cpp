@@ -123,6 +123,10 @@ const std::vector<problem> &problems() {
             {"group-normalization-strides",
                     "GPU group normalization misreads a strided source and writes out of bounds",
                     {0, 0, 0}},
+            {"inorder-execute-drops-deps",
+                    "primitive and partition executes on an in-order stream enqueue their "
+                    "kernels without waiting for their dependencies",
+                    {0, 0, 0}},
             {"graph-noop-null-event",
                     "a partition starting with a no-op step passes a NULL event as a wait list "
                     "on an out-of-order queue without dependencies",
@@ -229,6 +233,8 @@ unsigned stream_flags(unsigned flags) {
 }
 
 bool graph_needs_dependency_marker() { return applies("graph-noop-null-event"); }
+
+bool inorder_execute_needs_barrier() { return applies("inorder-execute-drops-deps"); }
 
 } // namespace workarounds
 } // namespace dnnl_ocl_interop

@@ -58,6 +58,10 @@ bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
 // ---- streams: the flags to create a stream with, for the flags asked.
 unsigned stream_flags(unsigned flags);
 
+// ---- executes on in-order streams: whether the queue must be made to wait
+// for the dependencies (oneDNN enqueues the kernels without them).
+bool inorder_execute_needs_barrier();
+
 // ---- graph: whether an execution with no dependencies on an out-of-order
 // queue needs a marker event as its dependency.
 bool graph_needs_dependency_marker();

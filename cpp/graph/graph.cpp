@@ -199,7 +199,7 @@ void bind_graph_and_partition(py::module_ &m) {
     part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
                                 const std::vector<lt> &outputs, const engine_object &engine) {
         g::compiled_partition cp = graph_allocator::with_callbacks(
-                [&] { return p.compile(inputs, outputs, engine); });
+                engine, [&] { return p.compile(inputs, outputs, engine); });
         return compiled_partition_object(cp, engine, inputs, outputs);
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
@@ -240,6 +240,8 @@ bool is_host_scalar(const lt &desc) {
     return desc.get_property_type() == lt::property_type::host_scalar;
 }
 
+} // namespace
+
 // Bytes from the handle on that a tensor of `desc` addresses. For a strided
 // layout: up to its furthest element, sum((dim - 1) * stride) + 1 elements.
 // get_mem_size() counts max(dim * stride) elements, which a view into a
@@ -272,6 +274,8 @@ size_t addressed_bytes(const lt &desc) {
         return SIZE_MAX;
     return static_cast<size_t>((total_bits + 7) / 8);
 }
+
+namespace {
 
 void check_tensor_storage(const lt &desc, const engine_object &engine, void *handle) {
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
@@ -344,7 +348,7 @@ void bind_tensor(py::module_ &m) {
             throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
                                    "tensor with tensor.make_scalar_tensor, not on an engine");
         check_tensor_storage(desc, engine, h);
-        g::tensor t = graph_allocator::with_callbacks([&] {
+        g::tensor t = graph_allocator::with_callbacks(engine, [&] {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
                                              : g::tensor(desc, engine, h);
         });
@@ -414,10 +418,10 @@ void bind_tensor(py::module_ &m) {
             if (event) clReleaseEvent(event); // the user waits on the stream
             return;
         }
-        graph_allocator::with_callbacks([&] {
+        graph_allocator::with_callbacks(c.engine, [&] {
             c.partition.execute(s.stream, ex.inputs, ex.outputs, pad ? *pad : g::tensor());
             return 0;
-        });
+        }, &s);
     }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
             py::arg("scratchpad") = py::none(),
             "Execute with tensors for every input and output port, checked "
@@ -499,7 +503,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             size_t needed = 0;
             for (const auto &size : cp.compiled_sizes)
                 if (size.first == given.get_id()) needed = size.second;
-            size_t holds = addressed_bytes(given);
+            size_t holds = t.addressed;
             if (holds < needed)
                 throw_invalid_argument(name() + " addresses " + std::to_string(holds)
                         + " bytes, the compiled partition needs " + std::to_string(needed));
@@ -525,7 +529,7 @@ const g::tensor *scratchpad_arg(const compiled_partition_object &cp, py::handle 
     if (cp.scratchpad_size > 0) {
         if (!t.tensor.get_data_handle())
             throw_invalid_argument("scratchpad has no storage (dnnl.MEMORY_NONE)");
-        size_t holds = addressed_bytes(t.logical);
+        size_t holds = t.addressed;
         if (holds < cp.scratchpad_size)
             throw_invalid_argument("scratchpad addresses " + std::to_string(holds)
                     + " bytes, the compiled partition needs "

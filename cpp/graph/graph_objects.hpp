@@ -13,16 +13,24 @@
 
 namespace dnnl_ocl_interop {
 
+// Bytes from a tensor's handle to the end of the furthest element its
+// logical tensor addresses (its memory size for layouts other than strided).
+size_t addressed_bytes(const dnnl::graph::logical_tensor &desc);
+
 struct tensor_object {
     tensor_object(dnnl::graph::tensor tensor, engine_object engine,
             std::shared_ptr<void> handle_owner = nullptr)
         : engine(std::move(engine)), handle_owner(std::move(handle_owner)),
-          tensor(std::move(tensor)), logical(this->tensor.get_logical_tensor()) {}
+          tensor(std::move(tensor)), logical(this->tensor.get_logical_tensor()),
+          addressed(addressed_bytes(logical)) {}
     engine_object engine; // first: destroyed after the tensor (see core/objects.hpp)
     // The Python object of a typed pointer the tensor uses (dnnl.usm.allocation).
     std::shared_ptr<void> handle_owner;
     dnnl::graph::tensor tensor;
-    dnnl::graph::logical_tensor logical; // fixed; cached for execute()
+    // Fixed for the tensor's life; cached for execute(), which checks them
+    // on every call.
+    dnnl::graph::logical_tensor logical;
+    size_t addressed;
 };
 
 struct compiled_partition_object {

@@ -1,6 +1,7 @@
 #include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/workarounds.hpp"
 #include "core/primitive_objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -26,12 +27,27 @@ void check_same_context(const std::vector<cl_event> &events, const dnnl::engine 
     }
 }
 
+// oneDNN 3.13 enqueues its kernels on an in-order stream with no wait list
+// (src/gpu/intel/ocl/kernel.cpp:219-240): the dependencies given to execute
+// are dropped, and the kernels run before events of other queues or user
+// events complete. A barrier waiting for them, on the stream's queue first,
+// holds back what oneDNN enqueues after it.
+void wait_in_order(const stream_object &stream, const std::vector<cl_event> &events) {
+    if (stream.out_of_order || events.empty() || !workarounds::inorder_execute_needs_barrier())
+        return;
+    cl_command_queue queue = oi::get_command_queue(stream.stream);
+    check_cl(clEnqueueBarrierWithWaitList(queue, static_cast<cl_uint>(events.size()),
+                     events.data(), nullptr),
+            "clEnqueueBarrierWithWaitList");
+}
+
 void bind_ocl_interop_execute(py::module_ &m) {
     m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,
                              const cl_handles::event_list_arg &deps) {
         auto converted = execution_args(p, s, args);
         const std::vector<cl_event> &events = deps.get("deps");
         check_same_context(events, s.engine);
+        wait_in_order(s, events);
         cl_event event = nullptr;
         // The GIL is kept, as in primitive.execute (core/primitive.cpp).
         dnnl_status_t status = dnnl_ocl_interop_primitive_execute(p.primitive.get(),

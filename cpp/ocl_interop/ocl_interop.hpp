@@ -8,6 +8,7 @@
 #include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
+#include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace dnnl_ocl_interop {
@@ -24,6 +25,11 @@ bool queue_profiles(const dnnl::stream &stream);
 // Refuses `events` of another context than `engine`'s (dnnl.error), which
 // the queue would otherwise be handed (ocl_interop/execute.cpp).
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
+
+// On an in-order stream, makes its queue wait for `events`, which oneDNN
+// drops there (known problem inorder-execute-drops-deps, common/workarounds);
+// nothing on an out-of-order stream (ocl_interop/execute.cpp).
+void wait_in_order(const stream_object &stream, const std::vector<cl_event> &events);
 
 // oneDNN's engine blob inside `cache_blob` (bytes from get_engine_cache_blob),
 // checked to be whole and `device`'s (common/cache_blobs); TypeError or

@@ -5,17 +5,17 @@ An allocator is two callables given to ``dnnl.graph.ocl_interop.make_allocator``
     malloc(size, alignment, device, context) -> int   # a USM pointer of context
     free(ptr, device, context, event) -> None         # once event (if any) completed
 
-Both classes here hand out USM device memory and keep statistics. Their
-callables hold only the statistics, not the object that owns the allocator,
-so dropping the object (and the engines using its allocator) frees
-everything.
+Both classes here hand out USM device memory and keep statistics.
+``statistics_allocator`` is two such Python callables, which hold only the
+statistics, not the object that owns the allocator; ``caching_pool`` runs
+its policy in the binding's C++, without Python on oneDNN's calls. Dropping
+the object (and the engines using its allocator) frees everything.
 """
 
 import threading
 from dataclasses import dataclass, field
 
 from .. import usm
-from .._errors import invalid_argument
 from . import ocl_interop
 
 __all__ = ["allocation_statistics", "caching_pool", "statistics_allocator"]
@@ -79,145 +79,89 @@ class statistics_allocator:
         self.allocator = ocl_interop.make_allocator(malloc, free)
 
 
-class _block_cache:
-    """Freed blocks by size class, with the event each waits for. Frees what
-    it still holds when its last user (the pool or the allocator's
-    callables, which engines keep) is gone."""
+class _pool_statistics:
+    """A caching pool's counters (read live from the pool): bytes handed out
+    now and at most, blocks handed out and given back, and the pointers
+    handed out with their rounded sizes."""
 
-    def __init__(self):
-        self.blocks = {}  # size class -> [(ptr, event, context)]
-        self.lock = threading.Lock()
+    def __init__(self, pool):
+        self._pool = pool
 
-    def release(self) -> None:
-        with self.lock:
-            entries = [entry for blocks in self.blocks.values() for entry in blocks]
-            self.blocks.clear()
-        for ptr, event, context in entries:
-            _wait(event)
-            usm.free(context, ptr)
+    live_bytes = property(lambda self: self._pool.live_bytes, doc="Bytes handed out now.")
+    peak_bytes = property(lambda self: self._pool.peak_bytes, doc="Most bytes handed out at once.")
+    allocations = property(lambda self: self._pool.allocations, doc="Blocks handed out.")
+    frees = property(lambda self: self._pool.frees, doc="Blocks given back.")
+    sizes = property(lambda self: self._pool.sizes, doc="{pointer: rounded size} handed out now.")
 
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # interpreter shutdown: nothing to report to
-            pass
+    def __repr__(self):
+        return (f"caching_pool statistics(live_bytes={self.live_bytes}, peak_bytes={self.peak_bytes}, "
+                f"allocations={self.allocations}, frees={self.frees})")
 
 
 class caching_pool:
     """USM device memory reused by size once its last user has finished.
 
-    A freed block joins the cache with the event oneDNN passed; ``malloc``
-    reuses a block of the same (rounded) size and context whose event has
-    completed. A block freed without an event is reused right away when
-    ``reuse_without_event`` is true: correct when every stream on the engine
-    is one in-order queue, whose order protects the memory. ``release()``
-    frees the cached blocks now; they are freed anyway once the pool and the
-    engines using it are gone. ``stats`` counts memory handed out;
-    ``hits``/``misses`` count reuse.
+    ``free`` returns at once and never calls the driver: the block joins the
+    cache with the event oneDNN passed, and ``malloc`` reuses the oldest
+    block of the same (rounded) size and context whose event has completed
+    (a status query, no wait). So a warm pool makes no device allocation and
+    no blocking wait inside an execute. The policy runs in the binding's C++
+    (the same policy as a C allocator would have): oneDNN's calls to the
+    pool take neither the GIL nor any Python call.
+
+    oneDNN passes no event on an in-order stream. With
+    ``reuse_without_event`` (the default) such a block is reused at once:
+    correct when every stream on the engine is one in-order queue, whose
+    order protects the memory. Without it, the pool's allocator asks for an
+    event there (``in_order_events``: a marker enqueued on the stream's queue
+    after the execute's work), so memory is reused on any queue only once
+    that work is done; memory freed without an event outside an execute (a
+    dropped tensor) is freed with a blocking USM free.
+
+    ``release()`` frees the cached blocks now; they are freed anyway once the
+    pool and the engines using it are gone. ``stats`` counts memory handed
+    out (live: ``live_bytes``, ``peak_bytes``, ``allocations``, ``frees``,
+    ``sizes``); ``hits``/``misses`` count reuse.
 
     ``limit_bytes`` bounds the device memory the pool holds (handed out plus
     cached): a malloc beyond it first frees cached blocks that are ready,
-    and when that is not enough raises ``MemoryError`` — the pool has run
-    dry — which the compile or execute that asked for the memory raises as
-    ``dnnl.out_of_memory`` (its ``__cause__`` is the ``MemoryError``). The
+    and when that is not enough fails with a ``MemoryError`` — the pool has
+    run dry — which the compile or execute that asked for the memory raises
+    as ``dnnl.out_of_memory`` (its ``__cause__`` is the ``MemoryError``). The
     engine and pool stay usable: memory freed later serves later calls.
     """
 
     def __init__(self, granularity: int = 256, reuse_without_event: bool = True,
                  limit_bytes: "int | None" = None):
-        stats = self.stats = allocation_statistics()
-        cache = self._cache = _block_cache()
-        counters = self._counters = {"hits": 0, "misses": 0}
-        limit: "list[int | None]" = [None]  # read at each malloc: the setter changes it
-        self._limit = limit
+        self._pool = ocl_interop._caching_pool(granularity, reuse_without_event)
+        self.allocator = self._pool.allocator
+        self.stats = _pool_statistics(self._pool)
         self.limit_bytes = limit_bytes
-        growing = threading.Lock()
-
-        def rounded(size):
-            return -(-size // granularity) * granularity
-
-        def ready(event):
-            return event is None or event.command_execution_status == 0  # CL_COMPLETE
-
-        def take(size_class, alignment, context):
-            with cache.lock:
-                blocks = cache.blocks.get(size_class, [])
-                for i, (ptr, event, block_context) in enumerate(blocks):
-                    if block_context == context and ready(event) and ptr % max(alignment, 1) == 0:
-                        del blocks[i]
-                        counters["hits"] += 1
-                        return ptr
-                counters["misses"] += 1
-                return None
-
-        def make_room(size_class):
-            """Frees ready cached blocks until `size_class` more bytes fit
-            under the limit; MemoryError when they cannot."""
-            limit_bytes = limit[0]
-            with cache.lock:
-                held = stats.live_bytes + sum(size * len(blocks) for size, blocks in cache.blocks.items())
-                for block_size, blocks in cache.blocks.items():
-                    for entry in [e for e in blocks if ready(e[1])]:
-                        if held + size_class <= limit_bytes:
-                            break
-                        blocks.remove(entry)
-                        usm.free(entry[2], entry[0])
-                        held -= block_size
-            if held + size_class > limit_bytes:
-                raise MemoryError(f"caching_pool ran dry: {size_class} bytes asked for, "
-                                  f"{stats.live_bytes} in use and {held - stats.live_bytes} cached "
-                                  f"of limit_bytes={limit_bytes}")
-
-        def malloc(size, alignment, device, context):
-            size_class = rounded(size)
-            ptr = take(size_class, alignment, context)
-            if ptr is not None:
-                stats.allocated(ptr, size_class)
-                return ptr
-            with growing:  # one thread at a time checks the limit and grows
-                if limit[0] is not None:
-                    make_room(size_class)
-                ptr = usm.device_alloc(context, device, size_class, alignment)
-                stats.allocated(ptr, size_class)
-            return ptr
-
-        def free(ptr, device, context, event):
-            size_class = stats.freed(ptr)
-            if event is None and not reuse_without_event:
-                usm.free(context, ptr)
-                return
-            with cache.lock:
-                cache.blocks.setdefault(size_class, []).append((ptr, event, context))
-
-        self.allocator = ocl_interop.make_allocator(malloc, free)
 
     @property
     def limit_bytes(self) -> "int | None":
         """The bound on device memory the pool holds (None: no bound); may be changed."""
-        return self._limit[0]
+        return self._pool.limit_bytes
 
     @limit_bytes.setter
     def limit_bytes(self, value: "int | None") -> None:
-        if value is not None and value < 0:
-            raise invalid_argument(f"limit_bytes must not be negative, not {value}")
-        self._limit[0] = value
+        self._pool.limit_bytes = value
 
     @property
     def hits(self) -> int:
         """Allocations served from the cache."""
-        return self._counters["hits"]
+        return self._pool.hits
 
     @property
     def misses(self) -> int:
         """Allocations that went to the device."""
-        return self._counters["misses"]
+        return self._pool.misses
 
     @property
     def cached_bytes(self) -> int:
         """Bytes held in the cache, free for reuse."""
-        with self._cache.lock:
-            return sum(size * len(blocks) for size, blocks in self._cache.blocks.items())
+        return self._pool.cached_bytes
 
     def release(self) -> None:
         """Free every cached block now (waiting for their events)."""
-        self._cache.release()
+        self._pool.release()

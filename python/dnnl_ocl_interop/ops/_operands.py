@@ -21,16 +21,15 @@ _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done on
 _Array: Any = None
 _empty: Any = None
 _enqueue_marker: Any = None
-_enqueue_barrier: Any = None
 
 
 def _load_pyopencl() -> None:
-    global _Array, _empty, _enqueue_marker, _enqueue_barrier
+    global _Array, _empty, _enqueue_marker
     import pyopencl as cl
     import pyopencl.array as cla
 
     _Array, _empty = cla.Array, cla.empty
-    _enqueue_marker, _enqueue_barrier = cl.enqueue_marker, cl.enqueue_barrier
+    _enqueue_marker = cl.enqueue_marker
 
 
 _fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)

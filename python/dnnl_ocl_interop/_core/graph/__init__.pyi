@@ -462,7 +462,7 @@ class allocator:
             returns a host pointer with at least `size` bytes;
           host_free(ptr) -> None
             releases it.
-        oneDNN calls them only for CPU engines (this oneDNN has none); on OpenCL engines its memory comes from the default OpenCL allocator. Called with the GIL held; failures are raised as from ocl_interop.make_allocator's callables (dnnl.runtime_error chained to them). Shares the 64 slots of ocl_interop.make_allocator.
+        oneDNN calls them only for CPU engines (this oneDNN has none); on OpenCL engines its memory comes from the default OpenCL allocator. Called with the GIL held; failures are raised as from ocl_interop.make_allocator's callables (dnnl.runtime_error chained to them).
         """
     def _host_malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         """

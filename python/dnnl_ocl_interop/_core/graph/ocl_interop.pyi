@@ -9,11 +9,90 @@ import dnnl_ocl_interop._core.graph
 import pyopencl
 import typing
 __all__: list = ['execute', 'make_allocator', 'make_engine_with_allocator']
+class _caching_pool:
+    """
+    The engine of dnnl.graph.allocators.caching_pool (use that): the pool's policy in C++, and an allocator that serves it without Python.
+    """
+    def __init__(self, granularity: typing.SupportsInt | typing.SupportsIndex, reuse_without_event: bool) -> None:
+        ...
+    def _cached(self) -> list:
+        """
+        For tests: (pointer, event handle or 0) of each cached block.
+        """
+    def release(self) -> None:
+        """
+        Free every cached block now, waiting for its event.
+        """
+    @property
+    def allocations(self) -> int:
+        """
+        Blocks handed out.
+        """
+    @property
+    def allocator(self) -> dnnl_ocl_interop._core.graph.allocator:
+        """
+        The allocator for make_engine_with_allocator.
+        """
+    @property
+    def cached_bytes(self) -> int:
+        """
+        Bytes held in the cache, free for reuse.
+        """
+    @property
+    def frees(self) -> int:
+        """
+        Blocks given back.
+        """
+    @property
+    def hits(self) -> int:
+        """
+        Allocations served from the cache.
+        """
+    @property
+    def limit_bytes(self) -> typing.Any:
+        """
+        The bound on device memory the pool holds (None: no bound).
+        """
+    @limit_bytes.setter
+    def limit_bytes(self, arg1: typing.Any) -> None:
+        ...
+    @property
+    def live_bytes(self) -> int:
+        """
+        Bytes handed out now (rounded sizes).
+        """
+    @property
+    def misses(self) -> int:
+        """
+        Allocations that went to the device.
+        """
+    @property
+    def peak_bytes(self) -> int:
+        """
+        Most bytes handed out at once.
+        """
+    @property
+    def sizes(self) -> dict:
+        """
+        {pointer: rounded size} of the blocks handed out now.
+        """
+def _live_allocations() -> int:
+    """
+    For tests: how many allocations made by Python graph allocators (or by the binding in place of a failed one) oneDNN holds now.
+    """
+def _live_allocators() -> int:
+    """
+    For tests: how many Python graph allocators are alive (held by Python objects, by engines, or by allocations oneDNN holds).
+    """
+def _trace_allocators(on: bool) -> list:
+    """
+    For benchmarks/allocator_breakdown.py: switches the recording of (stage, time.perf_counter_ns()-comparable nanoseconds) at each step of graph calls and allocator callbacks on or off; returns the records made so far, and forgets them.
+    """
 def execute(compiled_partition: dnnl_ocl_interop._core.graph.compiled_partition, stream: dnnl_ocl_interop._core.stream, inputs: typing.Any, outputs: typing.Any, deps: collections.abc.Sequence[pyopencl.Event | int | None] = (), scratchpad: typing.Any = None) -> pyopencl.Event | None:
     """
     Execute after the events in `deps`; returns the partition's event (a pyopencl.Event owned by the caller), or None when oneDNN returns none. `scratchpad`: None (oneDNN allocates it) or a tensor on the partition's engine with room for compiled_partition.get_scratchpad_logical_tensor(). The GIL is released; the engine's allocator may be called.
     """
-def make_allocator(malloc: typing.Any, free: typing.Any) -> dnnl_ocl_interop._core.graph.allocator:
+def make_allocator(malloc: typing.Any, free: typing.Any, *, in_order_events: bool = False) -> dnnl_ocl_interop._core.graph.allocator:
     """
     An allocator that oneDNN calls for graph memory on OpenCL devices:
       malloc(size, alignment, device: pyopencl.Device, context: pyopencl.Context) -> int
@@ -22,7 +101,8 @@ def make_allocator(malloc: typing.Any, free: typing.Any) -> dnnl_ocl_interop._co
         releases it once `event` has completed (with None, in-order work
         may still use it: free it only after that work is done, e.g.
         with a blocking USM free).
-    Called with the GIL held, from the compile, execute or tensor call that needs memory; an exception (or a return that is not a USM pointer of the context with `size` bytes and a multiple of a non-zero `alignment`) is raised from that call as dnnl.runtime_error chained to it (dnnl.out_of_memory for a MemoryError); KeyboardInterrupt, SystemExit and GeneratorExit are raised from it unchanged. Each allocator gets only its own calls. At most 64 allocators are alive at once.
+    Called with the GIL held, from the compile, execute or tensor call that needs memory; an exception (or a return that is not a USM pointer of the context with `size` bytes and a multiple of a non-zero `alignment`, or that oneDNN still holds) is raised from that call as dnnl.runtime_error chained to it (dnnl.out_of_memory for a MemoryError); KeyboardInterrupt, SystemExit and GeneratorExit are raised from it unchanged. There is no limit on live allocators, and each gets only its own calls: the mallocs of its engines' compile, execute and tensor calls, and the frees of what it handed out.
+    in_order_events: memory an execute on an in-order stream allocated and frees when it ends (its scratchpad) is passed to free with the event of a marker enqueued on the stream's queue after the execute's work, where oneDNN passes None (for pools that reuse memory on other queues without waiting).
     """
 def make_engine_with_allocator(device: pyopencl.Device | int, context: pyopencl.Context | int, allocator: dnnl_ocl_interop._core.graph.allocator, cache_blob: bytes | bytearray | None = None) -> dnnl_ocl_interop._core.engine:
     """
