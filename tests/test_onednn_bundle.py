@@ -67,6 +67,7 @@ def test_extra_options_come_from_the_environment():
     assert bundle.extra_options({bundle.EXTRA_OPTIONS_ENV: "-DA=1  -DB=2"}) == ("-DA=1", "-DB=2")
 
 
+@pytest.mark.needs_build_tools
 def test_compiler_identity_resolves_the_compiler():
     identity = bundle.compiler_identity("c++")
     path, version = identity.rsplit(" ", 1)
@@ -187,6 +188,7 @@ def _configure(tmp_path: Path, *defines: str) -> subprocess.CompletedProcess:
         env={k: v for k, v in os.environ.items() if k != "ONEDNN_SOURCE_DIR"})
 
 
+@pytest.mark.needs_build_tools
 @pytest.mark.parametrize("fake, reason", [
     (dict(version=(3, 4, 0)), "older than 3.5"),
     (dict(gpu="DNNL_RUNTIME_NONE"), "not built for the OpenCL GPU runtime"),
@@ -200,11 +202,13 @@ def test_system_mode_refuses_an_unsuitable_onednn(tmp_path, fake, reason):
     assert reason in result.stderr and "DNNL_OCL_INTEROP_ONEDNN=system" in result.stderr
 
 
+@pytest.mark.needs_build_tools
 def test_an_unknown_mode_is_refused(tmp_path):
     result = _configure(tmp_path, "-DDNNL_OCL_INTEROP_ONEDNN=maybe")
     assert result.returncode != 0 and "use auto, system or bundled" in result.stderr
 
 
+@pytest.mark.needs_build_tools
 def test_auto_mode_passes_over_an_unsuitable_onednn(tmp_path):
     """auto falls back to the bundled build, which here is pointed at a
     directory that is no oneDNN tree: it fails at once, saying so."""
