@@ -190,7 +190,7 @@ def _configure(tmp_path: Path, *defines: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.needs_build_tools
 @pytest.mark.parametrize("fake, reason", [
-    (dict(version=(3, 4, 0)), "older than 3.5"),
+    (dict(version=(3, 12, 4)), "older than 3.13"),
     (dict(gpu="DNNL_RUNTIME_NONE"), "not built for the OpenCL GPU runtime"),
     (dict(graph=False), "without the graph component"),
 ], ids=["too-old", "no-ocl-runtime", "no-graph"])
@@ -200,6 +200,19 @@ def test_system_mode_refuses_an_unsuitable_onednn(tmp_path, fake, reason):
                         f"-DCMAKE_PREFIX_PATH={prefix}")
     assert result.returncode != 0
     assert reason in result.stderr and "DNNL_OCL_INTEROP_ONEDNN=system" in result.stderr
+
+
+@pytest.mark.needs_build_tools
+def test_system_mode_passes_the_minimum_version(tmp_path):
+    """3.13.0, the oldest release the sources compile against, passes the
+    version check; this stand-in then fails at find_package, having headers
+    and no CMake package."""
+    prefix = _fake_onednn(tmp_path / "prefix", version=(3, 13, 0))
+    result = _configure(tmp_path, "-DDNNL_OCL_INTEROP_ONEDNN=system",
+                        f"-DCMAKE_PREFIX_PATH={prefix}")
+    assert result.returncode != 0
+    assert "older than" not in result.stderr
+    assert 'package configuration file provided by "dnnl"' in result.stderr.replace("\n  ", " ")
 
 
 @pytest.mark.needs_build_tools
