@@ -93,6 +93,10 @@ def test_plain_cmake_build_installs_an_importable_package(tmp_path):
     defines, origin = _onednn_defines()
     build, prefix = ROOT / "build" / "cmake-test", tmp_path / "prefix"
     env = {k: v for k, v in os.environ.items() if k not in ("ONEDNN_SOURCE_DIR", bundle.EXTRA_OPTIONS_ENV)}
+    # The compilers scikit-build-core gives pip's builds (Python's own): ccache
+    # hashes the compiler's name, so with them this build reuses their objects.
+    for variable in ("CC", "CXX"):
+        env.setdefault(variable, sysconfig.get_config_var(variable).split()[0])
     configure = _run(["cmake", "--fresh", "-S", ROOT, "-B", build, "-G", "Ninja",
                       f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
                       f"-DPython_EXECUTABLE={sys.executable}", *defines], env=env, timeout=600)
