@@ -276,7 +276,7 @@ def test_sdist_holds_the_tracked_files_and_nothing_else(tmp_path):
 # --- the wheel repair's pieces ----------------------------------------------
 
 def _wheel(path: Path, files: dict) -> Path:
-    record = "demo-1.0.dist-info/RECORD"
+    record = f"{path.name.split('-')[0]}-1.0.dist-info/RECORD"
     with zipfile.ZipFile(path, "w") as z:
         rows = []
         for name, data in files.items():
@@ -290,29 +290,85 @@ def _wheel(path: Path, files: dict) -> Path:
 
 def test_files_added_to_a_wheel_are_recorded(tmp_path):
     wheel = _wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": b"x = 1\n"})
-    wheel_tools.add_to_wheel(wheel, {"demo/licenses/thing/COPYING": b"licence text\n"})
+    wheel_tools.add_to_wheel(wheel, {"demo/licenses/thing/COPYING": b"licence text\n",
+                                     "demo/libthing.so.1": b"\x7fELF"})
     with zipfile.ZipFile(wheel) as z:
         assert z.read("demo/licenses/thing/COPYING") == b"licence text\n"
+        assert z.getinfo("demo/libthing.so.1").external_attr >> 16 == 0o755
         rows = list(csv.reader(io.StringIO(z.read("demo-1.0.dist-info/RECORD").decode())))
         names = z.namelist()
+        contents = {name: z.read(name) for name in names}
     assert rows[-1] == ["demo-1.0.dist-info/RECORD", "", ""]
     assert sorted(r[0] for r in rows) == sorted(names)
     for name, digest, size in rows[:-1]:
-        assert [name, digest, size] == wheel_tools.record_row(name, zipfile.ZipFile(wheel).read(name))
+        assert [name, digest, size] == wheel_tools.record_row(name, contents[name])
 
 
-def test_a_grafted_library_needs_a_known_licence(tmp_path, monkeypatch):
-    assert wheel_tools.grafted_name("libOpenCL-5519dec5.so.1.0.0") == "libOpenCL"
+def test_every_carried_library_needs_a_known_licence(tmp_path, monkeypatch):
+    assert wheel_tools.library_name("libOpenCL-5519dec5.so.1.0.0") == "libOpenCL"
+    assert wheel_tools.library_name("libOpenCL.so.1") == "libOpenCL"
+    assert wheel_tools.carried_libraries([
+        "dnnl_ocl_interop/_core.cpython-311-x86_64-linux-gnu.so", "dnnl_ocl_interop/libdnnl.so.3",
+        "dnnl_ocl_interop/libdnnl_ocl_interop_emulation_layer.so", "dnnl_ocl_interop/libOpenCL.so.1",
+        "dnnl_ocl_interop.libs/", "dnnl_ocl_interop/__init__.py"]) == ["libOpenCL.so.1", "libdnnl.so.3"]
     licence = tmp_path / "COPYING"
     licence.write_text("BSD-2-Clause\n")
     monkeypatch.setenv("OCL_ICD_LICENSE", str(licence))
-    assert wheel_tools.licence_files_for(["libOpenCL-5519dec5.so.1.0.0"]) == {
+    assert wheel_tools.licence_files(["libOpenCL.so.1", "libdnnl.so.3"]) == {
         "dnnl_ocl_interop/licenses/ocl-icd/COPYING": b"BSD-2-Clause\n"}
     with pytest.raises(SystemExit):
-        wheel_tools.licence_files_for(["libfoo-0123abcd.so.2"])
+        wheel_tools.licence_files(["libfoo-0123abcd.so.2"])
     monkeypatch.setenv("OCL_ICD_LICENSE", str(tmp_path / "missing"))
     with pytest.raises(SystemExit):
-        wheel_tools.licence_files_for(["libOpenCL-5519dec5.so.1.0.0"])
+        wheel_tools.licence_files(["libOpenCL.so.1"])
+
+
+def test_the_loader_goes_into_the_package_under_its_own_name(tmp_path, monkeypatch):
+    """The loader this process's _core links (oneDNN dlopens it by that
+    name) is copied next to _core in the wheel, with its licence."""
+    licence = tmp_path / "COPYING"
+    licence.write_text("BSD-2-Clause\n")
+    monkeypatch.setenv("OCL_ICD_LICENSE", str(licence))
+    core = Path(dnnl._core.__file__)
+    wheel = _wheel(tmp_path / "dnnl_ocl_interop-1.0-cp311-cp311-linux_x86_64.whl",
+                   {f"dnnl_ocl_interop/{core.name}": core.read_bytes()})
+    source = Path(wheel_tools.add_loader(wheel))
+    with zipfile.ZipFile(wheel) as z:
+        loader = z.read("dnnl_ocl_interop/libOpenCL.so.1")
+        assert z.read("dnnl_ocl_interop/licenses/ocl-icd/COPYING") == b"BSD-2-Clause\n"
+    assert loader == source.read_bytes()
+    # the loader this process's _core runs on (the system's, or the copy of
+    # it an installed wheel carries) is that library
+    with open("/proc/self/maps") as maps:
+        mapped = {line.split()[-1] for line in maps if "/libOpenCL.so" in line}
+    assert mapped and all(Path(m).read_bytes() == loader for m in mapped), mapped
+
+
+_ONE_LOADER = """
+import dnnl_ocl_interop as dnnl
+dnnl.emulation.ensure_device()
+import pyopencl as cl
+device = next(d for p in cl.get_platforms() if "Intel" in p.vendor for d in p.get_devices(cl.device_type.GPU))
+engine = dnnl.ocl_interop.make_engine(device, cl.Context([device]))  # oneDNN's first call
+with open("/proc/self/maps") as maps:
+    print(sorted({line.split()[-1] for line in maps if "libOpenCL" in line and "pyopencl" not in line}))
+"""
+
+
+def test_one_loader_serves_the_module_and_onednn():
+    """oneDNN opens libOpenCL.so.1 by name; it must get the loader _core
+    links (the system's, or the copy an installed wheel carries next to
+    _core), not a second one: a second loader, first used inside oneDNN's
+    first make_engine, would bypass the layers there. pyopencl's own copy
+    stays apart."""
+    child = subprocess.run([sys.executable, "-c", _ONE_LOADER], capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    loaders = eval(child.stdout.strip().splitlines()[-1])
+    assert len(loaders) == 1, loaders
+    package = Path(dnnl.__file__).parent
+    if (package / "libOpenCL.so.1").exists():  # an installed repaired wheel
+        assert Path(loaders[0]).parent == package, loaders
 
 
 def _fake_site(tmp_path: Path, core: str) -> Path:
