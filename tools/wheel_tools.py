@@ -131,6 +131,14 @@ def add_to_wheel(wheel: Path, files: dict[str, bytes]) -> None:
     os.replace(tmp, wheel)
 
 
+def licence_dir(name: str) -> str:
+    """Where the licence of library ``name`` lies in the wheel: oneDNN's own
+    LICENSE file (beside its THIRD-PARTY-PROGRAMS), any file for the others
+    (its name is the source's: Debian's ``copyright``, ocl-icd's ``COPYING``)."""
+    project, source = LICENCES[name]
+    return f"{LICENSES_DIR}/{project}" + ("/LICENSE" if source is None else "")
+
+
 def licence_files(libraries: Sequence[str]) -> dict[str, bytes]:
     """The licence files, as archive name -> content, of the ``libraries``
     whose licence the build does not install (libdnnl's it does)."""
@@ -226,9 +234,9 @@ def check(wheel: Path) -> str:
     members = wheel_members(wheel)
     carried = carried_libraries(members)
     licences = sorted(n for n in members if n.startswith(f"{LICENSES_DIR}/") and not n.endswith("/"))
-    projects = {n.split("/")[2] for n in licences}
     unknown = [c for c in carried if library_name(c) not in LICENCES]
-    missing = sorted({LICENCES[library_name(c)][0] for c in carried if c not in unknown} - projects)
+    missing = sorted({licence_dir(library_name(c)) for c in carried if c not in unknown}
+                     - {n.rsplit("/", 1)[0] for n in licences} - set(licences))
     print(f"tag: {tag}")
     print(f"libraries carried: {', '.join(carried)}")
     print(f"licences: {', '.join(licences)}")
