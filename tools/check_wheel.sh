@@ -70,7 +70,7 @@ step "the installed package"
 step "the test suite against the installed package"
 pytest=("$py" -m pytest -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml")
 echo "deselected, as they need a compiler, CMake or the source tree's build (marker needs_build_tools):"
-"${pytest[@]}" -q --collect-only -m needs_build_tools "$root/tests" | grep '::' | sed 's/^/  /'
+"${pytest[@]}" -q --collect-only -m needs_build_tools "$root/tests" | grep -E '^\S+::' | sed 's/^/  /'
 "${pytest[@]}" -m "not soak and not needs_build_tools" "$root/tests" "$@"
 step "wheel check passed: $(basename "$wheel")"
 rm -rf "$work"
