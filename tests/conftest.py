@@ -5,6 +5,8 @@ runtime through the package's layer) otherwise. With neither, collection
 fails: tests that need the device never skip for want of one.
 """
 
+import os
+
 import pytest
 
 import dnnl_ocl_interop as dnnl
@@ -17,7 +19,8 @@ import pyopencl as cl  # noqa: E402  (after the device choice, on purpose)
 
 
 def pytest_report_header(config):
-    return f"dnnl_ocl_interop device: {DEVICE_DESCRIPTION}"
+    return [f"dnnl_ocl_interop package: {os.path.dirname(dnnl.__file__)} (libdnnl {dnnl._core.library_path()})",
+            f"dnnl_ocl_interop device: {DEVICE_DESCRIPTION}"]
 
 
 def pytest_collection_modifyitems(config, items):

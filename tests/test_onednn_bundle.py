@@ -67,6 +67,7 @@ def test_extra_options_come_from_the_environment():
     assert bundle.extra_options({bundle.EXTRA_OPTIONS_ENV: "-DA=1  -DB=2"}) == ("-DA=1", "-DB=2")
 
 
+@pytest.mark.needs_build_tools
 def test_compiler_identity_resolves_the_compiler():
     identity = bundle.compiler_identity("c++")
     path, version = identity.rsplit(" ", 1)
@@ -149,6 +150,7 @@ def test_status_command_reports_the_cache(tmp_path):
     env = dict(os.environ, DNNL_OCL_INTEROP_CACHE=str(tmp_path))
     env.pop("ONEDNN_SOURCE_DIR", None)
     env.pop(bundle.EXTRA_OPTIONS_ENV, None)
+    env.pop("CXX", None)  # status's default compiler is $CXX, else c++ (as below)
     script = str(ROOT / "third_party" / "onednn_bundle.py")
     missing = subprocess.run([sys.executable, script, "status"], env=env,
                              capture_output=True, text=True)
@@ -187,8 +189,9 @@ def _configure(tmp_path: Path, *defines: str) -> subprocess.CompletedProcess:
         env={k: v for k, v in os.environ.items() if k != "ONEDNN_SOURCE_DIR"})
 
 
+@pytest.mark.needs_build_tools
 @pytest.mark.parametrize("fake, reason", [
-    (dict(version=(3, 4, 0)), "older than 3.5"),
+    (dict(version=(3, 12, 4)), "older than 3.13"),
     (dict(gpu="DNNL_RUNTIME_NONE"), "not built for the OpenCL GPU runtime"),
     (dict(graph=False), "without the graph component"),
 ], ids=["too-old", "no-ocl-runtime", "no-graph"])
@@ -200,11 +203,26 @@ def test_system_mode_refuses_an_unsuitable_onednn(tmp_path, fake, reason):
     assert reason in result.stderr and "DNNL_OCL_INTEROP_ONEDNN=system" in result.stderr
 
 
+@pytest.mark.needs_build_tools
+def test_system_mode_passes_the_minimum_version(tmp_path):
+    """3.13.0, the oldest release the sources compile against, passes the
+    version check; this stand-in then fails at find_package, having headers
+    and no CMake package."""
+    prefix = _fake_onednn(tmp_path / "prefix", version=(3, 13, 0))
+    result = _configure(tmp_path, "-DDNNL_OCL_INTEROP_ONEDNN=system",
+                        f"-DCMAKE_PREFIX_PATH={prefix}")
+    assert result.returncode != 0
+    assert "older than" not in result.stderr
+    assert 'package configuration file provided by "dnnl"' in result.stderr.replace("\n  ", " ")
+
+
+@pytest.mark.needs_build_tools
 def test_an_unknown_mode_is_refused(tmp_path):
     result = _configure(tmp_path, "-DDNNL_OCL_INTEROP_ONEDNN=maybe")
     assert result.returncode != 0 and "use auto, system or bundled" in result.stderr
 
 
+@pytest.mark.needs_build_tools
 def test_auto_mode_passes_over_an_unsuitable_onednn(tmp_path):
     """auto falls back to the bundled build, which here is pointed at a
     directory that is no oneDNN tree: it fails at once, saying so."""

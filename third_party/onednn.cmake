@@ -1,5 +1,7 @@
-# Finds or builds the oneDNN this package needs: version 3.5 or newer, built for
-# the OpenCL GPU runtime, with the graph component.
+# Finds or builds the oneDNN this package needs: version 3.13 or newer, built for
+# the OpenCL GPU runtime, with the graph component. 3.13 is the oldest release
+# the sources compile against (3.12 lacks the graph API's user scratchpads,
+# compiled_partition::get_scratchpad_logical_tensor; docs/building.md).
 #
 #   DNNL_OCL_INTEROP_ONEDNN = auto (default) | system | bundled
 #     system:  find_package(dnnl CONFIG) on CMAKE_PREFIX_PATH and the system
@@ -13,7 +15,7 @@
 #
 # Sets DNNL_LIBRARY_DIR (where libdnnl lies at build time) and
 # DNNL_OCL_INTEROP_ONEDNN_BUNDLED.
-set(DNNL_OCL_INTEROP_MIN_ONEDNN 3.5)
+set(DNNL_OCL_INTEROP_MIN_ONEDNN 3.13)
 set(DNNL_OCL_INTEROP_ONEDNN auto CACHE STRING "Which oneDNN to use: auto, system or bundled")
 set_property(CACHE DNNL_OCL_INTEROP_ONEDNN PROPERTY STRINGS auto system bundled)
 set(ONEDNN_SOURCE_DIR "" CACHE PATH

@@ -17,6 +17,10 @@ Command line::
 
 Only the standard library is used: this runs inside pip's isolated build
 environment too.
+
+pip hides a build's output unless run with ``-v``; ``ensure`` therefore also
+writes the lines of a real build (start with the usual duration, progress
+with the time left, end) to the controlling terminal when stderr is not it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import IO, Iterator, Sequence
 
 # The pinned upstream release. The hash is that of the archive at URL (it is
 # also what `git archive --prefix=oneDNN-3.13.1/ v3.13.1 | gzip -n` gives).
@@ -164,7 +168,7 @@ def download_archive(url: str, sha256: str, dest: Path,
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_name(dest.name + f".part{os.getpid()}")
-    log(f"downloading {url}")
+    log(f"downloading {url}", terminal=True)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response, partial.open("wb") as out:
             shutil.copyfileobj(response, out)
@@ -206,22 +210,59 @@ def extract_archive(archive: Path, into: Path) -> Path:
 
 # --- the build ---------------------------------------------------------------
 
-def log(message: str) -> None:
-    print(f"-- oneDNN bundle: {message}", file=sys.stderr, flush=True)
+# The process's controlling terminal, when the command line (main) found one
+# that stderr is not: pip captures a build's output and shows it only with -v
+# or after a failure, but the build runs on pip's terminal, so the lines a
+# user waiting on a oneDNN build needs (start, progress, end) go there too.
+_terminal: IO[str] | None = None
+
+
+def open_terminal() -> IO[str] | None:
+    """``/dev/tty`` opened for writing when stderr is not a terminal; None
+    when stderr is one (it shows everything already) or the process has no
+    controlling terminal (ENXIO: CI, cron, a setsid child)."""
+    if sys.stderr.isatty():
+        return None
+    try:
+        return open("/dev/tty", "w", encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def log(message: str, terminal: bool = False) -> None:
+    """One line on stderr; with ``terminal``, on the controlling terminal too."""
+    line = f"-- oneDNN bundle: {message}"
+    print(line, file=sys.stderr, flush=True)
+    if terminal and _terminal is not None:
+        try:
+            _terminal.write(line + "\n")
+            _terminal.flush()
+        except OSError:
+            pass
 
 
 _NINJA_PROGRESS = re.compile(rb"^\[(\d+)/(\d+)\]")
 
 
+def progress_line(done: int, total: int, elapsed_s: float) -> str:
+    """``[n/N] p%, M min so far, about L min left`` (left: the time so far
+    spread over the steps done, applied to the steps to go)."""
+    line = f"[{done}/{total}] {100.0 * done / total:.0f}%, {elapsed_s / 60:.0f} min so far"
+    if 0 < done < total:
+        line += f", about {elapsed_s / done * (total - done) / 60:.0f} min left"
+    return line
+
+
 def run_step(name: str, command: Sequence[str], logfile: Path, progress: bool = False) -> None:
     """Runs one step with its output appended to ``logfile``; with
-    ``progress``, echoes Ninja's ``[n/N]`` every 2 % or 60 s."""
+    ``progress``, echoes Ninja's ``[n/N]`` every 2 % or 60 s, with the time
+    so far and an estimate of the time left."""
     with logfile.open("ab") as out:
         out.write(f"\n$ {' '.join(command)}\n".encode())
         out.flush()
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
-        shown_percent, shown_at = -100.0, 0.0
+        shown_percent, shown_at, started = -100.0, 0.0, time.monotonic()
         for line in proc.stdout:
             out.write(line)
             match = _NINJA_PROGRESS.match(line) if progress else None
@@ -229,7 +270,7 @@ def run_step(name: str, command: Sequence[str], logfile: Path, progress: bool = 
                 done, total = int(match.group(1)), int(match.group(2))
                 percent = 100.0 * done / total
                 if percent - shown_percent >= 2 or time.monotonic() - shown_at >= 60 or done == total:
-                    log(f"[{done}/{total}] {percent:.0f}%")
+                    log(progress_line(done, total, time.monotonic() - started), terminal=True)
                     shown_percent, shown_at = percent, time.monotonic()
         code = proc.wait()
     if code != 0:
@@ -273,8 +314,8 @@ def build(spec: BuildSpec, source: Path, entry: Path) -> Path:
         configure += [f"-DCMAKE_C_COMPILER_LAUNCHER={ccache}", f"-DCMAKE_CXX_COMPILER_LAUNCHER={ccache}"]
     tool("ninja")
     log(f"building oneDNN {spec.version} for the OpenCL GPU runtime from {source}: "
-        f"{USUAL_DURATION} the first time, then reused from {entry}")
-    log(f"full output: {logfile}")
+        f"{USUAL_DURATION} the first time, then reused from {entry}", terminal=True)
+    log(f"full output: {logfile}", terminal=True)
     started = time.monotonic()
     run_step("configure", configure, logfile)
     run_step("build", [tool("cmake"), "--build", str(build_dir)], logfile, progress=True)
@@ -283,7 +324,7 @@ def build(spec: BuildSpec, source: Path, entry: Path) -> Path:
     stamp = dict(dataclasses.asdict(spec), source=str(source), minutes=round(minutes, 1))
     (prefix / COMPLETE_STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
     shutil.rmtree(build_dir, ignore_errors=True)
-    log(f"done in {minutes:.0f} minutes; installed in {prefix}")
+    log(f"done in {minutes:.0f} minutes; installed in {prefix}", terminal=True)
     return prefix
 
 
@@ -317,6 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prefix-file", type=Path,
                         help="write the install prefix to this file")
     args = parser.parse_args(argv)
+    global _terminal
+    _terminal = open_terminal() if args.command == "ensure" else None
     try:
         if args.command == "status":
             source_dir = os.environ.get(SOURCE_ENV)
