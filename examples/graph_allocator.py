@@ -58,7 +58,7 @@ inputs = {i: rng.standard_normal((BATCH, SEQ, HEAD)).astype(np.float32) for i in
 buffers: list = []  # USM allocations owned here, freed when the script ends
 
 
-def tensor(logical, data=None):
+def tensor(engine, logical, data=None):
     buffer = dnnl.usm.allocation(context, logical.get_mem_size(), "device", device)
     buffers.append(buffer)
     if data is not None:
@@ -66,8 +66,8 @@ def tensor(logical, data=None):
     return g.tensor(logical, engine, buffer.ptr)
 
 
-input_tensors = [tensor(port, inputs[port.get_id()]) for port in partition.get_input_ports()]
-output_tensor = tensor(compiled.query_logical_tensor(output.get_id()))
+input_tensors = [tensor(engine, port, inputs[port.get_id()]) for port in partition.get_input_ports()]
+output_tensor = tensor(engine, compiled.query_logical_tensor(output.get_id()))
 for _ in range(3):
     compiled.execute(stream, input_tensors, [output_tensor])
 stream.wait()

@@ -251,8 +251,9 @@ dev=[d for p in cl.get_platforms() for d in p.get_devices()][0]; ctx=cl.Context(
 eng=dnnl.ocl_interop.make_engine(dev, ctx)
 DT, T = dnnl.memory.data_type, dnnl.memory.format_tag
 md=lambda d,t: dnnl.memory.desc(d, DT.f32, t); z=dnnl.memory.desc()
-pd = dnnl.lstm_forward.primitive_desc(eng, dnnl.prop_kind.forward_inference, dnnl.rnn_direction.unidirectional_left2right,
-    md([3,2,8], T.tnc), z, z, md([1,1,8,4,8], T.ldigo), md([1,1,8,4,8], T.ldigo), md([1,1,4,8], T.ldgo), md([3,2,8], T.tnc), z, z)
+pd = dnnl.lstm_forward.primitive_desc(eng, dnnl.prop_kind.forward_inference,
+    dnnl.rnn_direction.unidirectional_left2right, md([3,2,8], T.tnc), z, z, md([1,1,8,4,8], T.ldigo),
+    md([1,1,8,4,8], T.ldigo), md([1,1,4,8], T.ldgo), md([3,2,8], T.tnc), z, z)
 print(pd.impl_info_str())
 """
 

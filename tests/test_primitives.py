@@ -1321,7 +1321,7 @@ def test_binary_post_op_takes_only_src1(engine, stream, prefix):
     rng = np.random.default_rng(140)
     M, K, N = 3, 4, 5
     src, wei, src1 = rand(rng, [M, K], "f32"), rand(rng, [K, N], "f32"), rand(rng, [1, N], "f32")
-    for attempt in range(20):
+    for _ in range(20):
         po = dnnl.post_ops()
         for op in prefix:
             if op == "relu":

@@ -333,7 +333,7 @@ def test_shared_compiled_partition_and_allocator(cl_context, cl_device):
     # every worker executed the shared partition, which asks for scratch
     assert all(callers.get(f"worker-{i}", 0) >= iterations for i in range(THREADS)), callers
 
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
 
@@ -352,7 +352,7 @@ def test_shared_partition_with_statistics_allocator(cl_context, cl_device):
 
     _run_threads([worker] * THREADS)
     assert stats.allocations >= THREADS * 13  # outputs and the scratch of each execute
-    del compiled, engine, statistics
+    compiled = engine = statistics = None  # dropped; the workers' closures name them
     gc.collect()
     assert stats.allocations == stats.frees
     assert stats.live_bytes == 0 and stats.sizes == {}
@@ -377,7 +377,8 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     graph_engine, partition, compiled = _compiled_attention(cl_device, cl_context,
                                                             counting.allocator)
     spins = collections.Counter()
-    waits = []
+    spin_times = []  # when a spinner finished a round: it held the GIL then
+    waits = []  # (start, end) of each stream.wait() of the waiter
 
     def executor(index):
         with _AttentionWorker(index, cl_context, cl_device, graph_engine, partition,
@@ -401,7 +402,7 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
                 prim.execute(stream, {dnnl.ARG_SRC: mem, dnnl.ARG_DST: mem})
             started = time.monotonic()
             stream.wait()
-            waits.append(time.monotonic() - started)
+            waits.append((started, time.monotonic()))
         np.testing.assert_array_equal(dnnl.arrays.read(mem), np.full(n, 4.0 * rounds, np.float32))
 
     def spinner(stop):
@@ -411,6 +412,7 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
             for k in range(2000):
                 x += k * k
             spins[name] += 1
+            spin_times.append(time.monotonic())
 
     old_interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-4)  # many more GIL hand-overs
@@ -421,7 +423,15 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     assert python_work["worker-0"] > 0 and python_work["worker-1"] > 0
     assert spins["background-0"] > 0 and spins["background-1"] > 0
     assert len(waits) == 30
-    del compiled, graph_engine
+    # stream.wait() releases the GIL: spinners ran while the waiter was
+    # inside it. A thread that kept the GIL through the wait would leave no
+    # spinner round finishing strictly between its start and end (the
+    # spinners' rounds alone prove nothing: the other threads' Python code
+    # hands the GIL over every switch interval).
+    inside = [(start, end) for start, end in waits
+              if any(start < t < end for t in spin_times)]
+    assert inside, f"no spinner round finished during any of the {len(waits)} waits"
+    compiled = graph_engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
 
@@ -488,7 +498,7 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
         queue = cl.CommandQueue(cl_context, cl_device)
         stream = oi.make_stream(engine, queue)
         rng = np.random.default_rng(300 + index)
-        for step in range(4):
+        for _ in range(4):
             # below 8: an ab -> ba reorder of multiples of 8 takes oneDNN's
             # ocl:custom transpose kernel, which test_hypothesis.py covers
             m, k, nn = (int(v) for v in rng.integers(1, 8, size=3))
@@ -579,7 +589,7 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
     assert all(name == f"worker-{bad}" for name in
                (str(exc).split(" refuses")[0] for exc in raised))
 
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
 
@@ -623,6 +633,6 @@ def test_tensors_allocated_on_one_thread_and_dropped_on_another(cl_context, cl_d
 
     _run_threads([producer] * producers + [consumer])
     assert sum(dropped.values()) == producers * per_producer
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
