@@ -19,6 +19,9 @@ namespace py = pybind11;
 extern "C" dnnl_status_t dnnl_reset_profiling(dnnl_stream_t stream);
 extern "C" dnnl_status_t dnnl_query_profiling_data(
         dnnl_stream_t stream, int data_kind, int *num_entries, uint64_t *data);
+using profiling_kind_arg = int;
+#else
+using profiling_kind_arg = dnnl_profiling_data_kind_t;
 #endif
 
 namespace dnnl_ocl_interop {
@@ -114,10 +117,10 @@ void bind_stream(py::module_ &m) {
             status = dnnl_stream_wait(s.stream.get());
             int n = 0;
             if (status == dnnl_success)
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n, nullptr);
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<profiling_kind_arg>(kind), &n, nullptr);
             if (status == dnnl_success && n > 0) {
                 data.assign(n, 0);
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<int>(kind), &n,
+                status = dnnl_query_profiling_data(s.stream.get(), static_cast<profiling_kind_arg>(kind), &n,
                         data.data());
             }
         }
