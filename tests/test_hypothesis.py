@@ -787,6 +787,18 @@ def _valid_pointer(value, result):
     return type(value) is int and 0 <= value < 2**64
 
 
+def _exactly_null(value, result):  # an int: 0.0 or False are not handles
+    return type(value) is int and value == 0
+
+
+def _exactly_null_or_all_ones(value, result):
+    return type(value) is int and value in (0, 2**64 - 1)
+
+
+def _exactly_small_size(value, result):
+    return type(value) is int and 0 < value <= 1 << 12
+
+
 def _allocation_kind(value, result):
     return value in ("device", "shared", "host")
 
@@ -798,23 +810,23 @@ def _allocation_kind(value, result):
 MUST_SUCCEED = {
     "make_engine.cache_blob": _none_ok,
     "make_engine_with_allocator.cache_blob": _none_ok,
-    "make_memory.usm_handle": _null_or_all_ones_ok,
-    "make_memory.buffer_handle": _null_ok,
-    "tensor.handle": _null_or_all_ones_ok,
-    "memory.handle": _null_ok,
-    "memory.set_data_handle": _null_ok,
-    "usm_memory.set_data_handle": _null_ok,
-    "tensor.set_data_handle": _null_ok,
+    "make_memory.usm_handle": _exactly_null_or_all_ones,
+    "make_memory.buffer_handle": _exactly_null,
+    "tensor.handle": _exactly_null_or_all_ones,
+    "memory.handle": _exactly_null,
+    "memory.set_data_handle": _exactly_null,
+    "usm_memory.set_data_handle": _exactly_null,
+    "tensor.set_data_handle": _exactly_null,
     "execute.deps": _no_events_ok,
     "memcpy.deps": _no_events_ok,
     "graph.execute.deps": _no_events_ok,
     "graph.execute.scratchpad": _none_ok,
-    "device_alloc.size": _small_size_ok,
-    "shared_alloc.size": _small_size_ok,
-    "host_alloc.size": _small_size_ok,
-    "allocation.size": _small_size_ok,
+    "device_alloc.size": _exactly_small_size,
+    "shared_alloc.size": _exactly_small_size,
+    "host_alloc.size": _exactly_small_size,
+    "allocation.size": _exactly_small_size,
     "allocation.kind": _allocation_kind,
-    "free.ptr": _null_ok,
+    "free.ptr": _exactly_null,
     "pointer_type.ptr": _valid_pointer,
     "memcpy.size": _copy_size_ok,
     "fill.size": _copy_size_ok,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (ALG, DT, INFERENCE, TAG, default_sub_group_size, oi, plain_tag, read_values, usm,
+from helpers import (ALG, DT, INFERENCE, TAG, oi, plain_tag, read_values, usm,
                      write_values)
 
 NF = dnnl.normalization_flags
@@ -840,17 +840,14 @@ def test_softmax(engine, stream, dt, log, axis):
 
 
 @pytest.mark.parametrize("log", [False, True], ids=["accurate", "log"])
-@pytest.mark.parametrize("n", [8, 16, 17, 32, 64, 128, 129, 256])
-def test_softmax_axis_sizes(request, engine, stream, cl_context, cl_queue, n, log):
+@pytest.mark.parametrize("n", [8, 16, 17, 24, 32, 48, 64, 100, 127, 128, 129, 256])
+def test_softmax_axis_sizes(engine, stream, n, log):
     """Softmax over an innermost axis of `n` against NumPy. oneDNN 3.13.1's
     ocl:reusable kernel for axes of 17..128 relies on a sub-group spanning its
-    work-group of 16 without asking for it; where the OpenCL compiler picks
-    a smaller one (Intel's CPU runtime without AVX-512 picks 8), each row is
-    normalized as two halves: a known problem, expected here strictly."""
-    if 17 <= n <= 128 and default_sub_group_size(cl_context, cl_queue) < 16:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="oneDNN 3.13.1 reusable softmax with sub-groups of fewer "
-                                "than 16 (docs/known-problems.md)"))
+    work-group of 16 without asking for it; on the emulated device,
+    emulation.enable() asks the CPU runtime for it (docs/known-problems.md;
+    tests/test_emulation_device.py runs these sizes as on a host whose
+    runtime would pick 8)."""
     rng = np.random.default_rng(n)
     x = rand(rng, [4, n], "f32", -3, 3)
     algorithm = ALG.softmax_log if log else ALG.softmax_accurate
