@@ -388,7 +388,7 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
 
     def waiter(index):
         # waits on its stream (GIL released) while the others fight for the GIL
-        n = 1 << 16
+        n = 1 << 22  # long enough that each wait lasts milliseconds
         desc = plain_desc([n])
         queue = cl.CommandQueue(cl_context, cl_device)
         stream = oi.make_stream(engine, queue)
@@ -430,7 +430,7 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     # hands the GIL over every switch interval).
     inside = [(start, end) for start, end in waits
               if any(start < t < end for t in spin_times)]
-    assert inside, f"no spinner round finished during any of the {len(waits)} waits"
+    assert inside, f"no spinner round finished during any of the {len(waits)} waits: {[round((e - s) * 1e3, 3) for s, e in waits]} ms; {len(spin_times)} spins"
     compiled = graph_engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
