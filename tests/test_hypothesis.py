@@ -917,9 +917,29 @@ def test_op_set_attr_stores_or_refuses(attr, value):
     op = g.op(5, g.op.kind.MatMul)
     try:
         assert op.set_attr(getattr(g.op.attr, attr), value) is op
-    except REFUSALS:  # oneDNN may refuse storable values too (e.g. [])
+    except REFUSALS as refusal:
+        # oneDNN refuses a value of another kind than the attribute's
+        assert not _attr_value_of_its_kind(attr, value), f"refused {attr}={value!r}: {refusal!r}"
+        _assert_documented_refusal(refusal)
         return
     assert _attr_value_storable(value), f"set_attr stored {value!r}"
+
+
+# The kind of value each attribute the test sets holds in oneDNN's graph API.
+ATTR_KINDS = {"transpose_a": bool, "axis": int, "axes": "ints", "epsilon": float, "scales": "floats",
+              "data_format": str}
+
+
+def _attr_value_of_its_kind(attr, value):
+    """A value oneDNN's graph API documents for the attribute, which must be
+    stored: its kind exactly, an int64 for ints, a non-empty list for lists."""
+    kind = ATTR_KINDS[attr]
+    if kind == "ints":
+        return (isinstance(value, list) and bool(value)
+                and all(type(x) is int and x in INT64 for x in value))
+    if kind == "floats":
+        return isinstance(value, list) and bool(value) and all(type(x) is float for x in value)
+    return type(value) is kind and (kind is not int or value in INT64)
 
 
 # ------------------------------------------- ints as USM pointers, freed pointers
