@@ -430,7 +430,8 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     # hands the GIL over every switch interval).
     inside = [(start, end) for start, end in waits
               if any(start < t < end for t in spin_times)]
-    assert inside, f"no spinner round finished during any of the {len(waits)} waits: {[round((e - s) * 1e3, 3) for s, e in waits]} ms; {len(spin_times)} spins"
+    assert inside, (f"no spinner round finished during any of the {len(waits)} waits "
+                    f"({len(spin_times)} rounds): {[round((e - s) * 1e3, 3) for s, e in waits]} ms")
     compiled = graph_engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
