@@ -120,7 +120,7 @@ def measure(row, iterations, warmup, matmul_size, baseline):
                 "calls": per_iteration(low, high, iterations, lambda c: c["calls"]),
                 # Time only of the entries called per iteration: the others'
                 # times differ between the two processes by chance.
-                "ns_inside": per_iteration(low, high, iterations, lambda c: {
+                "ns_inside": per_iteration(low, high, iterations, lambda c, low=low, high=high: {
                     name: ns for name, ns in c["nanoseconds"].items()
                     if high["calls"].get(name, 0) != low["calls"].get(name, 0)}),
                 "off_main_thread": per_iteration(low, high, iterations, off_main_thread),
@@ -128,7 +128,7 @@ def measure(row, iterations, warmup, matmul_size, baseline):
                                                          lambda c: by_library(c, "pyopencl")),
                 "threads": [{"name": t["name"], "main": t["main"], "calls": sum(t["calls"].values())}
                             for t in high["threads"]],
-                "loaders": [l["library"] for l in high["loaders"]],
+                "loaders": [loader["library"] for loader in high["loaders"]],
             }
     return report
 
@@ -161,7 +161,7 @@ def print_report(report):
         extra = sum(data["off_main_thread"].values())
         threads = ", ".join(f"{t['name'] or '?'}{' (main)' if t['main'] else ''}: {t['calls']}"
                             for t in data["threads"])
-        print(f"{side}: loaders {[os.path.basename(l) for l in data['loaders']]}; "
+        print(f"{side}: loaders {[os.path.basename(path) for path in data['loaders']]}; "
               f"calls per iteration off the main thread: {fmt(extra)}; "
               f"threads that called OpenCL (calls in the 2N run): {threads}")
     via = py["through_pyopencl_loader"]

@@ -698,7 +698,7 @@ def threaded_us(threads, calls, repeats, work):
     for _ in range(repeats):
         gate = threading.Barrier(threads + 1)
 
-        def body(t):
+        def body(t, gate=gate):
             gate.wait()
             work(t)
 
@@ -735,13 +735,14 @@ def thread_rows(engine, context, device, graph_parts):
                  for _ in range(n)]
         tensor_sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
 
-        def matmuls(t):
+        # Each n's functions run within its iteration; the defaults bind its lists.
+        def matmuls(t, streams=streams, margs=margs):
             s, a = streams[t], margs[t]
             for _ in range(THREAD_CALLS):
                 matmul.execute(s, a)
             s.wait()
 
-        def partitions(t):
+        def partitions(t, graph_streams=graph_streams, tensor_sets=tensor_sets):
             s, (ins, outs) = graph_streams[t], tensor_sets[t]
             for _ in range(THREAD_CALLS):
                 compiled.execute(s, ins, outs)

@@ -504,8 +504,8 @@ _sub_group_sizes: dict = {}
 def default_sub_group_size(context, queue, work_group=16):
     """The sub-group size the OpenCL compiler picks for a kernel that asks
     for none, launched with `work_group` work-items (what oneDNN 3.13.1's
-    reusable softmax leaves to it: docs/known-problems.md). Probed once per
-    context and work-group size."""
+    reusable softmax leaves to it, unless the emulation asks for 16:
+    docs/known-problems.md). Probed once per context and work-group size."""
     key = (context.int_ptr, work_group)
     if key not in _sub_group_sizes:
         _sub_group_sizes[key] = _probe_sub_group_size(context, queue, work_group)

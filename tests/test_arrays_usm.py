@@ -521,7 +521,7 @@ def test_low_level_alloc_and_free(cl_context, cl_device):
         assert usm.pointer_type(cl_context, ptr) == kind
         # int handles work as well as pyopencl objects
         assert usm.pointer_type(cl_context.int_ptr, ptr) == kind
-    for kind, ptr in ptrs.items():
+    for ptr in ptrs.values():
         usm.free(cl_context, ptr)
         assert usm.pointer_type(cl_context, ptr) == "unknown"
         with pytest.raises(dnnl.error) as info:  # a second free is refused

@@ -11,7 +11,6 @@ refusal (status unimplemented), failing if that changes.
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 import pytest
@@ -201,14 +200,23 @@ def test_stochastic_rounding_needs_its_seed_and_stays_within_one_ulp(engine, str
     with pytest.raises(dnnl.error, match="missing argument ARG_ATTR_ROUNDING_SEED"):
         prim.execute(stream, args)
     results = []
-    for seed in (1, 2):
+    for seed in (1, 2, 1):
         run(prim, stream, {**args, dnnl.ARG_ATTR_ROUNDING_SEED: put(engine, np.array([seed]), DT.s32)})
         results.append(get(out))
     ref = a @ b
+    nearest = ref.astype(np.float16)
+    lo = np.nextafter(nearest, np.float16(-np.inf)).astype(np.float64)
+    hi = np.nextafter(nearest, np.float16(np.inf)).astype(np.float64)
     for y in results:
-        lo = np.nextafter(ref.astype(np.float16), np.float16(-np.inf)).astype(np.float64)
-        hi = np.nextafter(ref.astype(np.float16), np.float16(np.inf)).astype(np.float64)
         assert np.all((y >= lo) & (y <= hi))
+    # The seed decides the rounding: the same seed rounds the same way, two
+    # seeds differ somewhere, and neither is round-to-nearest (64 results of
+    # which none is exactly representable in f16).
+    assert not np.any(ref == nearest.astype(np.float32))
+    np.testing.assert_array_equal(results[0], results[2])
+    assert not np.array_equal(results[0], results[1]), "seeds 1 and 2 rounded alike"
+    for y in results[:2]:
+        assert not np.array_equal(y, nearest), "stochastic rounding gave round-to-nearest"
 
 
 def test_accumulation_and_determinism_settings(engine, stream):

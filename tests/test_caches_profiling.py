@@ -21,7 +21,7 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import emulation
-from helpers import DT, TAG, oi, plain_desc
+from helpers import oi, plain_desc
 
 ALG = dnnl.algorithm
 TIME = dnnl.profiling_data_kind.time

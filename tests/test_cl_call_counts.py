@@ -89,12 +89,12 @@ def test_counts_written_at_exit(tmp_path):
     assert counts["nanoseconds"].get("clEnqueueNDRangeKernel", 0) > 0
     # Totals are the sums over the threads and over the loaders.
     assert _sum(t["calls"] for t in counts["threads"]) == calls
-    assert _sum(l["calls"] for l in counts["loaders"]) == calls
+    assert _sum(loader["calls"] for loader in counts["loaders"]) == calls
     main = [t for t in counts["threads"] if t["main"]]
     assert len(main) == 1 and main[0]["tid"] == counts["pid"]
     assert main[0]["calls"].get("clEnqueueNDRangeKernel", 0) >= EXECUTES
     assert 1 <= len(counts["loaders"]) <= 4
-    assert all(l["library"] for l in counts["loaders"])
+    assert all(loader["library"] for loader in counts["loaders"])
 
 
 def test_no_file_without_the_variable(tmp_path):

@@ -19,7 +19,6 @@ import sys
 import traceback
 
 import numpy as np
-import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
@@ -290,7 +289,7 @@ def test_interrupt_in_malloc_comes_out_unchanged(interrupt, partition, data, cl_
     for k in range(calls):
         raised = []
 
-        def on_malloc(index, *args, k=k):
+        def on_malloc(index, *args, k=k, raised=raised):
             if index == k:
                 raised.append(interrupt(f"stop at malloc {index}"))
                 raise raised[-1]

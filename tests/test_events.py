@@ -164,7 +164,10 @@ def test_matmul_waits_for_two_kernels(cl_context, cl_ooo_queue, engine, ooo_stre
     src_in, src_buf = buffer(cl_context, q, src.ravel(), Mv * Kv), buffer(cl_context, q, n=Mv * Kv)
     wei_in, wei_buf = buffer(cl_context, q, wei.ravel(), Kv * Nv), buffer(cl_context, q, n=Kv * Nv)
     dst_buf = buffer(cl_context, q, n=Mv * Nv)
-    d = lambda *dims: dnnl.memory.desc(list(dims), DT.f32, TAG.ab)
+
+    def d(*dims):
+        return dnnl.memory.desc(list(dims), DT.f32, TAG.ab)
+
     mm = dnnl.matmul(dnnl.matmul.primitive_desc(engine, d(Mv, Kv), d(Kv, Nv), d(Mv, Nv)))
     ev_src = slow_copy(kernels, q, src_in, src_buf, n=Mv * Kv)
     ev_wei = slow_copy(kernels, q, wei_in, wei_buf, n=Kv * Nv)

@@ -21,6 +21,10 @@ import dnnl_ocl_interop as dnnl
 from helpers import ALG, DT, INFERENCE, TAG, oi, plain_tag
 M, K, N = 3, 4, 5
 SENTINEL = -7.0
+# Distinct small integers: every product and sum is exact in f32, and a
+# result computed from the wrong elements (or the wrong argument) differs.
+SRC = (np.arange(M * K, dtype=np.float32).reshape(M, K) % 7) - 3
+WEIGHTS = (np.arange(K * N, dtype=np.float32).reshape(K, N) % 5) - 2
 
 
 def md(dims, dt=DT.f32, tag=None):
@@ -68,10 +72,10 @@ def matmul(engine):
 
 @pytest.fixture
 def mm_args(engine):
-    """Valid matmul arguments (src all ones, weights all twos); dst holds SENTINEL."""
+    """Valid matmul arguments (SRC, WEIGHTS); dst holds SENTINEL."""
     return {
-        dnnl.ARG_SRC: filled(engine, md([M, K]), 1.0),
-        dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), 2.0),
+        dnnl.ARG_SRC: filled(engine, md([M, K]), SRC),
+        dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), WEIGHTS),
         dnnl.ARG_DST: filled(engine, md([M, N]), SENTINEL),
     }
 
@@ -104,7 +108,7 @@ def assert_refused(call, stream, dst, *names, error=dnnl.error):
 
 def test_valid_arguments_run(engine, stream, matmul, mm_args, execute):
     execute(matmul, stream, mm_args)
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
 
 
 @pytest.mark.parametrize("missing,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS"),
@@ -127,29 +131,35 @@ def test_empty_args(stream, matmul, execute):
                          ids=["ARG_BIAS", "ARG_SRC_1", "ARG_SCRATCHPAD", "scales", "999"])
 def test_argument_not_used_by_the_primitive_is_ignored(engine, stream, matmul, mm_args, execute, extra):
     """As oneDNN does: an argument the primitive does not use is neither
-    refused nor checked (here memory of another shape)."""
+    refused nor checked (here memory of another shape), nor read or written:
+    the result is the matmul's alone (a bias of 1000 would show), and the
+    extra memory keeps its contents."""
     args = dict(mm_args)
-    args[extra] = filled(engine, md([1, N]), 1.0)
+    args[extra] = filled(engine, md([1, N]), 1000.0)
     execute(matmul, stream, args)
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
+    np.testing.assert_array_equal(read(args[extra]), np.full((1, N), 1000.0))
 
 
-@pytest.mark.parametrize("arg,desc", [
-    (dnnl.ARG_SRC, md([M, K], tag=TAG.ba)),             # other layout, same bytes
-    (dnnl.ARG_WEIGHTS, md([K + 1, N])),                  # other dims, more bytes
-    (dnnl.ARG_DST, md([M * N])),                         # same size, other shape
-], ids=["other-layout", "larger", "other-shape"])
-def test_memory_descriptor_other_than_the_primitives_is_taken(engine, stream, matmul, mm_args, execute, arg,
-                                                               desc):
+def test_memory_descriptor_other_than_the_primitives_is_taken(engine, stream, matmul, mm_args, execute):
     """oneDNN executes on memory of another descriptor, addressing the
     primitive's descriptor within the memory's storage: so does the binding
-    when the storage holds what the primitive addresses."""
-    args = dict(mm_args)
-    args[arg] = filled(engine, desc, 1.0)
-    execute(matmul, stream, args)
-    stream.wait()
-    if arg == dnnl.ARG_DST:
-        np.testing.assert_array_equal(read(args[arg]), np.full(M * N, 2.0 * K))
+    when the storage holds what the primitive addresses. Each case checks
+    that the primitive read (or wrote) the storage through its own
+    descriptor, not the memory's."""
+    # src as [M, K] in `ba` order: the primitive reads those bytes as `ab`.
+    src_ba = filled(engine, md([M, K], tag=TAG.ba), SRC)
+    src_as_ab = SRC.T.ravel().reshape(M, K)
+    execute(matmul, stream, {**mm_args, dnnl.ARG_SRC: src_ba})
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), src_as_ab @ WEIGHTS)
+    # weights of K + 1 rows: the primitive reads the first K.
+    taller = np.concatenate([WEIGHTS, np.full((1, N), 1000.0, np.float32)])
+    execute(matmul, stream, {**mm_args, dnnl.ARG_WEIGHTS: filled(engine, md([K + 1, N]), taller)})
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
+    # dst of M * N elements in one dimension: written as [M, N] rows.
+    flat = filled(engine, md([M * N]), SENTINEL)
+    execute(matmul, stream, {**mm_args, dnnl.ARG_DST: flat})
+    np.testing.assert_array_equal(read(flat), (SRC @ WEIGHTS).ravel())
 
 
 @pytest.mark.parametrize("arg,name,desc", [
@@ -196,12 +206,14 @@ def test_memory_of_another_engine(other_engine, stream, matmul, mm_args, execute
 def test_usm_memory_of_another_engine(other_engine, stream, matmul, mm_args, execute):
     args = dict(mm_args)
     args[dnnl.ARG_WEIGHTS] = oi.make_memory(md([K, N]), other_engine, oi.memory_kind.usm)
-    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_WEIGHTS", "another engine")
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], "ARG_WEIGHTS",
+                   "another engine")
 
 
 def test_stream_of_another_engine(other_engine, stream, matmul, mm_args, execute):
     other_stream = dnnl.stream(other_engine)
-    assert_refused(lambda: execute(matmul, other_stream, mm_args), stream, mm_args[dnnl.ARG_DST], "stream", "another engine")
+    assert_refused(lambda: execute(matmul, other_stream, mm_args), stream, mm_args[dnnl.ARG_DST], "stream",
+                   "another engine")
 
 
 @pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_DST, "ARG_DST")])
@@ -236,7 +248,8 @@ def test_args_pairs_of_memory_not_a_dict(stream, matmul, mm_args, execute):
 def test_non_memory_values(stream, matmul, mm_args, execute, arg, name, value):
     args = dict(mm_args)
     args[arg] = value
-    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "dnnl.memory", error=TypeError)
+    assert_refused(lambda: execute(matmul, stream, args), stream, mm_args[dnnl.ARG_DST], name, "dnnl.memory",
+                   error=TypeError)
 
 
 def test_memory_desc_instead_of_memory(stream, matmul, mm_args, execute):
@@ -319,9 +332,10 @@ def test_missing_binary_post_op_input(engine, stream, mm_args, execute):
     wrong = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
     assert_refused(lambda: execute(prim, stream, wrong), stream, mm_args[dnnl.ARG_DST], "missing",
                    "ARG_ATTR_MULTIPLE_POST_OP(1) | ARG_SRC_1")
-    right = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(1) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), 1.0)}
+    row = np.arange(N, dtype=np.float32).reshape(1, N)
+    right = {**mm_args, dnnl.ARG_ATTR_MULTIPLE_POST_OP(1) | dnnl.ARG_SRC_1: filled(engine, md([1, N]), row)}
     execute(prim, stream, right)
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K + 1))
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.maximum(SRC @ WEIGHTS, 0) + row)
 
 
 def test_binary_post_op_input_with_wrong_descriptor(engine, stream, mm_args, execute):
@@ -335,8 +349,10 @@ def test_binary_post_op_input_with_wrong_descriptor(engine, stream, mm_args, exe
     assert_refused(lambda: execute(prim, stream, short), stream, mm_args[dnnl.ARG_DST],
                    "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_SRC_1", "descriptor")
     # Larger memory is taken, as oneDNN takes it: the [1, N] broadcast reads its first row.
-    execute(prim, stream, {**mm_args, post_op_input: filled(engine, md([M, N]), 1.0)})
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K + 1))
+    rows = np.full((M, N), 1000.0, np.float32)
+    rows[0] = np.arange(N)
+    execute(prim, stream, {**mm_args, post_op_input: filled(engine, md([M, N]), rows)})
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS + rows[:1])
 
 
 def test_missing_multiple_source(engine, stream, execute):
@@ -374,7 +390,8 @@ def test_missing_workspace(engine, stream, execute):
         [2, 2], [2, 2], [0, 0], [0, 0], [0, 0])
     assert pd.workspace_desc().get_size() > 0
     prim = dnnl.pooling_forward(pd)
-    args = {dnnl.ARG_SRC: filled(engine, md([1, 2, 4, 4]), 1.0), dnnl.ARG_DST: filled(engine, md([1, 2, 2, 2]), SENTINEL)}
+    args = {dnnl.ARG_SRC: filled(engine, md([1, 2, 4, 4]), 1.0),
+            dnnl.ARG_DST: filled(engine, md([1, 2, 2, 2]), SENTINEL)}
     assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST], "missing argument ARG_WORKSPACE")
 
 
@@ -389,7 +406,8 @@ def test_deps_of_another_context(other_context, ooo_stream, matmul, mm_args):
                    "deps[0]", "another OpenCL context")
     marker = cl.enqueue_marker(cl.CommandQueue(other_context))
     marker.wait()
-    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[marker.int_ptr]), ooo_stream, mm_args[dnnl.ARG_DST],
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[marker.int_ptr]), ooo_stream,
+                   mm_args[dnnl.ARG_DST],
                    "deps[0]", "another OpenCL context")
 
 
@@ -398,7 +416,8 @@ def test_deps_of_another_context_after_a_good_one(other_context, cl_context, ooo
     good.set_status(cl.command_execution_status.COMPLETE)
     foreign = cl.UserEvent(other_context)
     foreign.set_status(cl.command_execution_status.COMPLETE)
-    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[good, foreign]), ooo_stream, mm_args[dnnl.ARG_DST],
+    assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[good, foreign]), ooo_stream,
+                   mm_args[dnnl.ARG_DST],
                    "deps[1]")
 
 
@@ -417,13 +436,13 @@ def test_none_deps_are_skipped(ooo_stream, matmul, mm_args):
     event = oi.execute(matmul, ooo_stream, mm_args, deps=[None, None])
     assert isinstance(event, cl.Event)
     event.wait()
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
 
 
 def test_queue_or_buffer_as_dep(cl_queue, engine, ooo_stream, matmul, mm_args):
     for bad in (cl_queue, oi.get_mem_object(mm_args[dnnl.ARG_SRC])):
-        assert_refused(lambda: oi.execute(matmul, ooo_stream, mm_args, deps=[bad]), ooo_stream, mm_args[dnnl.ARG_DST],
-                       "deps[0]", "Event", error=TypeError)
+        assert_refused(lambda bad=bad: oi.execute(matmul, ooo_stream, mm_args, deps=[bad]), ooo_stream,
+                       mm_args[dnnl.ARG_DST], "deps[0]", "Event", error=TypeError)
 
 
 def test_null_event_handle_dep(ooo_stream, matmul, mm_args):
@@ -462,4 +481,4 @@ def test_good_call_after_refused_ones(cl_context, ooo_stream, matmul, mm_args):
     event = oi.execute(matmul, ooo_stream, mm_args, deps=[dep, dep.int_ptr])
     assert isinstance(event, cl.Event)
     event.wait()
-    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), np.full((M, N), 2.0 * K))
+    np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)

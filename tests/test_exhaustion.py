@@ -12,8 +12,8 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, INFERENCE, compile_partition, g, goi, oi, plain_desc, usm
-from test_threads import SHAPE, _AttentionWorker, _compiled_attention
+from helpers import ALG, INFERENCE, g, goi, oi, plain_desc, usm
+from test_threads import _AttentionWorker, _compiled_attention
 
 
 def assert_engine_works(engine, stream):

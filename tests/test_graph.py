@@ -81,7 +81,7 @@ def _run_single_op(kind, attrs, inputs, out_shape, engine, stream, buffers, queu
         assert op.set_attr(getattr(g.op.attr, name), value) is op
     partition = _only_partition(op)
     compiled = partition.compile(ins, [out], engine)
-    in_tensors = [buffers.tensor(l, engine, a) for l, a in zip(ins, inputs)]
+    in_tensors = [buffers.tensor(logical, engine, a) for logical, a in zip(ins, inputs)]
     out_tensor = buffers.tensor(out, engine)
     compiled.execute(stream, in_tensors, [out_tensor])
     stream.wait()
@@ -404,15 +404,15 @@ def test_mlp_block_partitions_chain(engine, stream, buffers, cl_queue):
         outs = [p if p.get_id() in final_ids else lt(p.get_id(), F32, p.get_dims(), ANY)
                 for p in partition.get_output_ports()]
         compiled = partition.compile(ins, outs, engine)
-        in_tensors = [produced[l.get_id()][1] if l.get_id() in produced
-                      else buffers.tensor(l, engine, values[l.get_id()]) for l in ins]
+        in_tensors = [produced[logical.get_id()][1] if logical.get_id() in produced
+                      else buffers.tensor(logical, engine, values[logical.get_id()]) for logical in ins]
         out_tensors = []
-        for l in outs:
-            resolved = compiled.query_logical_tensor(l.get_id())
+        for logical in outs:
+            resolved = compiled.query_logical_tensor(logical.get_id())
             assert resolved.get_layout_type() in (STRIDED, lt.layout_type.opaque)
-            assert resolved.get_dims() == l.get_dims()
+            assert resolved.get_dims() == logical.get_dims()
             tensor = buffers.tensor(resolved, engine)
-            produced[l.get_id()] = (resolved, tensor)
+            produced[logical.get_id()] = (resolved, tensor)
             out_tensors.append(tensor)
         compiled.execute(stream, in_tensors, out_tensors)
     stream.wait()
@@ -517,12 +517,12 @@ def test_inplace_ports_of_unary_partition(engine):
 def test_tensor_memory_allocate_on_plain_engine(engine, stream, cl_context, cl_queue):
     ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
     compiled = _only_partition(*ops).compile([a, b], [d], engine)
-    tensors = [g.tensor(l, engine, dnnl.MEMORY_ALLOCATE) for l in (a, b, d)]
-    for t, l in zip(tensors, (a, b, d)):
+    tensors = [g.tensor(logical, engine, dnnl.MEMORY_ALLOCATE) for logical in (a, b, d)]
+    for t, logical in zip(tensors, (a, b, d)):
         assert t.get_data_handle() != 0
         assert usm.pointer_type(cl_context, t.get_data_handle()) != "unknown"
         assert t.get_engine() == engine
-        assert t.get_logical_tensor() == l
+        assert t.get_logical_tensor() == logical
     assert len({t.get_data_handle() for t in tensors}) == 3
     rng = np.random.default_rng(17)
     x, y = rng.standard_normal((4, 8)).astype(np.float32), rng.standard_normal((8, 6)).astype(np.float32)
@@ -606,7 +606,7 @@ def test_constant_tensor_cache_capacity_round_trip():
 def matmul_relu_case(engine, stream, buffers):
     ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
     compiled = _only_partition(*ops).compile([a, b], [d], engine)
-    ta, tb, td = (buffers.tensor(l, engine) for l in (a, b, d))
+    ta, tb, td = (buffers.tensor(logical, engine) for logical in (a, b, d))
     return compiled, (a, b, d), (ta, tb, td)
 
 
@@ -912,8 +912,8 @@ def test_user_scratchpad_is_checked(engine, stream, buffers, cl_device, cl_conte
             lt(98, F32, 0, STRIDED, lt.property_type.host_scalar), 1.0),
     }
     for words, scratchpad in cases.items():
-        for run in (lambda: compiled.execute(stream, ins, outs, scratchpad),
-                    lambda: goi.execute(compiled, stream, ins, outs, scratchpad=scratchpad)):
+        for run in (lambda scratchpad=scratchpad: compiled.execute(stream, ins, outs, scratchpad),
+                    lambda scratchpad=scratchpad: goi.execute(compiled, stream, ins, outs, scratchpad=scratchpad)):
             with pytest.raises(dnnl.error, match=words) as info:
                 run()
             assert info.value.status == dnnl.status.invalid_arguments

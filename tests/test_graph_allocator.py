@@ -268,7 +268,7 @@ def test_callback_arguments(partition, data, cl_device, cl_context, cl_queue, cl
     # scratch of an out-of-order execution can only be freed after its event
     assert all(isinstance(entry[3], cl.Event) for entry in ooo_frees)
     assert len(log["returned"]) == len(log["malloc"])
-    for (size, alignment, _, _), ptr in zip(log["malloc"], log["returned"]):
+    for (_, alignment, _, _), ptr in zip(log["malloc"], log["returned"]):
         assert ptr % max(alignment, 1) == 0
 
 
@@ -757,7 +757,7 @@ def test_allocator_failing_on_kth_call_recovers(partition, data, cl_device, cl_c
     for k in range(calls):
         injected = []
 
-        def fail_kth(index, k=k):
+        def fail_kth(index, k=k, injected=injected):
             if index != k:
                 return None
 
@@ -1011,7 +1011,7 @@ def test_scratchpad_free_gets_a_marker_event_on_in_order_streams(partition, data
         def malloc(size, alignment, device, context):
             return usm.device_alloc(context, device, size, alignment)
 
-        def free(ptr, device, context, event):
+        def free(ptr, device, context, event, frees=frees):
             frees.append(event)
             if event is not None:
                 event.wait()

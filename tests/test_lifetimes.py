@@ -48,6 +48,7 @@ test out of the collector's reach, so the thousands of ``gc.collect()`` calls
 only scan what the test created.
 """
 
+import functools
 import gc
 import itertools
 
@@ -628,9 +629,9 @@ def test_accessors_return_objects_with_their_own_reference(cl_device, cheap_gc):
     dnnl.arrays.write(memory, X)
 
     cases = [
-        ("get_context", lambda: oi.get_context(engine), context, cl.Context),
-        ("get_command_queue", lambda: oi.get_command_queue(stream), queue, cl.CommandQueue),
-        ("get_mem_object", lambda: oi.get_mem_object(memory), buffer, cl.Buffer),
+        ("get_context", functools.partial(oi.get_context, engine), context, cl.Context),
+        ("get_command_queue", functools.partial(oi.get_command_queue, stream), queue, cl.CommandQueue),
+        ("get_mem_object", functools.partial(oi.get_mem_object, memory), buffer, cl.Buffer),
     ]
     for name, get, target, kind in cases:
         before = target.reference_count
@@ -740,7 +741,7 @@ def test_counts_return_to_start_after_every_kind_of_object(cl_device, partition,
     statistics = g.allocators.statistics_allocator()
     stats = statistics.stats
 
-    def run():
+    def run(queue, ooo_queue, src_buf, dst_buf, gate, statistics):
         _write_buffer(queue, src_buf, X)
         engine = oi.make_engine(cl_device, context)
         stream = oi.make_stream(engine, queue)
@@ -775,7 +776,7 @@ def test_counts_return_to_start_after_every_kind_of_object(cl_device, partition,
         _check_attention(download(queue, output.get_data_handle(), SHAPE))
         return [first, second, event]
 
-    events = run()
+    events = run(queue, ooo_queue, src_buf, dst_buf, gate, statistics)
     gc.collect()
     queue.finish()
     ooo_queue.finish()
@@ -854,16 +855,30 @@ context = cl.Context([device])
 queue = cl.CommandQueue(context, device)
 engine = oi.make_engine(device, context)
 stream = oi.make_stream(engine, queue)
+other_queue = cl.CommandQueue(context, device)  # not ordered after the matmuls
 n = 384
 square = dnnl.memory.desc([n, n], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
 matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
+nan = np.full((n, n), np.nan, np.float32)
+results, junk = [], []
 for _ in range(5):
     a, b, c = (oi.make_memory(square, engine, oi.memory_kind.usm) for _ in range(3))
     for m in (a, b):
         dnnl.arrays.write(m, np.ones((n, n), np.float32))
     matmul.execute(stream, {dnnl.ARG_SRC: a, dnnl.ARG_WEIGHTS: b, dnnl.ARG_DST: c})
-    del a, b, c  # dropped while the kernel runs
+    del a, b  # dropped while the kernel runs
+    # Storage of the same size, filled with NaN on another queue: storage
+    # freed under the kernel would be handed out again here and overwritten.
+    for _ in range(2):
+        ptr = dnnl.usm.device_alloc(context, device, square.get_size())
+        dnnl.usm.memcpy(other_queue, ptr, nan, nan.nbytes).wait()
+        junk.append(ptr)
+    results.append(c)
 stream.wait()
+for c in results:
+    np.testing.assert_array_equal(dnnl.arrays.read(c), np.full((n, n), float(n), np.float32))
+for ptr in junk:
+    dnnl.usm.free(context, ptr)
 print("ok")
 """
 
@@ -872,8 +887,11 @@ def test_usm_memory_dropped_while_a_kernel_uses_it():
     """USM memory allocated for a memory (MEMORY_ALLOCATE) and dropped right
     after execute, before the stream is waited on: its storage is freed only
     once the kernel has finished (oneDNN's own non-blocking free would free
-    it under the kernel, which crashes the CPU runtime). In a subprocess, so
-    that a crash is a failure with its signal rather than the end of the run."""
+    it under the kernel). The kernel's results are read: storage allocated
+    right after the drop and filled with NaN would show in them had the
+    sources been freed early (or the CPU runtime would crash). In a
+    subprocess, so that a crash is a failure with its signal rather than the
+    end of the run."""
     import subprocess
     import sys
     result = subprocess.run([sys.executable, "-c", _DROP_BEFORE_WAIT], capture_output=True, text=True,

@@ -8,7 +8,6 @@ import gzip
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile

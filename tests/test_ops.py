@@ -108,7 +108,7 @@ def deconv_ref(x, w, b, stride, pad_l, pad_r, dilation, groups, output_padding):
             tap = w[(slice(g * cg, (g + 1) * cg), slice(None)) + at]
             buf[(slice(None), slice(g * og, (g + 1) * og)) + window] += np.einsum(
                 "nc...,co->no...", x[:, g * cg:(g + 1) * cg], tap)
-    crop = tuple(slice(l, f - r) for l, r, f in zip(pad_l, pad_r, full))
+    crop = tuple(slice(lo, f - hi) for lo, hi, f in zip(pad_l, pad_r, full))
     out = buf[(slice(None), slice(None)) + crop]
     if b is not None:
         out = out + b.reshape((1, -1) + (1,) * len(kernel))

@@ -10,9 +10,8 @@ in-order stream and, ordered by events, on the out-of-order one
 (``ocl_interop.execute``), calls the accessors (get_context,
 get_command_queue, get_mem_object), allocates, copies and frees USM, and every
 few iterations compiles and executes a graph partition on an engine with a
-statistics allocator (in order, and out of order through
-``graph.ocl_interop.execute``). Every result is checked with NumPy. Then it
-drops everything.
+statistics allocator (in order). Every result is checked with NumPy. Then
+it drops everything.
 
 Measured: resident memory (VmRSS of /proc/self/status, after gc.collect()
 and glibc's malloc_trim so that memory freed to the C allocator does not
@@ -24,6 +23,11 @@ the statistics allocators must have freed all they allocated.
 
 ``test_soak_short`` is in the default run; ``test_soak_long`` is marked
 ``soak`` (run it with ``python -m pytest -m soak tests/test_soak.py``).
+Neither executes graphs out of order: oneDNN 3.13.1 loses about 5 KiB in
+each such execution, which would take up much of their bounds. Out-of-order
+graph executions are measured alone instead (``test_out_of_order_graph_*``):
+no more lost per execution than oneDNN's own loss, and a strict xfail that
+watches for oneDNN's fix.
 """
 
 import ctypes
@@ -47,20 +51,27 @@ LONG_ITERATIONS = 20000
 WARMUP_SHORT = 200
 WARMUP_LONG = 500
 # Resident memory may grow at most this much from the end of the warm-up to
-# the end. Measured on the emulated device (Intel's CPU OpenCL runtime) with
-# the out-of-order graph execution left out: 0.15 MiB over the 800 measured
-# iterations of the short run, 0.5 MiB over the 19500 of the long one. (With
-# it, oneDNN 3.13.1 loses ~6 KiB per out-of-order partition execution, with or
-# without deps, through either execute; in-order ones lose nothing. Most
-# likely the graph backend's cl_event leak that oneDNN PR #5708 fixes
-# upstream. That is about 1 MiB in the short run, 23 MiB in the long one,
-# which fails.) The long bound fails
-# for any leak of about 220 bytes or more per iteration; the short one for
+# the end. Measured on the emulated device (Intel's CPU OpenCL runtime),
+# without out-of-order graph executions (see the module's docstring): 0.15
+# MiB over the 800 measured iterations of the short run, 0.5 MiB over the
+# 19500 of the long one. All of the bound is the binding's: the long one fails
+# for any leak of about 220 bytes or more per iteration, the short one for
 # leaks of about 2.6 KiB or more per iteration.
 RSS_BOUND_SHORT = 2 * 1024 * 1024
 RSS_BOUND_LONG = 4 * 1024 * 1024
+# oneDNN 3.13.1 loses memory in each graph partition execution on an
+# out-of-order stream, with or without deps, through either execute (in-order
+# ones lose nothing): measured 5.1 KiB per execution (5202 to 5226 bytes over
+# 1000 executions), most likely the graph backend's cl_event leak that
+# oneDNN PR #5708 fixes upstream. Out-of-order executions may lose at most
+# ONEDNN_OOO_LOSS each, so a leak of the binding's own on that path of about
+# 0.8 KiB per execution or more fails; and at most OOO_NO_LOSS each once
+# oneDNN is fixed (a strict xfail until then).
+OOO_EXECUTIONS, OOO_WARMUP = 600, 100
+ONEDNN_OOO_LOSS = 6 * 1024
+OOO_NO_LOSS = 256
 
-GRAPH_EVERY = 5  # graph compile + execute (in order and out of order)
+GRAPH_EVERY = 5  # graph compile + execute (in order)
 GRAPH_ENGINE_EVERY = 20  # a new graph engine (with a new statistics allocator)
 # oneDNN's compiled-partition cache keeps one entry per engine (~70 KiB and a
 # reference to the context each, up to 1024 entries by default): memory that
@@ -114,9 +125,8 @@ ELT = plain_desc(ELT_DIMS)
 # ------------------------------------------------------------- the body
 
 class _Soak:
-    def __init__(self, device, out_of_order_graph=True):
+    def __init__(self, device):
         self.device = device
-        self.out_of_order_graph = out_of_order_graph
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device)
         self.ooo_queue = cl.CommandQueue(self.context, device, properties=OOO)
@@ -206,12 +216,6 @@ class _Soak:
         stream.wait()
         result = download(queue, output.get_data_handle(), SHAPE)
         np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
-        if not self.out_of_order_graph:
-            return
-        upload(queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
-        event = goi.execute(compiled, oi.make_stream(engine, self.ooo_queue), inputs, [output])
-        result = download(queue, output.get_data_handle(), SHAPE, wait_for=[event])
-        np.testing.assert_allclose(result, ATTENTION, rtol=1e-5, atol=1e-5)
 
     def retire_graph_engine(self):
         """Drops the graph engine (the last object made on it): its allocator
@@ -224,8 +228,8 @@ class _Soak:
         assert (stats.allocations, stats.live_bytes) == (stats.frees, 0), stats
 
 
-def _soak(device, iterations, warmup, bound, out_of_order_graph=True):
-    soak = _Soak(device, out_of_order_graph)
+def _soak(device, iterations, warmup, bound):
+    soak = _Soak(device)
     start_counts = soak.counts()
     rss = {"start": _rss_bytes()}
     samples = []
@@ -272,10 +276,50 @@ def test_soak_short(cl_device, small_partition_cache):
     _soak(cl_device, SHORT_ITERATIONS, WARMUP_SHORT, RSS_BOUND_SHORT)
 
 
+@pytest.fixture(scope="module")
+def out_of_order_graph_loss(cl_device):
+    """Resident memory lost per graph execution on an out-of-order stream
+    (through graph.ocl_interop.execute, without deps, result checked), after
+    a warm-up; bytes per execution."""
+    soak = _Soak(cl_device)
+    engine = goi.make_engine_with_allocator(cl_device, soak.context,
+                                            g.allocators.statistics_allocator().allocator)
+    compiled = compile_partition(soak.partition, engine)
+    inputs = allocated_inputs(soak.partition, engine, soak.queue, QKV)
+    output = g.tensor(soak.partition.get_output_ports()[0], engine, dnnl.MEMORY_ALLOCATE)
+    stream = oi.make_stream(engine, soak.ooo_queue)
+
+    def execute():
+        event = goi.execute(compiled, stream, inputs, [output])
+        event.wait()
+
+    for _ in range(OOO_WARMUP):
+        execute()
+    start = _rss_bytes()
+    for _ in range(OOO_EXECUTIONS):
+        execute()
+    lost = (_rss_bytes() - start) / OOO_EXECUTIONS
+    upload(soak.queue, output.get_data_handle(), np.zeros(SHAPE, np.float32))
+    execute()
+    np.testing.assert_allclose(download(soak.queue, output.get_data_handle(), SHAPE), ATTENTION,
+                               rtol=1e-5, atol=1e-5)
+    return lost
+
+
+def test_out_of_order_graph_executions_lose_no_more_than_onednn(out_of_order_graph_loss):
+    assert out_of_order_graph_loss < ONEDNN_OOO_LOSS, (
+        f"{out_of_order_graph_loss:.0f} bytes lost per out-of-order graph execution")
+
+
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1 loses ~5 KiB per graph execution on an "
+                                       "out-of-order stream (docs/known-problems.md)")
+def test_out_of_order_graph_executions_lose_nothing(out_of_order_graph_loss):
+    assert out_of_order_graph_loss < OOO_NO_LOSS, (
+        f"{out_of_order_graph_loss:.0f} bytes lost per out-of-order graph execution")
+
+
 @pytest.mark.soak
 @pytest.mark.timeout(3600)
 def test_soak_long(cl_device, small_partition_cache):
-    # Without out-of-order graph executions: oneDNN 3.13.1 loses ~6 KiB in
-    # each (see RSS_BOUND_*), which would hide any leak of the binding's own
-    # under 23 MiB of it. The short soak keeps them, within its bound.
-    _soak(cl_device, LONG_ITERATIONS, WARMUP_LONG, RSS_BOUND_LONG, out_of_order_graph=False)
+    # Without out-of-order graph executions: see ONEDNN_OOO_LOSS.
+    _soak(cl_device, LONG_ITERATIONS, WARMUP_LONG, RSS_BOUND_LONG)

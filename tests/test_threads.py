@@ -25,6 +25,7 @@ backstop that dumps every thread's stack).
 import collections
 import gc
 import queue as queue_module
+import subprocess
 import sys
 import threading
 import time
@@ -342,7 +343,7 @@ def test_shared_compiled_partition_and_allocator(cl_context, cl_device):
     # every worker executed the shared partition, which asks for scratch
     assert all(callers.get(f"worker-{i}", 0) >= iterations for i in range(THREADS)), callers
 
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
 
@@ -361,7 +362,7 @@ def test_shared_partition_with_statistics_allocator(cl_context, cl_device):
 
     _run_threads([worker] * THREADS)
     assert stats.allocations >= THREADS * 13  # outputs and the scratch of each execute
-    del compiled, engine, statistics
+    compiled = engine = statistics = None  # dropped; the workers' closures name them
     gc.collect()
     assert stats.allocations == stats.frees
     assert stats.live_bytes == 0 and stats.sizes == {}
@@ -428,11 +429,65 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     finally:
         sys.setswitchinterval(old_interval)
     assert python_work["worker-0"] > 0 and python_work["worker-1"] > 0
+    # The spinners were not starved. (This says nothing of the binding
+    # releasing the GIL: the other threads' Python code hands it over every
+    # switch interval. test_stream_wait_releases_the_gil checks that.)
     assert spins["background-0"] > 0 and spins["background-1"] > 0
     assert len(waits) == 30
-    del compiled, graph_engine
+    compiled = graph_engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
+
+
+# The stream's queue is held by a user event that only a Python thread
+# completes, after the main thread has entered stream.wait(): the wait ends
+# only if it let that thread run, that is, released the GIL. In a child, so
+# that a wait keeping the GIL (a deadlock) fails the test by its timeout
+# instead of hanging the run.
+_GATED_WAIT = r"""
+import threading
+import time
+import dnnl_ocl_interop as dnnl
+dnnl.emulation.ensure_device()
+import numpy as np
+import pyopencl as cl
+oi = dnnl.ocl_interop
+device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
+              for d in p.get_devices(cl.device_type.GPU))
+context = cl.Context([device])
+queue = cl.CommandQueue(context, device)
+engine = oi.make_engine(device, context)
+stream = oi.make_stream(engine, queue)
+desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
+relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+    engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc))
+src, dst = dnnl.memory(desc, engine), dnnl.memory(desc, engine)
+x = np.linspace(-1, 1, 64, dtype=np.float32)
+dnnl.arrays.write(src, x)
+for _ in range(2):
+    gate = cl.UserEvent(context)
+    cl.enqueue_marker(queue, wait_for=[gate])  # the in-order queue waits for the gate
+    relu.execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst})
+    def open_gate(gate=gate):
+        time.sleep(0.2)  # this thread is in stream.wait() by then
+        gate.set_status(cl.command_execution_status.COMPLETE)  # needs the GIL back
+    opener = threading.Thread(target=open_gate)
+    opener.start()
+    stream.wait()
+    opener.join()
+assert (dnnl.arrays.read(dst) == np.maximum(x, 0)).all()
+print("ok")
+"""
+
+
+def test_stream_wait_releases_the_gil():
+    try:
+        child = subprocess.run([sys.executable, "-c", _GATED_WAIT], capture_output=True, text=True,
+                               timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("stream.wait() never returned: it kept the GIL that the thread opening its "
+                    "queue's gate needed")
+    assert child.returncode == 0 and child.stdout.strip() == "ok", child.stderr[-3000:]
 
 
 # --------------------- mixed: out-of-order chains next to primitive creation
@@ -497,7 +552,7 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
         queue = cl.CommandQueue(cl_context, cl_device)
         stream = oi.make_stream(engine, queue)
         rng = np.random.default_rng(300 + index)
-        for step in range(4):
+        for _ in range(4):
             # below 8: an ab -> ba reorder of multiples of 8 takes oneDNN's
             # ocl:custom transpose kernel, which test_hypothesis.py covers
             m, k, nn = (int(v) for v in rng.integers(1, 8, size=3))
@@ -588,7 +643,7 @@ def test_allocator_raising_in_one_thread_only(cl_context, cl_device):
     assert all(name == f"worker-{bad}" for name in
                (str(exc).split(" refuses")[0] for exc in raised))
 
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()
 
@@ -669,7 +724,8 @@ def test_two_hundred_allocators_on_their_own_contexts_from_four_threads(cl_devic
         # 3 inputs, the output and the scratch of its execute, and one tensor per thread
         assert sum(record.mallocs.values()) == 5 + THREADS, f"allocator {i}: {record.mallocs}"
         assert len(record.mallocs) >= 2, f"allocator {i} was called from one thread only"
-    del setups, worker
+    setups.clear()  # the engines and allocators go (the worker still refers to the list)
+    del worker
     gc.collect()
     for i, record in enumerate(records):
         assert record.bad_frees == [] and record.live == {}, f"allocator {i} leaked or double-freed"
@@ -717,6 +773,6 @@ def test_tensors_allocated_on_one_thread_and_dropped_on_another(cl_context, cl_d
 
     _run_threads([producer] * producers + [consumer])
     assert sum(dropped.values()) == producers * per_producer
-    del compiled, engine
+    compiled = engine = None  # dropped; the workers' closures name them
     gc.collect()
     counting.assert_all_freed()

@@ -538,7 +538,8 @@ def find_include_dir(explicit: Optional[str] = None) -> Path:
     if explicit:
         found = _as_include_dir(Path(explicit))
         if not found:
-            raise SystemExit(f"api_coverage: no dnnl.hpp in {explicit} (nor in oneapi/dnnl, include/oneapi/dnnl below it)")
+            raise SystemExit(f"api_coverage: no dnnl.hpp in {explicit} "
+                             "(nor in oneapi/dnnl, include/oneapi/dnnl below it)")
         return found
     core = importlib.import_module(f"{PACKAGE}._core")
     version = core.version()

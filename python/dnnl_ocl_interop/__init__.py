@@ -23,8 +23,8 @@ from . import arrays, cache, emulation, graph, ocl_interop, ops, usm
 
 __version__: str = _core.__version__  # from pyproject.toml, at build time
 
-__all__ = [*_core_names, "arrays", "cache", "emulation", "graph", "ocl_interop", "ops", "usm",
-           "show_config"]
+__all__ = list(_core_names) + ["arrays", "cache", "emulation", "graph", "ocl_interop", "ops", "usm",
+                               "show_config"]
 
 
 def show_config(file: Optional[IO[str]] = None) -> None:

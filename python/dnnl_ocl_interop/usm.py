@@ -14,7 +14,7 @@ from ._errors import invalid_argument
 from ._core.usm import *  # noqa: F401,F403
 from ._core.usm import __all__ as _core_names
 
-__all__ = [*_core_names, "allocation"]
+__all__ = list(_core_names) + ["allocation"]
 
 _ALLOCATORS = {"device": _core.usm.device_alloc, "shared": _core.usm.shared_alloc}
 

@@ -38,6 +38,15 @@ _DEVICE_CHOICE = "DNNL_OCL_INTEROP_DEVICE"
 _DEVICE_COUNT = "DNNL_OCL_INTEROP_EMULATED_DEVICES"  # read by the layer too
 _LAYER_FILE = "libdnnl_ocl_interop_emulation_layer.so"
 _RUNTIME_FILE = "libintelocl.so"
+# Intel's CPU runtime reads, at its start, required sub-group sizes per kernel
+# name ("name(size)", comma-separated). oneDNN's reusable softmax kernel
+# reduces a work-group of 16 with sub-group reductions without asking for
+# sub-groups of 16 (docs/known-problems.md); the runtime would otherwise pick
+# 8 for it on hosts without AVX-512, and every row of 17 to 128 would come
+# out wrong. Every launch of that kernel has a multiple of 16 work-items.
+_REQUIRED_SUB_GROUP_SIZES = "CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE"
+_SOFTMAX_KERNEL = "reusable_softmax_fwd_generic"
+_SOFTMAX_SUB_GROUP = f"{_SOFTMAX_KERNEL}(16)"
 
 
 class EmulationError(RuntimeError):
@@ -102,6 +111,15 @@ def _opencl_initialized() -> bool:
     return any(name in drivers or name.split(".so")[0] + ".so" in drivers for name in mapped)
 
 
+def _with_softmax_sub_group(setting: str) -> str:
+    """`setting` (CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE) with oneDNN's softmax
+    kernel asking for sub-groups of 16, unless it names that kernel already."""
+    entries = [entry.strip() for entry in setting.split(",") if entry.strip()]
+    if not any(entry.split("(")[0].strip() == _SOFTMAX_KERNEL for entry in entries):
+        entries.append(_SOFTMAX_SUB_GROUP)
+    return ",".join(entries)
+
+
 def is_enabled() -> bool:
     """True when this process (or the one that started it) enabled emulation."""
     return os.environ.get(_ENABLED_FLAG) == "1"
@@ -147,8 +165,11 @@ def enable(devices: Optional[int] = None) -> str:
     """Present Intel's CPU OpenCL runtime as an Intel GPU to this process.
 
     Sets the ICD loader's ``OCL_ICD_VENDORS`` (only the CPU runtime is
-    visible) and ``OPENCL_LAYERS`` (the emulation layer); child processes
-    inherit both. Must run before the first OpenCL call. Returns a one-line
+    visible) and ``OPENCL_LAYERS`` (the emulation layer), and adds
+    ``reusable_softmax_fwd_generic(16)`` to the CPU runtime's
+    ``CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE`` (oneDNN's softmax kernel gets the
+    sub-groups of 16 it assumes: docs/known-problems.md); child processes
+    inherit all three. Must run before the first OpenCL call. Returns a one-line
     description; raises :class:`EmulationError` when the runtime is missing
     or OpenCL is already initialized.
 
@@ -178,6 +199,8 @@ def enable(devices: Optional[int] = None) -> str:
     layer = layer_path()
     os.environ["OCL_ICD_VENDORS"] = runtime
     os.environ["OPENCL_LAYERS"] = layer
+    os.environ[_REQUIRED_SUB_GROUP_SIZES] = _with_softmax_sub_group(
+        os.environ.get(_REQUIRED_SUB_GROUP_SIZES, ""))
     if count == 1:  # the default: the environment stays as it always was
         os.environ.pop(_DEVICE_COUNT, None)
     else:

@@ -8,4 +8,4 @@ from .._core.graph import *  # noqa: F401,F403
 from .._core.graph import __all__ as _core_names
 from . import allocators, ocl_interop, patterns
 
-__all__ = [*_core_names, "allocators", "ocl_interop", "patterns"]
+__all__ = list(_core_names) + ["allocators", "ocl_interop", "patterns"]

@@ -290,7 +290,7 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
         raise invalid_argument("padding='same' is not defined for deconvolution")
     extents = [(k - 1) * d + 1 for k, d in zip(W.dims[2:], dilations)]
     left, right = paddings(padding, n, extents, strides)
-    sizes = [(i - 1) * s - l - r + e + o for i, s, l, r, e, o
+    sizes = [(i - 1) * s - lo - hi + e + o for i, s, lo, hi, e, o
              in zip(X.dims[2:], strides, left, right, extents, extra)]
     if any(o < 1 for o in sizes):
         raise invalid_argument(f"the output would have spatial size {sizes}")

@@ -44,7 +44,7 @@ def paddings(padding: Any, count: int, extents: Sequence[int], strides: Sequence
         if any(s != 1 for s in strides):
             raise invalid_argument("padding='same' needs stride 1")
         left = [(e - 1) // 2 for e in extents]
-        return left, [e - 1 - l for e, l in zip(extents, left)]
+        return left, [e - 1 - lo for e, lo in zip(extents, left)]
     if isinstance(padding, (list, tuple)):
         if len(padding) != count:
             raise invalid_argument(f"padding has {len(padding)} values for {count} spatial dimensions")
@@ -78,8 +78,8 @@ def spatial_count(x: operand, minimum: int = 1, maximum: int = 3) -> int:
 def output_sizes(x: operand, extents: Sequence[int], strides: Sequence[int],
                  left: Sequence[int], right: Sequence[int]) -> List[int]:
     """Spatial output sizes of a convolution or pooling window."""
-    sizes = [(i + l + r - e) // s + 1
-             for i, e, s, l, r in zip(x.dims[2:], extents, strides, left, right)]
+    sizes = [(i + lo + hi - e) // s + 1
+             for i, e, s, lo, hi in zip(x.dims[2:], extents, strides, left, right)]
     if any(o < 1 for o in sizes):
         raise invalid_argument(f"{x.name} of spatial size {list(x.dims[2:])} is smaller than the "
                          f"window ({list(extents)}, padding {list(left)}/{list(right)})")
