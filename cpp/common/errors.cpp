@@ -4,6 +4,7 @@
 
 #include <pybind11/native_enum.h>
 
+#include "common/py_values.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace py = pybind11;
@@ -40,12 +41,7 @@ py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_c
     exc.attr("status") = py::cast(status);
     // oneDNN's verbose lines for a failed creation (common/verbose); [] else.
     py::list lines;
-    for (const auto &line : reasons) { // bytes oneDNN printed: decoded leniently
-        PyObject *text = PyUnicode_DecodeUTF8(line.data(), static_cast<Py_ssize_t>(line.size()),
-                "replace");
-        if (!text) throw py::error_already_set();
-        lines.append(py::reinterpret_steal<py::str>(text));
-    }
+    for (const auto &line : reasons) lines.append(printed_text(line));
     exc.attr("reasons") = lines;
     // oneDNN's own OpenCL failures reach the binding as a status only; the
     // code is known where the binding made the OpenCL call itself.

@@ -1,5 +1,7 @@
 #include "common/verbose.hpp"
 
+#include "common/py_values.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -163,14 +165,16 @@ void show_stashed_header() {
 
 // One line libdnnl printed (through the filter).
 void on_line(const char *line, uint32_t k) {
-    bool kept_silently = false;
+    // Every scope of this thread that takes the kind keeps the line (a
+    // creation's inside a collecting dnnl.verbose region: both).
+    bool kept_silently = false, swallowed = false;
     for (capture *c = innermost; c; c = c->outer_)
         if (!c->abandoned_ && (c->kinds_ & k)) {
             c->add(line);
-            kept_silently = c->silent_;
-            if (c->swallow_ && k != header) return;
-            break;
+            kept_silently |= c->silent_;
+            swallowed |= c->swallow_;
         }
+    if (swallowed && k != header) return;
     if (k == header) {
         // oneDNN prints it once, before the first line of a kind it has on,
         // which may be one nobody sees (a dispatch line): it is shown before
@@ -715,7 +719,11 @@ void bind(py::module_ &m) {
             .def("enter", &region::enter,
                     "Start the region; the kinds oneDNN prints no lines of (and cannot be "
                     "made to) are in `unavailable` afterwards.")
-            .def("exit", &region::exit,
+            .def("exit", [](region &r) {
+                py::list lines;
+                for (const auto &line : r.exit()) lines.append(printed_text(line));
+                return lines;
+            },
                     "End the region; the lines kept (silent regions), else [].")
             .def_readonly("unavailable", &region::unavailable,
                     "Kinds of the region oneDNN does not print (their flags are off for "

@@ -59,7 +59,7 @@ constexpr uint32_t reason_kinds = error | create_check | create_dispatch | exec_
 void install();
 
 // While alive, oneDNN's verbose lines of `kinds` printed by this thread are
-// kept here (the innermost scope that takes a line's kind gets it). With
+// kept here (in every scope of the thread that takes the line's kind). With
 // `silent`, lines kept here are printed only when the user's own setting asks
 // for them (not because a dnnl.verbose region is active); with `swallow`,
 // never. Bounded: 512 lines of at most 4 KiB; the rest are counted.

@@ -185,7 +185,10 @@ void bind_graph_and_partition(py::module_ &m) {
     py::class_<g::partition> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
     part.attr("policy") = m.attr("partition_policy");
-    part.def(py::init<const g::op &, dnnl::engine::kind>(), py::arg("op"), py::arg("engine_kind"),
+    part.def(py::init([](const g::op &op, dnnl::engine::kind kind) {
+        // oneDNN's reasons for a refused op go with the exception (common/verbose).
+        return verbose::creating([&] { return g::partition(op, kind); });
+    }), py::arg("op"), py::arg("engine_kind"),
             "A partition of the one op `op` (copied) for engines of `engine_kind`, "
             "without a graph.");
     part.def("is_supported", &g::partition::is_supported,
