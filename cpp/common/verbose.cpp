@@ -52,6 +52,7 @@ const char *not_installed = "";           // why the hook is not in place (stati
 // Regions, set_verbose and what oneDNN's flags lost: under `state_mutex`.
 std::mutex state_mutex;
 uint32_t region_counts[32] = {};          // active dnnl.verbose regions per kind bit
+uint32_t collecting_counts[32] = {};      // those of them that collect (print nothing)
 int raised_level = 0;                     // the level regions set through dnnl_set_verbose
 std::string lost;                         // why check/dispatch lines are gone ("" if not)
 
@@ -575,11 +576,29 @@ void rethrow_with_reasons(dnnl_status_t status, const char *what, capture &lines
 
 namespace {
 
+// The kinds active regions print: those of regions that do not collect.
 void recompute_regions() { // under state_mutex
     uint32_t mask = 0;
     for (int b = 0; b < 32; ++b)
-        if (region_counts[b]) mask |= 1u << b;
+        if (region_counts[b] > collecting_counts[b]) mask |= 1u << b;
     region_kinds = mask;
+}
+
+// The kinds active regions need oneDNN to print (collecting ones included).
+uint32_t needed_kinds() { // under state_mutex
+    uint32_t mask = 0;
+    for (int b = 0; b < 32; ++b)
+        if (region_counts[b]) mask |= 1u << b;
+    return mask;
+}
+
+void count_region(uint32_t kinds, bool collecting, int delta) { // under state_mutex
+    for (int b = 0; b < 32; ++b)
+        if (kinds & (1u << b)) {
+            region_counts[b] += delta;
+            if (collecting) collecting_counts[b] += delta;
+        }
+    recompute_regions();
 }
 
 // dnnl_set_verbose(level): oneDNN's whole setting becomes the level's; its
@@ -621,9 +640,7 @@ struct region {
         // Dropped on another thread without exit(): its counts go, and its
         // capture is freed by the thread whose list holds it.
         std::lock_guard<std::mutex> lock(state_mutex);
-        for (int b = 0; b < 32; ++b)
-            if (kinds & (1u << b)) --region_counts[b];
-        recompute_regions();
+        count_region(kinds, silent, -1);
         if (lines) capture::abandon(lines);
     }
     uint32_t kinds;
@@ -646,9 +663,7 @@ struct region {
             raised_level = level;
         }
         unavailable = kinds & ~onednn_kinds.load() & ~(header | other);
-        for (int b = 0; b < 32; ++b)
-            if (kinds & (1u << b)) ++region_counts[b];
-        recompute_regions();
+        count_region(kinds, silent, +1);
         if (silent) lines = new capture(kinds, true);
         thread = std::this_thread::get_id();
         entered = true;
@@ -661,9 +676,7 @@ struct region {
                                    "began it");
         std::lock_guard<std::mutex> lock(state_mutex);
         entered = false;
-        for (int b = 0; b < 32; ++b)
-            if (kinds & (1u << b)) --region_counts[b];
-        recompute_regions();
+        count_region(kinds, silent, -1);
         std::vector<std::string> result;
         if (lines) {
             result = lines->take();
@@ -672,7 +685,7 @@ struct region {
         }
         // The level regions raised goes back to what the user's setting
         // needs once no region needs more.
-        uint32_t still = region_kinds.load() & costly;
+        uint32_t still = needed_kinds() & costly;
         if (raised_level && level_for(still) < raised_level) {
             int level = std::max(level_for(still), level_for(user_kinds.load()));
             set_onednn_level(level, "a dnnl.verbose region switched oneDNN's verbose level");
