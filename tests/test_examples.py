@@ -62,3 +62,18 @@ def test_cnn_training():
     out = run_example("cnn_training.py")
     assert "gradients:    largest relative difference from NumPy" in out
     assert out.rstrip().endswith("cnn_training: OK")
+
+
+@pytest.mark.timeout(600)
+def test_profile_network(tmp_path):
+    trace = tmp_path / "trace.json"
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, "profile_network.py"), str(trace)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    out = result.stdout
+    assert out.startswith("dnnl.profiling: 15 executes on 1 queue")
+    assert all(f"\n{name} " in out for name in ("convolution", "pooling", "inner_product"))
+    assert out.rstrip().endswith("profile_network: OK")
+    import json
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == 15
