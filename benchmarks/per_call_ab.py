@@ -2,10 +2,11 @@
 
     python benchmarks/per_call_ab.py A_DIR B_DIR [--rounds N] [--json PATH]
 
-A_DIR and B_DIR each hold an importable ``dnnl_ocl_interop`` package (its
-Python files with its built ``_core`` and emulation layer beside them; for
-the checkout's own build, the directory that editable install resolves to:
-``python -c "import dnnl_ocl_interop, os; print(os.path.dirname(os.path.dirname(dnnl_ocl_interop._core.__file__)))"``).
+A_DIR and B_DIR each hold an importable ``dnnl_ocl_interop`` package: its
+Python files with its built ``_core``, the emulation layer and (for a
+bundled build installed with ``$ORIGIN`` as RPATH) ``libdnnl.so.3`` beside
+them. The children run with ``python -S`` plus the interpreter's
+site-packages, so an editable install does not take the import over.
 Each round runs the rows once in a fresh process of each build, in
 alternating order, and the rows are judged on the per-round differences
 (B minus A, µs) with a 95 % bootstrap interval, as run.py judges Python
@@ -33,9 +34,12 @@ import textwrap
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from run import bootstrap_interval  # noqa: E402  (the same statistics as run.py)
 
+# Run with python -S: no .pth file runs, so an editable install's import
+# hook cannot take "dnnl_ocl_interop" from the directory given.
 ROWS = textwrap.dedent("""
-    import json, os, sys, time
-    sys.path.insert(0, sys.argv[1])
+    import json, os, sys, sysconfig, time
+    paths = sysconfig.get_paths()
+    sys.path[:0] = [sys.argv[1], paths["purelib"], paths["platlib"]]
     import dnnl_ocl_interop as dnnl
     assert dnnl.__file__.startswith(sys.argv[1]), (dnnl.__file__, sys.argv[1])
     dnnl.emulation.ensure_device()
@@ -107,7 +111,7 @@ ROWS = textwrap.dedent("""
 
 
 def measure(package_dir):
-    child = subprocess.run([sys.executable, "-c", ROWS, os.path.abspath(package_dir)],
+    child = subprocess.run([sys.executable, "-S", "-c", ROWS, os.path.abspath(package_dir)],
                            capture_output=True, text=True, timeout=900)
     if child.returncode != 0:
         raise RuntimeError(f"{package_dir}: {child.stderr[-3000:]}")
