@@ -301,8 +301,11 @@ def test_trace_is_the_trace_event_format(work, pstream, tmp_path, profiling_queu
     complete = validate_trace(trace)
     assert len(complete) == 6
     assert min(e["ts"] for e in complete) == 0
+    origin = min(e.device_start_ns for e in rec.executions)
     for event, e in zip(complete, rec.executions):
         assert event["name"] == f"{e.name} {e.implementation}" and event["cat"] == "primitive"
+        # µs from the device's first recorded time (the format's unit)
+        assert event["ts"] == pytest.approx((e.device_start_ns - origin) / 1e3)
         assert event["dur"] == pytest.approx(e.device_ns / 1e3)
         assert event["args"]["shapes"] == e.shapes
         assert event["args"]["kernels_us"] == pytest.approx([k / 1e3 for k in e.kernel_ns])
