@@ -37,12 +37,12 @@ from run import bootstrap_interval  # noqa: E402  (the same statistics as run.py
 # Run with python -S: no .pth file runs, so an editable install's import
 # hook cannot take "dnnl_ocl_interop" from the directory given.
 ROWS = textwrap.dedent("""
-    import json, os, sys, sysconfig, time
+    import json, os, sys, sysconfig
     paths = sysconfig.get_paths()
-    sys.path[:0] = [sys.argv[1], paths["purelib"], paths["platlib"]]
+    sys.path[:0] = [sys.argv[1], paths["purelib"], paths["platlib"], sys.argv[2]]
     import dnnl_ocl_interop as dnnl
     assert dnnl.__file__.startswith(sys.argv[1]), (dnnl.__file__, sys.argv[1])
-    dnnl.emulation.ensure_device()
+    import run  # run.py's timing (it chooses the device on import)
     import numpy as np
     import pyopencl as cl
 
@@ -50,15 +50,7 @@ ROWS = textwrap.dedent("""
     oi = dnnl.ocl_interop
 
     def median_us(call, after_batch=lambda: None):
-        samples = []
-        for _ in range(REPEATS):
-            start = time.perf_counter_ns()
-            for _ in range(BATCH):
-                call()
-            elapsed = time.perf_counter_ns() - start
-            after_batch()
-            samples.append(elapsed / 1e3 / BATCH)
-        return float(np.median(samples))
+        return run.median_us(REPEATS, BATCH, call, after_batch)
 
     device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
                   for d in p.get_devices(cl.device_type.GPU))
@@ -111,7 +103,8 @@ ROWS = textwrap.dedent("""
 
 
 def measure(package_dir):
-    child = subprocess.run([sys.executable, "-S", "-c", ROWS, os.path.abspath(package_dir)],
+    child = subprocess.run([sys.executable, "-S", "-c", ROWS, os.path.abspath(package_dir),
+                            os.path.dirname(os.path.abspath(__file__))],
                            capture_output=True, text=True, timeout=900)
     if child.returncode != 0:
         raise RuntimeError(f"{package_dir}: {child.stderr[-3000:]}")

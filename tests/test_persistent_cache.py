@@ -97,7 +97,7 @@ SEEDS = {name: 10 * i for i, name in enumerate(NAMES)}
 
 # A fresh process: engine and primitives through the cache in argv[1], the
 # inputs and results saved to argv[2], the counters on the last line.
-_CHILD = _SHARED + textwrap.dedent("""
+_CHILD_START = _SHARED + textwrap.dedent("""
     import json, sys
     import dnnl_ocl_interop as dnnl
     dnnl.emulation.ensure_device()
@@ -106,6 +106,8 @@ _CHILD = _SHARED + textwrap.dedent("""
     directory, out, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     device = gpu_device(cl)
     context = cl.Context([device])
+""")
+_CHILD = _CHILD_START + textwrap.dedent("""
     cache = dnnl.cache.persistent(directory)
     engine = cache.engine(device, context)
     stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(context, device))
@@ -127,16 +129,8 @@ _CHILD = _SHARED + textwrap.dedent("""
 # made without it, each primitive by its family's constructor as any code
 # makes it, twice (the second left to oneDNN's in-memory cache), and a graph
 # pattern (not served: no cache blob for compiled partitions).
-_INSTALLED = _SHARED + textwrap.dedent("""
-    import json, sys
-    import dnnl_ocl_interop as dnnl
-    dnnl.emulation.ensure_device()
-    import pyopencl as cl
+_INSTALLED = _CHILD_START + textwrap.dedent("""
     from dnnl_ocl_interop.graph import patterns
-
-    directory, out, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    device = gpu_device(cl)
-    context = cl.Context([device])
     cache = dnnl.cache.install(directory)
     assert dnnl.cache.installed() is cache
     engine = dnnl.ocl_interop.make_engine(device, context)

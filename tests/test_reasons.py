@@ -26,17 +26,10 @@ import textwrap
 import pytest
 
 import dnnl_ocl_interop as dnnl
+from helpers import CHILD_ENGINE
 
-CHILD = textwrap.dedent("""
+CHILD = CHILD_ENGINE + textwrap.dedent("""
     import json, os, sys, threading
-    import dnnl_ocl_interop as dnnl
-    dnnl.emulation.ensure_device()
-    import pyopencl as cl
-
-    device = [d for p in cl.get_platforms() if "Intel" in p.vendor
-              for d in p.get_devices() if d.type & cl.device_type.GPU][0]
-    context = cl.Context([device])
-    engine = dnnl.ocl_interop.make_engine(device, context)
     DT, TAG = dnnl.memory.data_type, dnnl.memory.format_tag
     INFERENCE = dnnl.prop_kind.forward_inference
 

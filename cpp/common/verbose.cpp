@@ -207,18 +207,23 @@ bool is_verbose_line(const char *fmt, const char *&line, va_list args) {
     return line && std::strncmp(line, "onednn_verbose,", 15) == 0;
 }
 
+// A printf libdnnl made: a verbose line goes through the filter; anything
+// else is printed as it would have been (`flag` >= 0: __printf_chk's).
+int filtered(int flag, const char *fmt, va_list args) {
+    const char *line = nullptr;
+    if (is_verbose_line(fmt, line, args)) {
+        on_line(line, kind_of(line));
+        return static_cast<int>(std::strlen(line));
+    }
+    return flag >= 0 && real_vprintf_chk ? real_vprintf_chk(flag, fmt, args)
+                                         : real_vprintf(fmt, args);
+}
+
 // What libdnnl calls instead of __printf_chk, printf and getenv.
 int hooked_printf_chk(int flag, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    const char *line = nullptr;
-    int result = 0;
-    if (is_verbose_line(fmt, line, args)) {
-        on_line(line, kind_of(line));
-        result = static_cast<int>(std::strlen(line));
-    } else {
-        result = real_vprintf_chk ? real_vprintf_chk(flag, fmt, args) : real_vprintf(fmt, args);
-    }
+    int result = filtered(flag, fmt, args);
     va_end(args);
     return result;
 }
@@ -226,14 +231,7 @@ int hooked_printf_chk(int flag, const char *fmt, ...) {
 int hooked_printf(const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    const char *line = nullptr;
-    int result = 0;
-    if (is_verbose_line(fmt, line, args)) {
-        on_line(line, kind_of(line));
-        result = static_cast<int>(std::strlen(line));
-    } else {
-        result = real_vprintf(fmt, args);
-    }
+    int result = filtered(-1, fmt, args);
     va_end(args);
     return result;
 }
