@@ -357,9 +357,17 @@ def test_a_failing_installed_cache_raises_from_the_creation(tmp_path, engine):
     assert isinstance(dnnl.softmax_forward(pd), dnnl.softmax_forward)
 
 
-def test_the_hook_must_be_callable():
+def test_the_hook_must_be_callable_and_give_a_primitive(engine):
     with pytest.raises(TypeError, match="hook must be a callable or None"):
         dnnl._core._set_primitive_creation_hook(42)
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    dnnl._core._set_primitive_creation_hook(lambda pd: 42)
+    try:
+        with pytest.raises(TypeError, match="must be a dnnl.primitive, not int"):
+            dnnl.softmax_forward(pd)
+    finally:
+        dnnl._core._set_primitive_creation_hook(None)
+    assert isinstance(dnnl.softmax_forward(pd), dnnl.softmax_forward)
 
 
 # ------------------------------------------------------------- bad files
