@@ -252,13 +252,24 @@ def test_none_asked_for_none_printed_and_reasons_kept():
     assert r["state"]["user_kinds"] == 0
 
 
-def test_without_the_capture_errors_say_so():
+def test_without_the_capture_errors_say_so_and_verbose_is_onednns():
     stdout, r = run("""
         results["e"] = refused(softmax_s32)
+        dnnl.set_verbose(2)
+        mark("LEVEL2")
+        dnnl.softmax_forward(softmax_f32())
+        dnnl.set_verbose(0)
+        mark("OFF")
+        dnnl.softmax_forward(softmax_f32())
+        results["state"] = dnnl._core._verbose_state()
     """, env={"DNNL_OCL_INTEROP_VERBOSE_CAPTURE": "0"})
     assert r["e"]["reasons"] == []
     assert "DNNL_OCL_INTEROP_VERBOSE_CAPTURE=0" in r["e"]["message"]
-    assert verbose_lines(stdout) == []
+    assert r["state"]["hooked"] is False and r["state"]["answer"] == ""
+    assert verbose_lines(stdout[:stdout.index("LEVEL2")]) == []
+    level2 = stdout[stdout.index("LEVEL2"):stdout.index("OFF")]
+    assert any(",create:cache_" in line for line in level2)  # oneDNN prints it itself
+    assert verbose_lines(stdout[stdout.index("OFF"):]) == []
 
 
 def test_set_verbose_zero_keeps_the_reasons_and_levels_lose_them():

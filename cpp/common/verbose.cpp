@@ -710,7 +710,8 @@ void bind(py::module_ &m) {
         // Active regions keep the level they need.
         bool costly_on = (onednn_kinds.load() & costly) != 0;
         int onednn_level = std::max(level, raised_level);
-        if (level > 0 || (costly_on && raised_level == 0))
+        // Without the filter (not installed), oneDNN's own level is the only way.
+        if (level > 0 || !hooked || (costly_on && raised_level == 0))
             set_onednn_level(onednn_level,
                     ("dnnl.set_verbose(" + std::to_string(level)
                             + ") switched oneDNN's check and dispatch lines off")
