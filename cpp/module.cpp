@@ -2,11 +2,13 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "common/verbose.hpp"
 #include "usm/memory_dlpack.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "graph/graph_objects.hpp"
 #include "ocl_interop/ocl_interop.hpp"
+#include "ocl_interop/profiling.hpp"
 #include "primitives/family.hpp"
 #include "usm/usm_api.hpp"
 
@@ -16,6 +18,9 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
+    // Before the module's first oneDNN call: oneDNN reads its verbose
+    // setting once, at its first look.
+    verbose::install();
     bind_errors(m);
     fork_guard::install();
     bind_library(m);
@@ -37,6 +42,7 @@ PYBIND11_MODULE(_core, m) {
     bind_ocl_interop_stream(ocl_interop);
     bind_ocl_interop_memory(ocl_interop);
     bind_ocl_interop_execute(ocl_interop);
+    profiling::bind(m); // dnnl.profiling's compiled side
     auto graph = m.def_submodule("graph", "Mirrors dnnl::graph.");
     bind_graph(graph);
     auto graph_ocl_interop = graph.def_submodule("ocl_interop", "Mirrors dnnl::graph::ocl_interop.");

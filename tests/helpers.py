@@ -12,6 +12,7 @@ sys.path. It is imported only after conftest.py has chosen the OpenCL device.
 import contextlib
 import gc
 import math
+import textwrap
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -34,6 +35,23 @@ F32 = lt.data_type.f32
 STRIDED = lt.layout_type.strided
 MF = cl.mem_flags
 OOO = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+
+
+# ---------------------------------------------------------- fresh processes
+
+# The start of a script a test runs in a fresh process: the device chosen as
+# this process chose it (the environment is inherited), then `device`,
+# `context` and `engine` on the first Intel GPU.
+CHILD_ENGINE = textwrap.dedent("""
+    import dnnl_ocl_interop as dnnl
+    dnnl.emulation.ensure_device()
+    import pyopencl as cl
+
+    device = [d for p in cl.get_platforms() if "Intel" in p.vendor
+              for d in p.get_devices() if d.type & cl.device_type.GPU][0]
+    context = cl.Context([device])
+    engine = dnnl.ocl_interop.make_engine(device, context)
+""")
 
 
 # ------------------------------------------------------- memory descriptors

@@ -10,7 +10,7 @@ import dnnl_ocl_interop as dnnl
 
 MODULES = [dnnl, dnnl.ocl_interop, dnnl.graph, dnnl.graph.ocl_interop, dnnl.graph.allocators,
            dnnl.graph.patterns,
-           dnnl.usm, dnnl.arrays, dnnl.cache, dnnl.emulation, dnnl.ops]
+           dnnl.usm, dnnl.arrays, dnnl.cache, dnnl.emulation, dnnl.ops, dnnl.profiling]
 
 # A pybind11 signature line, the overload header, or an overload number.
 _SIGNATURE = re.compile(r"^\s*(\d+\.\s*)?[\w.]+\(.*\)( -> .*)?$|^Overloaded function\.$")

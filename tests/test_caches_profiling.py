@@ -21,7 +21,7 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import emulation
-from helpers import oi, plain_desc
+from helpers import CHILD_ENGINE, oi, plain_desc
 
 ALG = dnnl.algorithm
 TIME = dnnl.profiling_data_kind.time
@@ -219,15 +219,7 @@ def test_cache_blob_of_another_descriptor_is_refused(engine):
 
 # A child, so that a blob the checks let through to oneDNN shows as a failed
 # test rather than a crashed session.
-_DAMAGE_CHILD = textwrap.dedent("""
-    import dnnl_ocl_interop as dnnl
-    dnnl.emulation.ensure_device()
-    import pyopencl as cl
-
-    device = [d for p in cl.get_platforms() if "Intel" in p.vendor
-              for d in p.get_devices() if d.type & cl.device_type.GPU][0]
-    context = cl.Context([device])
-    engine = dnnl.ocl_interop.make_engine(device, context)
+_DAMAGE_CHILD = CHILD_ENGINE + textwrap.dedent("""
     desc = lambda dims: dnnl.memory.desc(dims, dnnl.memory.data_type.f32,
                                          dnnl.memory.format_tag.ab)
     pd = dnnl.matmul.primitive_desc(engine, desc([6, 8]), desc([8, 4]), desc([6, 4]))

@@ -69,3 +69,54 @@ def test_python_dash_m_prints_the_configuration_of_the_emulated_device():
     assert re.fullmatch(r"libdnnl: /\S+libdnnl\.so\S* \((bundled|system)\)", library), library
     assert any(line.startswith("emulated device: emulated Intel GPU") for line in lines)
     assert any(line.strip().startswith("GPU: ") for line in lines)
+
+
+# ------------------------------------- a machine without a GPU, and --check
+
+def _without_opencl_devices(tmp_path):
+    """This process's environment with no OpenCL driver to load (an empty
+    vendors directory) and emulation off: a machine without a GPU."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENCL_LAYERS", "OCL_ICD_VENDORS", "DNNL_OCL_INTEROP_EMULATION",
+                        "DNNL_OCL_INTEROP_EMULATED_DEVICES")}
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    env["OCL_ICD_VENDORS"] = str(vendors)
+    return env
+
+
+def test_without_a_gpu_the_report_points_to_the_emulated_device(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dnnl_ocl_interop"], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT, env=_without_opencl_devices(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "cannot list OpenCL platforms" in out or "(no OpenCL platform)" in out
+    assert "No Intel GPU is visible to OpenCL. The emulated device is available" in out
+    assert "python -m dnnl_ocl_interop.emulation python your_program.py" in out
+    assert "dnnl.emulation.ensure_device()" in out
+    assert "python -m dnnl_ocl_interop --check" in out
+    assert dnnl.emulation.cpu_runtime_path() in out
+
+
+def test_check_runs_a_computation_on_the_emulated_device(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "dnnl_ocl_interop", "--check"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT,
+                            env=_without_opencl_devices(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert "Checks (a 32x48 by 48x16 f32 matmul with a ReLU post-op, against NumPy):" in lines
+    assert "  no Intel GPU in this process" in lines
+    checked = [line for line in lines if line.startswith("  emulated device 0 (")]
+    assert len(checked) == 1 and "): ok, max |error| " in checked[0], result.stdout
+    assert lines[-1] == "1 of 1 device(s) passed"
+
+
+def test_check_reports_a_device_it_cannot_check(tmp_path):
+    env = _without_opencl_devices(tmp_path)
+    env["DNNL_OCL_INTEROP_EMULATED_DEVICES"] = "100000"  # more than the CPU can be split into
+    result = subprocess.run([sys.executable, "-m", "dnnl_ocl_interop", "--check"],
+                            capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "emulated device: the check's process failed (exit 1)" in result.stdout
+    assert "between 1 and" in result.stdout  # why, from the emulation module
+    assert result.stdout.splitlines()[-1] == "0 of 0 device(s) passed"

@@ -70,3 +70,17 @@ def test_ops_mlp():
     assert "largest relative difference from NumPy" in out
     assert "calls served from the cache" in out
     assert out.rstrip().endswith("ops_mlp:  OK")
+
+
+def test_profile_network(tmp_path):
+    trace = tmp_path / "trace.json"
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, "profile_network.py"), str(trace)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{result.stdout}\n{result.stderr}"
+    out = result.stdout
+    assert out.startswith("dnnl.profiling: 15 executes on 1 queue")
+    assert all(f"\n{name} " in out for name in ("convolution", "pooling", "inner_product"))
+    assert out.rstrip().endswith("profile_network: OK")
+    import json
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert sum(e["ph"] == "X" for e in events) == 15

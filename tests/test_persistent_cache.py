@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import warnings
 
@@ -96,7 +97,7 @@ SEEDS = {name: 10 * i for i, name in enumerate(NAMES)}
 
 # A fresh process: engine and primitives through the cache in argv[1], the
 # inputs and results saved to argv[2], the counters on the last line.
-_CHILD = _SHARED + textwrap.dedent("""
+_CHILD_START = _SHARED + textwrap.dedent("""
     import json, sys
     import dnnl_ocl_interop as dnnl
     dnnl.emulation.ensure_device()
@@ -105,6 +106,8 @@ _CHILD = _SHARED + textwrap.dedent("""
     directory, out, seeds = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     device = gpu_device(cl)
     context = cl.Context([device])
+""")
+_CHILD = _CHILD_START + textwrap.dedent("""
     cache = dnnl.cache.persistent(directory)
     engine = cache.engine(device, context)
     stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(context, device))
@@ -117,6 +120,37 @@ _CHILD = _SHARED + textwrap.dedent("""
         saved[name] = run(dnnl, primitive, stream, engine, arg_descs, values)
         saved.update({f"{name}.{arg}": v for arg, v in values.items()})
     dnnl.set_verbose(0)
+    np.savez(out, **saved)
+    print("COUNTS " + json.dumps(cache.counts()), flush=True)
+""")
+
+
+# A fresh process with the cache installed for the whole process: the engine
+# made without it, each primitive by its family's constructor as any code
+# makes it, twice (the second left to oneDNN's in-memory cache), and a graph
+# pattern (not served: no cache blob for compiled partitions).
+_INSTALLED = _CHILD_START + textwrap.dedent("""
+    from dnnl_ocl_interop.graph import patterns
+    cache = dnnl.cache.install(directory)
+    assert dnnl.cache.installed() is cache
+    engine = dnnl.ocl_interop.make_engine(device, context)
+    stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(context, device))
+    dnnl.set_verbose(2)  # creation lines say where each primitive came from
+    saved = {}
+    for name, (pd, arg_descs) in descriptors(dnnl, engine).items():
+        family = getattr(dnnl, name)
+        primitive = family(pd)
+        assert type(primitive) is family, type(primitive)
+        assert type(family(pd)) is family  # a repeat
+        values = inputs(dnnl, arg_descs, seeds[name])
+        saved[name] = run(dnnl, primitive, stream, engine, arg_descs, values)
+        saved.update({f"{name}.{arg}": v for arg, v in values.items()})
+    dnnl.set_verbose(0)
+    before = cache.counts()
+    gengine = dnnl.graph.ocl_interop.make_engine_with_allocator(device, context,
+                                                                dnnl.graph.allocator())
+    patterns.mlp(gengine, 4, 8, 16)
+    assert cache.counts() == before, (before, cache.counts())
     np.savez(out, **saved)
     print("COUNTS " + json.dumps(cache.counts()), flush=True)
 """)
@@ -137,11 +171,11 @@ def _reference(name, values):
     raise AssertionError(name)
 
 
-def _run_child(directory, tmp_path, tag):
-    """Runs _CHILD on `directory`; (counters, stdout). Checks every result
-    against NumPy."""
+def _run_child(directory, tmp_path, tag, script=_CHILD):
+    """Runs `script` (_CHILD or _INSTALLED) on `directory`; (counters,
+    stdout). Checks every result against NumPy."""
     out = tmp_path / f"{tag}.npz"
-    child = subprocess.run([sys.executable, "-c", _CHILD, str(directory), str(out), json.dumps(SEEDS)],
+    child = subprocess.run([sys.executable, "-c", script, str(directory), str(out), json.dumps(SEEDS)],
                            capture_output=True, text=True, timeout=600)
     assert child.returncode == 0, f"exit {child.returncode}: {child.stderr[-3000:]}"
     counts_lines = [line for line in child.stdout.splitlines() if line.startswith("COUNTS ")]
@@ -157,9 +191,9 @@ def _run_child(directory, tmp_path, tag):
     return json.loads(counts_lines[0][len("COUNTS "):]), child.stdout
 
 
-def _counts(hits=0, misses=0, rejected=0, stored=0, store_errors=0):
+def _counts(hits=0, misses=0, rejected=0, stored=0, store_errors=0, repeats=0):
     return {"hits": hits, "misses": misses, "rejected": rejected, "stored": stored,
-            "store_errors": store_errors}
+            "store_errors": store_errors, "repeats": repeats}
 
 
 def _persistent_hit_kinds(stdout):
@@ -214,6 +248,126 @@ def test_next_process_loads_everything(stored, tmp_path, cl_device, engine):
     assert _persistent_hit_kinds(stdout) == kinds
     after = {name: (directory / name).read_bytes() for name in os.listdir(directory)}
     assert after == before, "a hit rewrote a file"
+
+
+# ------------------------------------------- installed for the whole process
+
+def _primitive_files(directory, engine):
+    cache = dnnl.cache.persistent(directory)
+    return sorted(os.path.basename(cache.primitive_path(pd))
+                  for pd, _ in descriptors(dnnl, engine).values())
+
+
+@pytest.mark.timeout(900)
+def test_installed_cache_serves_a_fresh_process(tmp_path, engine):
+    directory = tmp_path / "cache"
+    n = len(NAMES)
+    counts, _ = _run_child(directory, tmp_path, "first", _INSTALLED)
+    assert counts == _counts(misses=n, stored=n, repeats=n)
+    assert sorted(os.listdir(directory)) == _primitive_files(directory, engine)  # no engine file
+
+    counts, stdout = _run_child(directory, tmp_path, "second", _INSTALLED)
+    assert counts == _counts(hits=n, repeats=n)
+    kinds = sorted(pd.get_kind().name for pd, _ in descriptors(dnnl, engine).values())
+    assert _persistent_hit_kinds(stdout) == kinds  # oneDNN loaded each from its blob
+
+    for name in os.listdir(directory):  # damaged: refused, rebuilt, stored again
+        path = directory / name
+        path.write_bytes(_flip(path.read_bytes(), len(path.read_bytes()) // 2))
+    counts, stdout = _run_child(directory, tmp_path, "third", _INSTALLED)
+    assert counts == _counts(rejected=n, stored=n, repeats=n)
+    assert _persistent_hit_kinds(stdout) == []
+
+
+@pytest.fixture
+def installed(tmp_path):
+    cache = dnnl.cache.install(tmp_path / "installed")
+    yield cache
+    dnnl.cache.uninstall()
+    assert dnnl.cache.installed() is None
+
+
+def test_install_uninstall_and_the_object_api(tmp_path, engine):
+    assert dnnl.cache.installed() is None
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    with dnnl.cache.install(tmp_path / "a") as cache:
+        assert dnnl.cache.installed() is cache
+        dnnl.softmax_forward(pd)
+        replaced = dnnl.cache.persistent(tmp_path / "b").install()
+        assert dnnl.cache.installed() is replaced
+        cache.uninstall()  # not the installed one: nothing happens
+        assert dnnl.cache.installed() is replaced
+        dnnl.softmax_forward(pd)
+        replaced.uninstall()
+    assert dnnl.cache.installed() is None
+    dnnl.softmax_forward(pd)  # nobody counts it
+    first = cache.counts()
+    assert first["misses"] + first["hits"] == 1 and first["repeats"] == 0
+    assert replaced.counts()["hits"] + replaced.counts()["misses"] == 1
+    # the object API is unchanged, installed or not
+    assert isinstance(cache.primitive(pd), dnnl.softmax_forward)
+
+
+def test_installed_cache_from_threads(installed, engine, cl_context, cl_device):
+    pds = {name: pd for name, (pd, _) in descriptors(dnnl, engine).items()}
+    errors, made = [], []
+    barrier = threading.Barrier(4)
+
+    def work():
+        try:
+            barrier.wait()
+            for _ in range(3):
+                for name, pd in pds.items():
+                    primitive = getattr(dnnl, name)(pd)
+                    assert type(primitive) is getattr(dnnl, name)
+                    made.append(name)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    counts = installed.counts()
+    # each creation counted once; racing first creations may both compile
+    assert counts["hits"] + counts["misses"] + counts["repeats"] == len(made) == 36
+    assert counts["misses"] >= len(pds) and counts["stored"] == counts["misses"]
+    assert counts["rejected"] == counts["store_errors"] == 0
+    assert sorted(os.listdir(installed.directory)) == _primitive_files(installed.directory, engine)
+    # the primitives work
+    import pyopencl as cl
+    pd, arg_descs = descriptors(dnnl, engine)["matmul"]
+    stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(cl_context, cl_device))
+    values = make_inputs(dnnl, arg_descs, 9)
+    result = run(dnnl, dnnl.matmul(pd), stream, engine, arg_descs, values)
+    np.testing.assert_allclose(result, _reference("matmul", values), rtol=1e-4, atol=1e-5)
+
+
+def test_a_failing_installed_cache_raises_from_the_creation(tmp_path, engine):
+    class broken(dnnl.cache.persistent):
+        def _serve(self, pd):
+            raise KeyError("the cache's own failure")
+
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    with broken(tmp_path).install():
+        with pytest.raises(KeyError, match="the cache's own failure"):
+            dnnl.softmax_forward(pd)
+    assert isinstance(dnnl.softmax_forward(pd), dnnl.softmax_forward)
+
+
+def test_the_hook_must_be_callable_and_give_a_primitive(engine):
+    with pytest.raises(TypeError, match="hook must be a callable or None"):
+        dnnl._core._set_primitive_creation_hook(42)
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    dnnl._core._set_primitive_creation_hook(lambda pd: 42)
+    try:
+        with pytest.raises(TypeError, match="must be a dnnl.primitive, not int"):
+            dnnl.softmax_forward(pd)
+    finally:
+        dnnl._core._set_primitive_creation_hook(None)
+    assert isinstance(dnnl.softmax_forward(pd), dnnl.softmax_forward)
 
 
 # ------------------------------------------------------------- bad files

@@ -4,6 +4,7 @@
 
 #include <pybind11/native_enum.h>
 
+#include "common/py_values.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace py = pybind11;
@@ -33,10 +34,15 @@ PyObject *type_of(dnnl_status_t status) {
     return i < status_types.size() && status_types[i] ? status_types[i] : error_type;
 }
 
-py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS) {
+py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS,
+        const std::vector<std::string> &reasons = {}) {
     std::string message = what + " (status: " + status_name(status) + ")";
     py::object exc = py::reinterpret_borrow<py::object>(type_of(status))(message);
     exc.attr("status") = py::cast(status);
+    // oneDNN's verbose lines for a failed creation (common/verbose); [] else.
+    py::list lines;
+    for (const auto &line : reasons) lines.append(printed_text(line));
+    exc.attr("reasons") = lines;
     // oneDNN's own OpenCL failures reach the binding as a status only; the
     // code is known where the binding made the OpenCL call itself.
     bool from_cl = cl_code != CL_SUCCESS;
@@ -46,8 +52,9 @@ py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_c
     return exc;
 }
 
-void raise_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS) {
-    py::object exc = make_error(status, what, cl_code);
+void raise_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS,
+        const std::vector<std::string> &reasons = {}) {
+    py::object exc = make_error(status, what, cl_code, reasons);
     PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
 }
 
@@ -253,7 +260,9 @@ void bind_errors(py::module_ &m) {
             "oneDNN's behalf. `status` holds the dnnl.status; `cl_error` and "
             "`cl_error_name` the OpenCL error code and its name (e.g. -4, "
             "'CL_MEM_OBJECT_ALLOCATION_FAILURE') when an OpenCL call the binding "
-            "made failed, None otherwise. Raised as the "
+            "made failed, None otherwise; `reasons` the lines oneDNN printed to "
+            "explain a failed creation (a list of str, empty for other errors). "
+            "Raised as the "
             "status's subclass where there is one (invalid_arguments, "
             "out_of_memory, unimplemented, runtime_error, invalid_graph, "
             "invalid_graph_op, invalid_shape, invalid_data_type), which also "
@@ -275,7 +284,9 @@ void bind_errors(py::module_ &m) {
             if (p) std::rethrow_exception(p);
         } catch (const dnnl::error &e) {
             raise_error(e.status, e.what());
-        } catch (const status_error &e) { raise_error(e.status, e.what(), e.cl_code); }
+        } catch (const status_error &e) {
+            raise_error(e.status, e.what(), e.cl_code, e.reasons);
+        }
     });
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CL/cl.h>
 #include <pybind11/pybind11.h>
@@ -23,6 +24,9 @@ struct status_error : std::runtime_error {
         : std::runtime_error(message), status(status), cl_code(cl_code) {}
     dnnl_status_t status;
     cl_int cl_code; // the failed OpenCL call's error code; CL_SUCCESS when none
+    // oneDNN's verbose lines explaining a failed creation (common/verbose):
+    // dnnl.error.reasons in Python.
+    std::vector<std::string> reasons;
 };
 
 [[noreturn]] inline void throw_invalid_argument(const std::string &message) {

@@ -8,6 +8,13 @@ namespace py = pybind11;
 
 namespace dnnl_ocl_interop {
 
+py::str printed_text(const std::string &text) {
+    PyObject *decoded
+            = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+    if (!decoded) throw py::error_already_set();
+    return py::reinterpret_steal<py::str>(decoded);
+}
+
 bool int_to_pointer(py::handle obj, void *&out) {
     unsigned long long value = PyLong_AsUnsignedLongLong(obj.ptr());
     if (PyErr_Occurred()) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <pybind11/pybind11.h>
@@ -58,6 +59,9 @@ using optional_bytes = pybind11::typing::Optional<pybind11::typing::Union<pybind
 
 // bytes or bytearray contents; TypeError naming `param` otherwise.
 std::vector<uint8_t> bytes_arg(pybind11::handle obj, const char *param);
+
+// Text oneDNN or a driver printed, as str: UTF-8, undecodable bytes replaced.
+pybind11::str printed_text(const std::string &text);
 
 // std::vector<uint8_t> (oneDNN's blobs and ids) as bytes.
 inline pybind11::bytes to_bytes(const std::vector<uint8_t> &data) {

@@ -1,4 +1,5 @@
 // Library-wide facts: oneDNN's version and how this extension was built.
+#include "common/verbose.hpp"
 #include "common/workarounds.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -89,14 +90,9 @@ void bind_library(py::module_ &m) {
             "How many primitives oneDNN keeps cached (0 empties and disables the cache).");
     m.def("get_primitive_cache_capacity", &dnnl::get_primitive_cache_capacity,
             "How many primitives oneDNN keeps cached.");
-    // dnnl.hpp returns these setters' status; here a failure raises, as
+    verbose::bind(m); // set_verbose, and dnnl.verbose's regions
+    // dnnl.hpp returns this setter's status; here a failure raises, as
     // every other call does.
-    m.def("set_verbose", [](int level) {
-        dnnl::error::wrap_c_api(dnnl_set_verbose(level), "could not set the verbose level");
-    }, py::arg("level"),
-            "oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 "
-            "primitive executions, 2 also primitive creation (with cache hits); other "
-            "levels raise dnnl.error (invalid_arguments).");
     m.def("set_jit_dump", [](int enable) {
         dnnl::error::wrap_c_api(dnnl_set_jit_dump(enable), "could not set the jit dump mode");
     }, py::arg("enable"),

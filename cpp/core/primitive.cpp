@@ -11,7 +11,9 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
+#include "common/verbose.hpp"
 #include "core/primitive_objects.hpp"
+#include "ocl_interop/profiling.hpp"
 #include "ocl_interop/storage_checks.hpp"
 
 namespace py = pybind11;
@@ -253,19 +255,73 @@ void execute_primitive(const primitive_object &p, const stream_object &s, py::ha
     // Submitting only enqueues kernels (microseconds) and calls no Python: the
     // GIL is kept. Dropping it would let a busy Python thread keep it for a
     // switch interval (5 ms) per call (benchmarks/run.py measures).
-    dnnl_status_t status = dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
-            static_cast<int>(converted.size()), converted.data());
-    dnnl::error::wrap_c_api(status, "could not execute a primitive");
+    auto submit = [&] {
+        dnnl::error::wrap_c_api(dnnl_primitive_execute(p.primitive.get(), s.stream.get(),
+                                        static_cast<int>(converted.size()), converted.data()),
+                "could not execute a primitive");
+        return 0;
+    };
+    if (profiling::active()) { // the one test when no dnnl.profiling recorder is active
+        profiling::recorded(s, p.subject(), submit);
+        return;
+    }
+    submit();
+}
+
+std::shared_ptr<const profiling::subject> primitive_object::subject() const {
+    if (!subject_) subject_ = profiling::primitive_subject(primitive.get_primitive_desc());
+    return subject_;
+}
+
+namespace {
+
+// The persistent cache installed for the process (dnnl.cache.install): a
+// Python callable taking the descriptor and returning its primitive. Read
+// and set with the GIL. A creation it makes itself (on a miss) is not handed
+// back to it.
+PyObject *creation_hook = nullptr;
+thread_local bool in_creation_hook = false;
+
+primitive_object compile_primitive(const primitive_desc_object &pd) {
+    dnnl::primitive primitive;
+    {
+        py::gil_scoped_release release; // compiles kernels
+        // oneDNN's reasons for a refusal go with the exception (common/verbose).
+        primitive = verbose::creating([&] { return dnnl::primitive(pd.pd.get()); });
+    }
+    return with_args(pd, std::move(primitive));
+}
+
+} // namespace
+
+void set_creation_hook(py::object hook) {
+    if (!hook.is_none() && !PyCallable_Check(hook.ptr()))
+        throw_type_error("hook", "a callable or None", hook);
+    PyObject *old = creation_hook;
+    creation_hook = hook.is_none() ? nullptr : hook.release().ptr();
+    Py_XDECREF(old);
 }
 
 primitive_object make_primitive(const primitive_desc_object &pd) {
     fork_guard::check();
-    dnnl::primitive primitive;
-    {
-        py::gil_scoped_release release; // compiles kernels
-        primitive = dnnl::primitive(pd.pd.get());
+    if (!creation_hook || in_creation_hook) return compile_primitive(pd);
+    // The descriptor's own Python object (the family's class), which the
+    // hook hands back to the family to build from a blob or compile.
+    py::object hook = py::reinterpret_borrow<py::object>(creation_hook);
+    py::object pd_object = py::cast(&pd, py::return_value_policy::reference);
+    in_creation_hook = true;
+    py::object made;
+    try {
+        made = hook(pd_object);
+    } catch (...) {
+        in_creation_hook = false;
+        throw;
     }
-    return with_args(pd, std::move(primitive));
+    in_creation_hook = false;
+    py::detail::make_caster<primitive_object> caster;
+    if (!caster.load(made, false))
+        throw_type_error("the installed persistent cache's primitive", "a dnnl.primitive", made);
+    return py::detail::cast_op<const primitive_object &>(caster);
 }
 
 primitive_object make_primitive(const primitive_desc_object &pd, const optional_bytes &cache_blob) {
@@ -274,16 +330,18 @@ primitive_object make_primitive(const primitive_desc_object &pd, const optional_
     std::vector<uint8_t> blob = cache_blobs::unframe(cache_blobs::kind::primitive,
             bytes_arg(cache_blob, "cache_blob"), cache_blob_id(pd.pd.get()));
     dnnl_primitive_t created = nullptr;
-    dnnl_status_t status;
     {
         py::gil_scoped_release release; // builds the kernels' programs from their binaries
         // A primitive without kernels has an empty blob, which oneDNN
         // refuses: there is nothing to load, so it is made as without one.
-        status = blob.empty() ? dnnl_primitive_create(&created, pd.pd.get())
-                              : dnnl_primitive_create_from_cache_blob(&created, pd.pd.get(),
-                                      blob.size(), blob.data());
+        verbose::creating([&] {
+            dnnl::error::wrap_c_api(blob.empty() ? dnnl_primitive_create(&created, pd.pd.get())
+                                                 : dnnl_primitive_create_from_cache_blob(&created,
+                                                         pd.pd.get(), blob.size(), blob.data()),
+                    "could not create a primitive from a cache blob");
+            return 0;
+        });
     }
-    dnnl::error::wrap_c_api(status, "could not create a primitive from a cache blob");
     return with_args(pd, dnnl::primitive(created));
 }
 
@@ -508,6 +566,12 @@ void bind_primitive_base(py::module_ &m) {
 
     // C++ names the base dnnl::primitive_desc_base.
     m.attr("primitive_desc_base") = pd;
+
+    m.def("_set_primitive_creation_hook", &set_creation_hook, py::arg("hook"),
+            "For dnnl.cache.install: `hook(pd)` returns the primitive of every descriptor "
+            "the process makes a primitive of (dnnl.<family>(pd), dnnl.primitive(pd), "
+            "dnnl.reorder(src, dst)); a primitive the hook makes itself with "
+            "dnnl.<family>(pd) is compiled without calling it again. None removes it.");
 
     py::class_<primitive_object> prim(m, "primitive",
             "Base of every primitive: execute it on a stream with its arguments.");

@@ -20,6 +20,10 @@
 
 namespace dnnl_ocl_interop {
 
+namespace profiling {
+struct subject; // ocl_interop/profiling.hpp
+}
+
 // An execution argument the attributes ask for (DNNL_ARG_ATTR_SCALES | arg,
 // zero points, dropout probability and seed, rounding seed, ...): oneDNN has
 // no descriptor for it, but knows whether it is host-scalar memory.
@@ -75,9 +79,13 @@ struct primitive_object {
     // the GIL, as every execute): a primitive from oneDNN's cache is made in
     // a few µs, and the 30-odd descriptor queries would be a good part of it.
     const argument_checks &checks() const;
+    // What a dnnl.profiling recorder records of its executes; worked out at
+    // the first recorded one (with the GIL).
+    std::shared_ptr<const profiling::subject> subject() const;
 
 private:
     mutable std::shared_ptr<const argument_checks> checks_;
+    mutable std::shared_ptr<const profiling::subject> subject_;
 };
 
 // `pd`; or, where oneDNN's chosen implementation is known to compute wrong
@@ -87,8 +95,16 @@ private:
 dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
         const std::string &why_wrong = std::string());
 
-// Builds a primitive and the list of arguments it expects.
+// Builds a primitive and the list of arguments it expects: compiles it, or
+// lets the persistent cache installed for the process (set_creation_hook)
+// serve it.
 primitive_object make_primitive(const primitive_desc_object &pd);
+
+// dnnl.cache.install's hook: `hook(pd)` returns the primitive of `pd` (it
+// may build it with dnnl.<family>(pd, blob), or dnnl.<family>(pd), which
+// then compiles without calling the hook again); None removes it. Called
+// with the GIL, on the thread creating the primitive.
+void set_creation_hook(pybind11::object hook);
 
 // The same from `cache_blob` (primitive.get_cache_blob() of a primitive of an
 // equal descriptor; None: compile as above): the kernels are loaded from the

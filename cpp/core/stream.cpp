@@ -10,6 +10,7 @@
 #include "common/fork_guard.hpp"
 #include "core/objects.hpp"
 #include "ocl_interop/ocl_interop.hpp"
+#include "ocl_interop/profiling.hpp"
 
 namespace py = pybind11;
 
@@ -97,6 +98,7 @@ void bind_stream(py::module_ &m) {
             .value("time", profiling_data_kind::time)
             .finalize();
     m.def("reset_profiling", [](const stream_object &s) {
+        profiling::before_reset(s.stream); // a recorder reads what it needs first
         check_profiling(dnnl_reset_profiling(s.stream.get()), s, "could not reset profiling");
     }, py::arg("stream"),
             "Forgets the profiling data collected on `stream` so far. The stream must "

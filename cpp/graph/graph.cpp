@@ -12,8 +12,11 @@
 #include "common/data_types.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
+#include "common/verbose.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
+#include "ocl_interop/profiling.hpp"
+#include "oneapi/dnnl/dnnl_debug.h"
 #include "usm/usm_api.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
@@ -182,7 +185,10 @@ void bind_graph_and_partition(py::module_ &m) {
     py::class_<g::partition> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
     part.attr("policy") = m.attr("partition_policy");
-    part.def(py::init<const g::op &, dnnl::engine::kind>(), py::arg("op"), py::arg("engine_kind"),
+    part.def(py::init([](const g::op &op, dnnl::engine::kind kind) {
+        // oneDNN's reasons for a refused op go with the exception (common/verbose).
+        return verbose::creating([&] { return g::partition(op, kind); });
+    }), py::arg("op"), py::arg("engine_kind"),
             "A partition of the one op `op` (copied) for engines of `engine_kind`, "
             "without a graph.");
     part.def("is_supported", &g::partition::is_supported,
@@ -198,8 +204,11 @@ void bind_graph_and_partition(py::module_ &m) {
             "The engine kind the partition was made for.");
     part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
                                 const std::vector<lt> &outputs, const engine_object &engine) {
-        g::compiled_partition cp = graph_allocator::with_callbacks(
-                engine, [&] { return p.compile(inputs, outputs, engine); });
+        // oneDNN's reasons for a refusal go with the exception (common/verbose).
+        g::compiled_partition cp = verbose::creating([&] {
+            return graph_allocator::with_callbacks(
+                    engine, [&] { return p.compile(inputs, outputs, engine); });
+        });
         return compiled_partition_object(cp, engine, inputs, outputs);
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
@@ -211,7 +220,9 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
             py::arg("fpmath_mode"));
     graph.def("add_op", [](g::graph &gr, const g::op &op, bool allow_exception) {
-        return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception));
+        // oneDNN's reasons for a refused op go with the exception (common/verbose).
+        return verbose::creating(
+                [&] { return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception)); });
     }, py::arg("op"), py::arg("allow_exception") = true,
             "Add an op (copied) to the graph; returns status.success. When the op "
             "is refused (schema check, finalized graph), raises dnnl.error, or "
@@ -405,6 +416,9 @@ void bind_tensor(py::module_ &m) {
     cp.def("get_inplace_ports", [](const compiled_partition_object &c) {
         return c.partition.get_inplace_ports();
     }, "(input id, output id) pairs that may share memory.");
+    cp.def_readwrite("_label", &compiled_partition_object::label,
+            "What a dnnl.profiling recorder calls the partition's executes ('partition' "
+            "unless named, as dnnl.graph.patterns names its own).");
     cp.def("get_scratchpad_logical_tensor", [](const compiled_partition_object &c) {
         return c.partition.get_scratchpad_logical_tensor();
     }, "The scratchpad execute() may be given: u8, strided, one dimension of "
@@ -418,10 +432,16 @@ void bind_tensor(py::module_ &m) {
             if (event) clReleaseEvent(event); // the user waits on the stream
             return;
         }
-        graph_allocator::with_callbacks(c.engine, [&] {
-            c.partition.execute(s.stream, ex.inputs, ex.outputs, pad ? *pad : g::tensor());
-            return 0;
-        }, &s);
+        auto submit = [&] {
+            return graph_allocator::with_callbacks(c.engine, [&] {
+                c.partition.execute(s.stream, ex.inputs, ex.outputs, pad ? *pad : g::tensor());
+                return 0;
+            }, &s);
+        };
+        if (profiling::active()) // the one test when no dnnl.profiling recorder is active
+            profiling::recorded(s, c.subject(), submit);
+        else
+            submit();
     }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
             py::arg("scratchpad") = py::none(),
             "Execute with tensors for every input and output port, checked "
@@ -431,6 +451,28 @@ void bind_tensor(py::module_ &m) {
 }
 
 } // namespace
+
+std::shared_ptr<const profiling::subject> compiled_partition_object::subject() const {
+    if (subject_) return subject_;
+    auto what = std::make_shared<profiling::subject>();
+    what->kind = "partition";
+    what->name = label;
+    for (const auto *ports : {&inputs, &outputs})
+        for (const lt &port : *ports) {
+            lt compiled = partition.query_logical_tensor(port.get_id());
+            std::string dims = dnnl_dt2str(static_cast<dnnl_data_type_t>(compiled.get_data_type()));
+            bool first = true;
+            for (auto d : compiled.get_dims()) {
+                dims += (first ? " " : "x") + std::to_string(d);
+                first = false;
+            }
+            what->shapes += (what->shapes.empty() ? "" : ", ")
+                    + std::string(ports == &inputs ? "in " : "out ") + std::to_string(port.get_id())
+                    + " " + dims;
+        }
+    subject_ = what;
+    return subject_;
+}
 
 compiled_partition_object::compiled_partition_object(g::compiled_partition partition,
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <CL/cl.h>
@@ -12,6 +13,10 @@
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
+
+namespace profiling {
+struct subject; // ocl_interop/profiling.hpp
+}
 
 // Bytes from a tensor's handle to the end of the furthest element its
 // logical tensor addresses (its memory size for layouts other than strided).
@@ -44,6 +49,15 @@ struct compiled_partition_object {
     // every execute).
     std::vector<std::pair<size_t, size_t>> compiled_sizes;
     size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
+    // What a dnnl.profiling recorder calls its executes (oneDNN has no query
+    // for a compiled partition's implementation): "partition" unless the
+    // package's Python code names it (dnnl.graph.patterns).
+    std::string label = "partition";
+    // Worked out at the first recorded execute (with the GIL).
+    std::shared_ptr<const profiling::subject> subject() const;
+
+private:
+    mutable std::shared_ptr<const profiling::subject> subject_;
 };
 
 struct graph_execution {

@@ -5,6 +5,7 @@
 #include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
+#include "ocl_interop/profiling.hpp"
 #include "ocl_interop/ocl_interop.hpp"
 #include "graph/pool.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
@@ -35,12 +36,16 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
     auto &partition = const_cast<dnnl::graph::compiled_partition &>(cp.partition);
     auto &outputs = const_cast<std::vector<dnnl::graph::tensor> &>(ex.outputs);
     cl_event event = nullptr;
-    try {
-        event = graph_allocator::with_callbacks(cp.engine, [&] {
+    auto submit = [&] {
+        return graph_allocator::with_callbacks(cp.engine, [&] {
             return scratchpad
                     ? goi::execute(partition, s.stream, ex.inputs, outputs, *scratchpad, deps)
                     : goi::execute(partition, s.stream, ex.inputs, outputs, deps);
         }, &s);
+    };
+    try {
+        // The one test when no dnnl.profiling recorder is active.
+        event = profiling::active() ? profiling::recorded(s, cp.subject(), submit) : submit();
     } catch (...) {
         if (marker) clReleaseEvent(marker);
         throw;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/verbose.hpp"
 #include "common/workarounds.hpp"
 #include "primitives/family.hpp"
 
@@ -37,9 +38,9 @@ void bind_reorder(py::module_ &m) {
         dnnl::primitive_desc_base desc;
         {
             py::gil_scoped_release release;
-            desc = refuse_known_wrong(
-                    P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty),
-                    allow_empty);
+            desc = refuse_known_wrong(verbose::creating([&] {
+                return P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
+            }), allow_empty);
         }
         // The reorder runs on the GPU engine of the two (the source's when
         // both are), and keeps the other alive.

@@ -19,6 +19,7 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "common/verbose.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace dnnl_ocl_interop {
@@ -92,7 +93,11 @@ typed_pd<P> create(const engine_object &engine, const Args &...args,
     attr_object fresh;
     const attr_object &a = attr ? *attr : fresh;
     pybind11::gil_scoped_release release;
-    typename P::primitive_desc pd(engine, family_detail::unwrap(args)..., a.attr, allow_empty);
+    // oneDNN's reasons for a refusal go with the exception (common/verbose).
+    auto pd = verbose::creating([&] {
+        return typename P::primitive_desc(engine, family_detail::unwrap(args)..., a.attr,
+                allow_empty);
+    });
     return family_detail::wrap<P>(engine, refuse_known_wrong(std::move(pd), allow_empty),
             a.quantization_args);
 }

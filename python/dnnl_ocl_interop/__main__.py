@@ -1,5 +1,9 @@
-"""``python -m dnnl_ocl_interop``: print what a bug report needs."""
+"""``python -m dnnl_ocl_interop [--check]``: print what a bug report needs;
+with ``--check``, run a small computation on each device and on the
+emulated one."""
 
-from . import show_config
+import sys
 
-show_config()
+from ._config import main
+
+sys.exit(main())

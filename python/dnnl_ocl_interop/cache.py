@@ -11,6 +11,12 @@ that a new process loads kernels instead of compiling them::
     engine = cache.engine(device, context)     # dnnl.engine
     matmul = cache.primitive(matmul_pd)        # dnnl.matmul
 
+or for every primitive the process makes (``dnnl.<family>(pd)`` in any code,
+``dnnl.ops``), installed::
+
+    dnnl.cache.install("~/.cache/my_app/onednn")   # or cache.install()
+    matmul = dnnl.matmul(matmul_pd)                # loaded from the directory, or compiled and stored
+
 A file that is damaged, truncated or not the key's (another primitive's blob
 copied over it, a file of another program) is refused by the binding's checks
 of the blob's header (``dnnl.error``, ``invalid_arguments``) before oneDNN reads
@@ -22,11 +28,13 @@ raises: the object is built and returned, the failure is counted in
 ``store_errors`` and reported once as a ``RuntimeWarning``.
 """
 
+import atexit
 import hashlib
 import os
 import threading
 import uuid
 import warnings
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 from . import _core
@@ -34,11 +42,16 @@ from . import _core
 if TYPE_CHECKING:  # pyopencl is imported after the device choice (emulation.ensure_device)
     import pyopencl
 
-__all__ = ["persistent"]
+__all__ = ["install", "installed", "persistent", "uninstall"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 Device = Union["pyopencl.Device", int]
 Context = Union["pyopencl.Context", int]
+
+
+# Descriptors an installed cache remembers having served (their primitives
+# are in oneDNN's in-memory cache, whose default capacity is 1024).
+_SERVED_IDS = 4096
 
 
 def _key(blob_id: bytes) -> str:
@@ -77,7 +90,10 @@ class persistent:
       unreadable, or refused by oneDNN); the object is built and the file
       replaced;
     - ``stored``: blobs written;
-    - ``store_errors``: blobs that could not be written.
+    - ``store_errors``: blobs that could not be written;
+    - ``repeats``: creations, while installed (:func:`install`), of a
+      descriptor the cache already served in this process, left to oneDNN's
+      in-memory primitive cache.
 
     Files: ``engine-<sha256 of the engine id>.blob`` and
     ``primitive-<sha256 of the descriptor id>.blob``. The ids name the
@@ -91,18 +107,22 @@ class persistent:
         os.makedirs(path, exist_ok=True)
         self.directory: str = path
         self.hits = self.misses = self.rejected = self.stored = self.store_errors = 0
+        self.repeats = 0
+        self._served_ids: "OrderedDict[bytes, None]" = OrderedDict()
         self._lock = threading.Lock()
         self._warned = False
 
     def __repr__(self) -> str:
         return (f"dnnl.cache.persistent({self.directory!r}: hits={self.hits}, misses={self.misses}, "
-                f"rejected={self.rejected}, stored={self.stored}, store_errors={self.store_errors})")
+                f"rejected={self.rejected}, stored={self.stored}, store_errors={self.store_errors}, "
+                f"repeats={self.repeats})")
 
     def counts(self) -> Dict[str, int]:
         """The counters as a dict (a consistent snapshot)."""
         with self._lock:
             return {"hits": self.hits, "misses": self.misses, "rejected": self.rejected,
-                    "stored": self.stored, "store_errors": self.store_errors}
+                    "stored": self.stored, "store_errors": self.store_errors,
+                    "repeats": self.repeats}
 
     # ------------------------------------------------------------ engines
 
@@ -147,14 +167,47 @@ class persistent:
         """The primitive of `pd` (a ``dnnl.<family>``, as ``dnnl.<family>(pd)``
         gives), loaded from the blob stored for ``pd.get_cache_blob_id()``;
         without one (or with a bad one) compiled, and its blob stored."""
-        family = _family_of(pd)
-        path = self.primitive_path(pd)
+        return self._served(pd, _family_of(pd))
+
+    def _serve(self, pd: "_core.primitive_desc") -> "_core.primitive":
+        """The installed hook (see :func:`install`): as :meth:`primitive`, for
+        any descriptor (the compiled module takes the primitive's handle),
+        except for a descriptor this cache already served in this process:
+        that one is left to oneDNN's in-memory primitive cache (a hit there
+        takes microseconds; a blob is always rebuilt), and counted in
+        ``repeats``."""
+        try:
+            key = pd.get_cache_blob_id()
+        except _core.error:
+            key = None
+        if key is not None:
+            with self._lock:
+                seen = key in self._served_ids
+                if seen:
+                    self._served_ids.move_to_end(key)
+                    self.repeats += 1
+            if seen:
+                return _core.primitive(pd)
+        primitive = self._served(pd, _core.primitive)
+        if key is not None:
+            with self._lock:
+                self._served_ids[key] = None
+                if len(self._served_ids) > _SERVED_IDS:
+                    self._served_ids.popitem(last=False)
+        return primitive
+
+    def _served(self, pd: "_core.primitive_desc", make: Any) -> "_core.primitive":
+        try:
+            path = self.primitive_path(pd)
+        except _core.error:  # oneDNN gives the descriptor no id: nothing to key a blob by
+            self._count("misses")
+            return make(pd)
         data = self._read(path)
         if data is not None:
             try:
                 # The binding checks the blob (its header names the descriptor's
                 # id, a checksum covers oneDNN's bytes) before oneDNN reads it.
-                primitive = family(pd, data)
+                primitive = make(pd, data)
             except _core.error:
                 self._count("rejected")
             else:
@@ -162,9 +215,34 @@ class persistent:
                 return primitive
         else:
             self._count("misses")
-        primitive = family(pd)
-        self._write(path, primitive.get_cache_blob())
+        primitive = make(pd)  # compiled: a creation the hook makes does not call it again
+        try:
+            blob = primitive.get_cache_blob()
+        except _core.error:  # oneDNN cannot read this primitive's kernels back
+            self._count("store_errors")
+        else:
+            self._write(path, blob)
         return primitive
+
+    # ------------------------------------------------ for the whole process
+
+    def install(self) -> "persistent":
+        """Makes this cache serve every primitive the process creates from
+        now on (see :func:`install`); returns it."""
+        return install(self)
+
+    def uninstall(self) -> None:
+        """Stops this cache serving the process, if it does."""
+        with _install_lock:
+            if _installed is not self:
+                return
+        uninstall()
+
+    def __enter__(self) -> "persistent":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.uninstall()
 
     # ----------------------------------------------------------- files
 
@@ -214,3 +292,53 @@ class persistent:
                 except OSError:
                     pass
         self._count("stored")
+
+
+# ------------------------------------------------------ installed for the process
+#
+# The compiled module calls the hook at every primitive creation
+# (dnnl.<family>(pd), dnnl.primitive(pd), dnnl.reorder(src, dst), and so
+# dnnl.ops), with the GIL; a creation the hook makes itself does not call it
+# again. Without an installed cache nothing is called.
+
+_installed: Optional[persistent] = None
+_install_lock = threading.Lock()
+
+
+def install(cache: Union[persistent, PathLike]) -> persistent:
+    """Serves every primitive the process creates from now on from `cache` (a
+    :class:`persistent`, or a directory to make one of): each
+    ``dnnl.<family>(pd)`` (in any code, ``dnnl.ops`` included) is loaded from
+    the blob stored for its descriptor, or compiled and its blob stored, as
+    :meth:`persistent.primitive` does. Replaces a cache installed before.
+    Returns the installed cache (also a context manager that uninstalls it).
+
+    Served: primitives. Not served: engines (``cache.engine``), and graph
+    partitions (``dnnl.graph.patterns`` included): oneDNN 3.13 has no cache
+    blob for a compiled partition, and the primitives oneDNN's graph backend
+    makes inside one never pass through the binding.
+    """
+    global _installed
+    if not isinstance(cache, persistent):
+        cache = persistent(cache)
+    with _install_lock:
+        _core._set_primitive_creation_hook(cache._serve)
+        _installed = cache
+    return cache
+
+
+def uninstall() -> Optional[persistent]:
+    """Stops the installed cache (if any) serving the process; returns it."""
+    global _installed
+    with _install_lock:
+        _core._set_primitive_creation_hook(None)
+        cache, _installed = _installed, None
+    return cache
+
+
+def installed() -> Optional[persistent]:
+    """The cache installed for the process, or None."""
+    return _installed
+
+
+atexit.register(uninstall)  # the hook holds the cache: released before finalization

@@ -30,7 +30,7 @@ class status(enum.Enum):
     unimplemented = ...
 class error(Exception):
     """
-    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status; `cl_error` and `cl_error_name` the OpenCL error code and its name (e.g. -4, 'CL_MEM_OBJECT_ALLOCATION_FAILURE') when an OpenCL call the binding made failed, None otherwise. Raised as the status's subclass where there is one (invalid_arguments, out_of_memory, unimplemented, runtime_error, invalid_graph, invalid_graph_op, invalid_shape, invalid_data_type), which also derives from the matching Python exception.
+    A oneDNN call failed, or the binding refused an argument on oneDNN's behalf. `status` holds the dnnl.status; `cl_error` and `cl_error_name` the OpenCL error code and its name (e.g. -4, 'CL_MEM_OBJECT_ALLOCATION_FAILURE') when an OpenCL call the binding made failed, None otherwise; `reasons` the lines oneDNN printed to explain a failed creation (a list of str, empty for other errors). Raised as the status's subclass where there is one (invalid_arguments, out_of_memory, unimplemented, runtime_error, invalid_graph, invalid_graph_op, invalid_shape, invalid_data_type), which also derives from the matching Python exception.
     """
 class out_of_memory(error, MemoryError):
     """
@@ -105,6 +105,25 @@ class version_t:
     def patch(self) -> int:
         """
         Patch version.
+        """
+class _verbose_region:
+    """
+    The compiled side of dnnl.verbose: oneDNN's verbose kinds (a mask of its flag bits) printed, or with silent=True kept, while entered.
+    """
+    def __init__(self, kinds: typing.SupportsInt | typing.SupportsIndex, silent: bool = False) -> None:
+        ...
+    def enter(self) -> None:
+        """
+        Start the region; the kinds oneDNN prints no lines of (and cannot be made to) are in `unavailable` afterwards.
+        """
+    def exit(self) -> list:
+        """
+        End the region; the lines kept (silent regions), else [].
+        """
+    @property
+    def unavailable(self) -> int:
+        """
+        Kinds of the region oneDNN does not print (their flags are off for good).
         """
 class algorithm(enum.Enum):
     """
@@ -4046,9 +4065,33 @@ def _error(status: status, message: str) -> typing.Any:
     """
     The dnnl.error (the status's subclass) the binding raises for `status` and `message`, for the package's Python modules to raise.
     """
+def _profiling_active() -> bool:
+    """
+    Whether a dnnl.profiling recorder is recording.
+    """
+def _profiling_start(max_executes: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """
+    Start recording executes on profiling queues (dnnl.profiling.recorder); at most `max_executes` are kept, the rest counted.
+    """
+def _profiling_stop() -> tuple[list, int, int]:
+    """
+    Stop recording; waits for the recorded streams (GIL released) and returns (records, dropped, unprofiled): per execute (kind, name, implementation, shapes, (queue, device, device name), host thread, host start ns, host end ns, (first marker end, last marker start) in device ns or None, kernel durations in ns or None).
+    """
+def _set_primitive_creation_hook(hook: typing.Any) -> None:
+    """
+    For dnnl.cache.install: `hook(pd)` returns the primitive of every descriptor the process makes a primitive of (dnnl.<family>(pd), dnnl.primitive(pd), dnnl.reorder(src, dst)); a primitive the hook makes itself with dnnl.<family>(pd) is compiled without calling it again. None removes it.
+    """
 def _set_workarounds(enabled: bool) -> None:
     """
     Tests only: switch the binding's workarounds for known oneDNN problems off (False) to watch oneDNN's own behaviour, or on again.
+    """
+def _verbose_kinds(token: str) -> int:
+    """
+    The oneDNN verbose kinds (a mask of its flag bits) one ONEDNN_VERBOSE token turns on ('dispatch', 'profile_exec', '2', ...); 0 for a token oneDNN ignores.
+    """
+def _verbose_state() -> dict:
+    """
+    The verbose filter's state, for tests and diagnosis: whether libdnnl's output goes through the binding, what oneDNN was told, the kinds the user asked for, the kinds active regions ask for, oneDNN's flags as far as known.
     """
 def get_default_fpmath_mode() -> fpmath_mode:
     """
@@ -4084,7 +4127,7 @@ def set_primitive_cache_capacity(capacity: typing.SupportsInt | typing.SupportsI
     """
 def set_verbose(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
-    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments).
+    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments). Levels 1 and 2 call oneDNN's dnnl_set_verbose, which also switches off the check and dispatch lines the binding captures for the reasons of failed creations (dnnl.error.reasons), for the rest of the process; level 0 only silences the output while oneDNN prints nothing costly (see docs/api.md).
     """
 def version() -> version_t:
     """

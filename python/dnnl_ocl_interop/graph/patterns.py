@@ -105,6 +105,10 @@ class pattern:
         self._ops_per_partition = [p.get_ops_num() for p in parts]
         self._compiled = [p.compile(_unique(p.get_input_ports()), p.get_output_ports(), engine)
                           for p in parts]
+        for i, (compiled, ops_count) in enumerate(zip(self._compiled, self._ops_per_partition)):
+            # What a dnnl.profiling recorder calls its executes.
+            compiled._label = (f"{name} ({ops_count} ops)" if len(parts) == 1 else
+                               f"{name} partition {i + 1}/{len(parts)} ({ops_count} ops)")
         # host scalars (scale, causal-mask constants) made once, by logical tensor id
         self._scalars = {tid: _g.tensor.make_scalar_tensor(lt, value)
                          for tid, (lt, value) in scalars.items()}
@@ -162,42 +166,29 @@ class pattern:
 
     def dispatched(self, stream: Any, *inputs: Any, output: Any = None) -> list[dict[str, Any]]:
         """Runs the pattern once (as ``__call__``, then waits on `stream`)
-        with oneDNN's verbose mode on and returns what oneDNN reported for
+        with oneDNN's execution lines on and returns what oneDNN reported for
         each partition it executed: ``{"partition_kind", "ops",
         "implementation", "backend", "time_ms"}`` (for instance ``"sdp"``,
         ``["bmm1", ...]``, ``"larger_partition_kernel_t"``,
         ``"dnnl_backend"``; ``separate_kernels``: internal ops oneDNN logged
         as kernels of their own before the partition, such as the causal
-        mask's ``"_gen_index"``). oneDNN 3.13 has no query for this; its verbose
-        lines are the only source, so this redirects the process's standard
-        output (file descriptor 1) while it runs — other threads' output in
-        that time is lost — and sets ``dnnl.set_verbose(0)`` afterwards.
-        For diagnosis, not for hot paths."""
-        import ctypes
-        import os
-        import sys
-        import tempfile
+        mask's ``"_gen_index"``). oneDNN 3.13 has no query for this; its
+        verbose lines are the only source: they are collected from this
+        thread by a ``dnnl.verbose("profile_exec", collect=True)`` region
+        (other threads' output and the user's verbose setting are left
+        alone). Unless ``ONEDNN_VERBOSE`` asked for ``profile_exec``, the
+        region sets oneDNN's verbose level for the call, after which oneDNN
+        no longer prints the check and dispatch lines behind
+        ``dnnl.error.reasons`` in this process (docs/api.md, Verbose). For
+        diagnosis, not for hot paths."""
+        from .._verbose import verbose
 
-        libc = ctypes.CDLL(None)
-        sys.stdout.flush()
-        libc.fflush(None)
-        saved = os.dup(1)
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), 1)
-            try:
-                _core.set_verbose(1)
-                self(stream, *inputs, output=output)
-                stream.wait()
-            finally:
-                _core.set_verbose(0)
-                libc.fflush(None)
-                os.dup2(saved, 1)
-                os.close(saved)
-            captured.seek(0)
-            text = captured.read().decode(errors="replace")
+        with verbose("profile_exec", collect=True) as region:
+            self(stream, *inputs, output=output)
+            stream.wait()
         found: list[dict[str, Any]] = []
         internal: list[str] = []
-        for line in text.splitlines():
+        for line in region.lines:
             fields = line.split(",")
             if len(fields) < 8 or fields[2:4] != ["graph", "exec"]:
                 continue

@@ -312,6 +312,14 @@ class compiled_partition:
         """
         The logical tensor of id `tid` as compiled (layout and dims resolved).
         """
+    @property
+    def _label(self) -> str:
+        """
+        What a dnnl.profiling recorder calls the partition's executes ('partition' unless named, as dnnl.graph.patterns names its own).
+        """
+    @_label.setter
+    def _label(self, arg0: str) -> None:
+        ...
 class partition_policy(enum.Enum):
     """
     How get_partitions() groups ops: fusion or debug (one op per partition).
