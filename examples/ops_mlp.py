@@ -10,7 +10,18 @@ the next call waits for) and is read once, checked against NumPy. The last
 lines print the ops cache's statistics: one miss per distinct primitive
 (5: the reorder of each weight into its layout, then the block's layer
 norm and two matmuls), hits after that.
+
+The queue has profiling enabled, so a dnnl.profiling recorder sees every
+primitive the three blocks run: their summary is printed and their
+timeline written as a trace that https://ui.perfetto.dev opens.
+
+    python examples/ops_mlp.py [TRACE.json]
 """
+
+import os
+import sys
+import tempfile
+
 
 import dnnl_ocl_interop as dnnl
 
@@ -27,7 +38,8 @@ TOKENS, HIDDEN, INTERMEDIATE = 32, 64, 256
 device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
               for d in p.get_devices(cl.device_type.GPU))
 context = cl.Context([device])
-queue = cl.CommandQueue(context, device)
+# Profiling enabled on the (in-order) queue: dnnl.profiling can time what runs there.
+queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 rng = np.random.default_rng(0)
 x = rng.standard_normal((TOKENS, HIDDEN)).astype(np.float32)
@@ -60,11 +72,16 @@ params = dict(dev, w1=ops.prepare_weights(ops.matmul, like_x, dev["w1"]),
               w2=ops.prepare_weights(ops.matmul, like_h, dev["w2"]))
 print(f"prepared: {params['w1']}")
 
-# The block three times, chained on the device; read once.
+# The block three times, chained on the device, recorded; read once.
 y = dev["x"]
-for _ in range(3):
-    y = mlp_block(y, params)
+with dnnl.profiling.recorder() as recorder:
+    for _ in range(3):
+        y = mlp_block(y, params)
 result = y.get()
+recorder.print_summary()
+trace = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.gettempdir(), "ops_mlp.json")
+recorder.write_trace(trace)
+print(f"trace:    {trace} ({len(recorder.executions)} executes; open it in https://ui.perfetto.dev)")
 
 
 def reference(x):
@@ -84,4 +101,5 @@ info = ops.cache_info()
 print(f"cache:    {info['misses']} primitives made, {info['hits']} calls served from the cache")
 assert error < 1e-4, error
 assert info["misses"] == 5 and info["hits"] == 6, info
+assert len(recorder.executions) == 9  # 3 blocks of a layer norm and two matmuls
 print("ops_mlp:  OK")

@@ -13,8 +13,8 @@ import pytest
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def run_example(name):
-    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, name)],
+def run_example(name, *args):
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *map(str, args)],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{name} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
@@ -65,11 +65,18 @@ def test_cnn_training():
 
 
 @pytest.mark.timeout(600)
-def test_ops_mlp():
-    out = run_example("ops_mlp.py")
+def test_ops_mlp(tmp_path):
+    trace = tmp_path / "trace.json"
+    out = run_example("ops_mlp.py", trace)
     assert "largest relative difference from NumPy" in out
     assert "calls served from the cache" in out
+    assert "dnnl.profiling: 9 executes on 1 queue" in out
+    assert all(f"\n{name} " in out for name in ("matmul", "layer_normalization"))
     assert out.rstrip().endswith("ops_mlp:  OK")
+    import json
+    events = json.loads(trace.read_text())["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    assert len(complete) == 9 and all(e["dur"] > 0 and "ts" in e for e in complete)
 
 
 def test_profile_network(tmp_path):
