@@ -85,10 +85,19 @@ void bind_stream(py::module_ &m) {
             "A stream on `engine` with its own queue (oneDNN creates it).");
     stream.def("wait", [](stream_object &s) {
         fork_guard::check();
-        py::gil_scoped_release release;
-        s.stream.wait();
-    }, "Block until all work submitted to the stream has completed. "
-       "The GIL is released while waiting.");
+        // Work that is done within a few µs is waited for with the GIL held:
+        // released, the GIL would go to any thread busy in Python, which
+        // keeps it for a switch interval (5 ms) before the wait can return.
+        if (!finishes_soon(s.stream)) {
+            py::gil_scoped_release release;
+            s.stream.wait();
+            return;
+        }
+        s.stream.wait(); // nothing left to wait for: oneDNN's wait returns at once
+    }, "Block until all work submitted to the stream has completed. Work that "
+       "completes within a few microseconds is waited for with the GIL held "
+       "(a released GIL could take a switch interval, 5 ms, to come back from a "
+       "thread busy in Python); otherwise the GIL is released while waiting.");
     stream.def("get_engine", [](const stream_object &s) { return s.engine; },
             "The engine the stream runs on.");
 

@@ -22,6 +22,11 @@ void bind_ocl_interop_execute(pybind11::module_ &m); // ocl_interop/execute.cpp
 // (false for a stream without one).
 bool queue_profiles(const dnnl::stream &stream);
 
+// Whether all work submitted to `stream`'s queue completes within a short
+// poll (a few µs, measured for stream.wait's GIL policy): a marker is
+// enqueued and its status polled. False when the queue cannot be polled.
+bool finishes_soon(const dnnl::stream &stream);
+
 // Refuses `events` of another context than `engine`'s (dnnl.error), which
 // the queue would otherwise be handed (ocl_interop/execute.cpp).
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);

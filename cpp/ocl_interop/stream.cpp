@@ -1,4 +1,7 @@
 #include "ocl_interop/ocl_interop.hpp"
+
+#include <chrono>
+
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
@@ -17,6 +20,30 @@ bool queue_profiles(const dnnl::stream &stream) {
             != CL_SUCCESS)
         return false;
     return (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+}
+
+bool finishes_soon(const dnnl::stream &stream) {
+    // How long stream.wait polls with the GIL held before it releases it:
+    // longer than an execute and wait of a small primitive on the emulated
+    // device (about 6 µs), far shorter than a switch interval (5 ms), which
+    // is what a thread busy in Python may otherwise cost.
+    constexpr auto poll_for = std::chrono::microseconds(25);
+    cl_command_queue queue = oi::get_command_queue(stream);
+    cl_event marker = nullptr;
+    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS || !marker) return false;
+    clFlush(queue);
+    bool done = false;
+    auto until = std::chrono::steady_clock::now() + poll_for;
+    do {
+        cl_int status = CL_QUEUED;
+        if (clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+                    nullptr)
+                != CL_SUCCESS)
+            break;
+        done = status == CL_COMPLETE;
+    } while (!done && std::chrono::steady_clock::now() < until);
+    clReleaseEvent(marker);
+    return done;
 }
 
 void bind_ocl_interop_stream(py::module_ &m) {
