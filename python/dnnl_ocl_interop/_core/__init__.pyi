@@ -461,7 +461,7 @@ class stream:
         """
     def wait(self) -> None:
         """
-        Block until all work submitted to the stream has completed. The GIL is released while waiting.
+        Block until all work submitted to the stream has completed. Work that completes within a few microseconds is waited for with the GIL held (a released GIL could take a switch interval, 5 ms, to come back from a thread busy in Python); otherwise the GIL is released while waiting.
         """
 class profiling_data_kind(enum.Enum):
     """
