@@ -13,6 +13,7 @@ import contextlib
 import gc
 import math
 import textwrap
+import threading
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -540,3 +541,27 @@ def _probe_sub_group_size(context, queue, work_group):
     cl.enqueue_copy(queue, out, buffer)
     queue.finish()
     return int(out[0])
+
+
+def run_in_threads(work, arguments):
+    """Run ``work(*args)`` for each tuple of ``arguments`` in its own thread,
+    all started before any is joined; raise the first exception a thread
+    raised (the others are chained in its notes)."""
+    errors = []
+
+    def guarded(*args):
+        try:
+            work(*args)
+        except BaseException as e:  # re-raised in the calling thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=tuple(args)) for args in arguments]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        for other in errors[1:]:
+            errors[0].add_note(f"another thread raised {other!r}")
+        raise errors[0]
+

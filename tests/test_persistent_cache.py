@@ -310,26 +310,20 @@ def test_install_uninstall_and_the_object_api(tmp_path, engine):
 
 def test_installed_cache_from_threads(installed, engine, cl_context, cl_device):
     pds = {name: pd for name, (pd, _) in descriptors(dnnl, engine).items()}
-    errors, made = [], []
+    from helpers import run_in_threads
+
+    made = []
     barrier = threading.Barrier(4)
 
     def work():
-        try:
-            barrier.wait()
-            for _ in range(3):
-                for name, pd in pds.items():
-                    primitive = getattr(dnnl, name)(pd)
-                    assert type(primitive) is getattr(dnnl, name)
-                    made.append(name)
-        except BaseException as e:
-            errors.append(e)
+        barrier.wait()
+        for _ in range(3):
+            for name, pd in pds.items():
+                primitive = getattr(dnnl, name)(pd)
+                assert type(primitive) is getattr(dnnl, name)
+                made.append(name)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_in_threads(work, [()] * 4)
     counts = installed.counts()
     # each creation counted once; racing first creations may both compile
     assert counts["hits"] + counts["misses"] + counts["repeats"] == len(made) == 36
