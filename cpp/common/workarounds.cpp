@@ -1,4 +1,5 @@
 #include "common/workarounds.hpp"
+#include "common/post_ops.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -69,13 +70,10 @@ std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
     if (dnnl_primitive_desc_get_attr(pd.get(), &attr) != dnnl_success
             || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success)
         return "";
-    for (int i = 0; i < dnnl_post_ops_len(ops); ++i) {
-        if (dnnl_post_ops_get_kind(ops, i) != dnnl_binary) continue;
-        for (int input : {DNNL_ARG_SRC_1, DNNL_ARG_SRC_2})
-            if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md,
-                        DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | input)))
+    for (int i = 0; i < dnnl_post_ops_len(ops); ++i)
+        for (int arg : binary_post_op_inputs(ops, i))
+            if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, arg)))
                 return refuse("the input of binary post-op " + std::to_string(i));
-    }
     return "";
 }
 
@@ -119,6 +117,11 @@ const std::vector<problem> &problems() {
                     {0, 0, 0}},
             {"dense-bias-post-op-inputs",
                     "GPU primitives read a strided bias or binary post-op input as dense",
+                    {0, 0, 0}},
+            {"post-op-inputs-uninitialized",
+                    "the exec_arg_md query for an input a post-op does not have (the second "
+                    "input of a binary post-op other than select, an input of a non-binary "
+                    "post-op) answers from an uninitialized descriptor",
                     {0, 0, 0}},
             {"group-normalization-strides",
                     "GPU group normalization misreads a strided source and writes out of bounds",
@@ -217,6 +220,22 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
     return "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong sources when "
            "they differ (known problem sum-many-inputs-scales); use a first scale other than "
            "1, equal scales, or binary primitives";
+}
+
+bool post_op_input_missing(const dnnl::primitive_desc_base &pd, int arg) {
+    constexpr int base = DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE;
+    int index = arg / base - 1, input = arg % base;
+    if (arg < 0 || index < 0 || (input != DNNL_ARG_SRC_1 && input != DNNL_ARG_SRC_2)
+            || !applies("post-op-inputs-uninitialized"))
+        return false;
+    const_dnnl_primitive_attr_t attr = nullptr;
+    const_dnnl_post_ops_t ops = nullptr;
+    if (dnnl_primitive_desc_get_attr(pd.get(), &attr) != dnnl_success
+            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success
+            || index >= dnnl_post_ops_len(ops)) // oneDNN answers zero past the last
+        return false;
+    auto inputs = binary_post_op_inputs(ops, index);
+    return std::find(inputs.begin(), inputs.end(), arg) == inputs.end();
 }
 
 bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd) {

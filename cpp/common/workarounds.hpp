@@ -55,6 +55,12 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
 // buffer and USM memory (the caller refuses such executions).
 bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
 
+// ---- queries: whether the exec_arg_md query for `arg` asks for an input
+// its post-op does not have (the caller answers the zero descriptor, as
+// oneDNN does for an argument a primitive does not take; oneDNN would answer
+// from uninitialized memory).
+bool post_op_input_missing(const dnnl::primitive_desc_base &pd, int arg);
+
 // ---- streams: the flags to create a stream with, for the flags asked.
 unsigned stream_flags(unsigned flags);
 

@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
+#include "common/post_ops.hpp"
 #include "common/verbose.hpp"
 #include "core/primitive_objects.hpp"
 #include "ocl_interop/profiling.hpp"
@@ -146,13 +147,8 @@ std::vector<expected_arg> expected_args(
         } else if (kind == dnnl_convolution) { // depthwise
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
-        } else if (kind == dnnl_binary) { // a second input only for binary_select
-            add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
-            dnnl_alg_kind_t alg;
-            const_dnnl_memory_desc_t src1, src2;
-            if (dnnl_post_ops_get_params_binary_v2(ops, i, &alg, &src1, &src2) == dnnl_success
-                    && alg == dnnl_binary_select)
-                add_if_used(DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_2);
+        } else {
+            for (int arg : binary_post_op_inputs(ops, i)) add_if_used(arg);
         }
     }
     for (const auto &q : quantization_args)
@@ -187,6 +183,8 @@ const named_desc named_descs[] = {
 };
 
 dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int index) {
+    if (what == dnnl::query::exec_arg_md && workarounds::post_op_input_missing(p.pd, index))
+        return {};
     return p.pd.query_md(what, index);
 }
 

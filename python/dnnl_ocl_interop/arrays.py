@@ -258,9 +258,6 @@ def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
         raise invalid_argument(f"array's storage is a {type(base).__name__}, not a cl_mem buffer: "
                          "oneDNN buffer memory needs a cl_mem (arrays of SVM allocators "
                          "cannot be shared)")
-    engine_context = oi.get_context(engine)
-    if not _same_context(base.context, engine_context):
-        raise invalid_argument("array belongs to another OpenCL context than the engine's")
     dtype = np.dtype(array.dtype)
     shape, strides = tuple(array.shape), tuple(array.strides)
     extent = _layout_extent(shape, strides, dtype.itemsize)
@@ -289,7 +286,14 @@ def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
     # From the first element to the end of the buffer: make_memory checks
     # that this holds desc.get_size() bytes, as for any cl_mem.
     mem_object = _sub_buffer(cl, base, array.offset) if array.offset else base
-    memory = oi.make_memory(desc, engine, mem_object)
+    try:
+        memory = oi.make_memory(desc, engine, mem_object)
+    except ValueError:
+        # make_memory checks the cl_mem's context (a third of this function's
+        # time when asked first); the refusal is said of the array here.
+        if not _same_context(base.context, oi.get_context(engine)):
+            raise invalid_argument("array belongs to another OpenCL context than the engine's") from None
+        raise
     return memory_and_events(memory, list(array.events))
 
 
