@@ -210,7 +210,12 @@ def data():
 def no_allocator_left_behind():
     """Every allocator a test made is gone after it (none kept alive by a
     reference cycle through an exception's frames, nor by an allocation
-    oneDNN never freed)."""
+    oneDNN never freed). The counts are test hooks: a build without them
+    (the released wheel, whose suite tools/check_wheel.sh runs) runs the
+    tests without this check; the suite of a build with them checks it."""
+    if not dnnl._core._test_hooks:
+        yield
+        return
     gc.collect()
     allocators, allocations = goi._live_allocators(), goi._live_allocations()
     yield
