@@ -7,6 +7,17 @@
 
 namespace dnnl_ocl_interop {
 
+// A primitive descriptor's post-ops (oneDNN keeps them; nullptr when it
+// cannot say, which no descriptor oneDNN made gives).
+inline const_dnnl_post_ops_t post_ops_of(const_dnnl_primitive_desc_t pd) {
+    const_dnnl_primitive_attr_t attr = nullptr;
+    const_dnnl_post_ops_t ops = nullptr;
+    if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success
+            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success)
+        return nullptr;
+    return ops;
+}
+
 // The inputs of post-op `index` that are binary inputs (each passed as
 // ARG_ATTR_MULTIPLE_POST_OP(index) | the argument): SRC_1 for every binary
 // post-op, SRC_2 only for binary_select. oneDNN answers the exec_arg_md

@@ -65,11 +65,8 @@ std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
     };
     if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_BIAS)))
         return refuse("the bias");
-    const_dnnl_primitive_attr_t attr = nullptr;
-    const_dnnl_post_ops_t ops = nullptr;
-    if (dnnl_primitive_desc_get_attr(pd.get(), &attr) != dnnl_success
-            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success)
-        return "";
+    const_dnnl_post_ops_t ops = post_ops_of(pd.get());
+    if (!ops) return "";
     for (int i = 0; i < dnnl_post_ops_len(ops); ++i)
         for (int arg : binary_post_op_inputs(ops, i))
             if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, arg)))
@@ -228,12 +225,8 @@ bool post_op_input_missing(const dnnl::primitive_desc_base &pd, int arg) {
     if (arg < 0 || index < 0 || (input != DNNL_ARG_SRC_1 && input != DNNL_ARG_SRC_2)
             || !applies("post-op-inputs-uninitialized"))
         return false;
-    const_dnnl_primitive_attr_t attr = nullptr;
-    const_dnnl_post_ops_t ops = nullptr;
-    if (dnnl_primitive_desc_get_attr(pd.get(), &attr) != dnnl_success
-            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success
-            || index >= dnnl_post_ops_len(ops)) // oneDNN answers zero past the last
-        return false;
+    const_dnnl_post_ops_t ops = post_ops_of(pd.get());
+    if (!ops || index >= dnnl_post_ops_len(ops)) return false; // oneDNN answers zero past the last
     auto inputs = binary_post_op_inputs(ops, index);
     return std::find(inputs.begin(), inputs.end(), arg) == inputs.end();
 }

@@ -130,12 +130,8 @@ std::vector<expected_arg> expected_args(
     int n_inputs = dnnl_primitive_desc_query_s32(
             pd.get(), dnnl_query_num_of_inputs_s32, 0);
     for (int i = 0; i < n_inputs; ++i) add_if_used(DNNL_ARG_MULTIPLE_SRC + i);
-    const_dnnl_primitive_attr_t attr = nullptr;
-    const_dnnl_post_ops_t ops = nullptr;
-    dnnl::error::wrap_c_api(dnnl_primitive_desc_get_attr(pd.get(), &attr),
-            "could not get the primitive's attributes");
-    dnnl::error::wrap_c_api(dnnl_primitive_attr_get_post_ops(attr, &ops),
-            "could not get the primitive's post-ops");
+    const_dnnl_post_ops_t ops = post_ops_of(pd.get());
+    if (!ops) throw status_error(dnnl_runtime_error, "could not get the primitive's post-ops");
     for (int i = 0; i < dnnl_post_ops_len(ops); ++i) {
         // oneDNN answers the exec_arg_md query for any post-op index (from
         // whatever the entry holds): each kind's inputs are added by kind.
