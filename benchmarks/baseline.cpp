@@ -35,6 +35,8 @@
 #include <vector>
 
 #define CL_TARGET_OPENCL_VERSION 300
+#include <sys/resource.h>
+
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 
@@ -425,6 +427,61 @@ samples_t graph_samples(attention_partition &work, int repeats, int warmup) {
     return samples_us(repeats, 20, [&] { work.run(); }, [&] { work.gs.wait(); });
 }
 
+// The process's CPU time (user and system, every thread: the emulated
+// device's workers too) and context switches, per call, over a stretch.
+struct usage_per_call {
+    double cpu_us = 0, voluntary = 0, involuntary = 0;
+};
+struct usage_meter {
+    rusage before {};
+    usage_meter() { getrusage(RUSAGE_SELF, &before); }
+    usage_per_call per_call(double calls) const {
+        rusage after {};
+        getrusage(RUSAGE_SELF, &after);
+        auto us = [](const timeval &t) { return t.tv_sec * 1e6 + t.tv_usec; };
+        usage_per_call u;
+        u.cpu_us = (us(after.ru_utime) - us(before.ru_utime) + us(after.ru_stime) - us(before.ru_stime))
+                / calls;
+        u.voluntary = (after.ru_nvcsw - before.ru_nvcsw) / calls;
+        u.involuntary = (after.ru_nivcsw - before.ru_nivcsw) / calls;
+        return u;
+    }
+};
+
+// The graph throughput rows' work: `n` threads, each with its own queue,
+// stream and tensors, executing `work`'s partition `calls` times then
+// waiting, `repeats` samples (threaded_us). `usage`, if given, gets the
+// process's usage per execute; `last_output`, if given, the last thread's
+// output.
+samples_t graph_threads_us(attention_partition &work, int n, int calls, int repeats,
+        usage_per_call *usage = nullptr, std::vector<float> *last_output = nullptr) {
+    std::vector<cl_command_queue> queues;
+    std::vector<dnnl::stream> streams;
+    std::vector<std::vector<dnnl::graph::tensor>> ins, outs;
+    for (int t = 0; t < n; ++t) {
+        cl_int err;
+        queues.push_back(clCreateCommandQueueWithProperties(work.context, work.device, nullptr, &err));
+        check(err, "clCreateCommandQueue");
+        streams.push_back(dnnl::ocl_interop::make_stream(work.geng, queues.back()));
+        ins.push_back(work.make_tensors(work.part.get_input_ports()));
+        outs.push_back(work.make_tensors(work.part.get_output_ports()));
+    }
+    auto partitions = [&](int t) {
+        for (int i = 0; i < calls; ++i) work.cp.execute(streams[t], ins[t], outs[t]);
+        streams[t].wait();
+    };
+    partitions(0);
+    usage_meter meter;
+    samples_t us = threaded_us(n, n * calls, repeats, partitions);
+    if (usage) *usage = meter.per_call(double(n) * calls * repeats);
+    if (last_output)
+        *last_output = read_usm(queues.back(), outs.back()[0].get_data_handle(),
+                outs.back()[0].get_logical_tensor().get_mem_size());
+    streams.clear();
+    for (auto q : queues) clReleaseCommandQueue(q);
+    return us;
+}
+
 // ROW alone (the optional fourth argument): WARMUP calls, then ITERATIONS
 // timed ones, into `rows` (and its output's digest into `checks`); "graph
 // trace" prints its trace itself and leaves `rows` empty.
@@ -468,6 +525,26 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
             sep = ", ";
         }
         std::printf("]}\n");
+        return;
+    } else if (row == "graph threads (usage)") {
+        // benchmarks/thread_usage.py: the graph throughput rows (ITERATIONS
+        // samples each) into `rows`, and a first line with the process's
+        // usage per execute at each thread count.
+        attention_partition work(device, context, in_order);
+        std::string usage = "{\"usage\": {";
+        for (int n : {1, 2, 4}) {
+            std::string name = "graph throughput, " + std::to_string(n) + (n == 1 ? " thread" : " threads");
+            usage_per_call u;
+            std::vector<float> out;
+            rows[name] = graph_threads_us(work, n, 20, iterations, &u, &out);
+            check_output(name, out);
+            char entry[200];
+            std::snprintf(entry, sizeof(entry),
+                    "%s\"%d\": {\"cpu_us\": %.3f, \"voluntary\": %.4f, \"involuntary\": %.4f}",
+                    n == 1 ? "" : ", ", n, u.cpu_us, u.voluntary, u.involuntary);
+            usage += entry;
+        }
+        std::printf("%s}}\n", usage.c_str());
         return;
     } else if (row == "primitive creation (cold, fresh process)") {
         // ITERATIONS creations, each compiling its kernels; the fastest.
@@ -712,9 +789,6 @@ int main(int argc, char **argv) try {
         rows["graph execute with caching pool"] = graph_samples(pooled, std::max(repeats * 2, 30), warmup / 10 + 1);
         pooled.check_output_of("graph execute with caching pool", pooled.outs);
     }
-    engine &geng = attention.geng;
-    partition &part = attention.part;
-    compiled_partition &cp = attention.cp;
 
     // Threads, each with its own queue and stream: a 128 x 128 matmul (one
     // shared primitive, per-thread memory) and the partition above (shared,
@@ -724,39 +798,30 @@ int main(int argc, char **argv) try {
     matmul mm_mid(matmul::primitive_desc(eng, mid, mid, mid));
     for (int n : {1, 2, 4}) {
         std::vector<cl_command_queue> queues;
-        std::vector<stream> streams, gstreams;
+        std::vector<stream> streams;
         std::vector<std::unordered_map<int, memory>> margs;
-        std::vector<std::vector<tensor>> tins, touts;
         for (int t = 0; t < n; ++t) {
             queues.push_back(clCreateCommandQueueWithProperties(context, device, nullptr, &err));
             check(err, "clCreateCommandQueue");
             streams.push_back(dnnl::ocl_interop::make_stream(eng, queues.back()));
-            gstreams.push_back(dnnl::ocl_interop::make_stream(geng, queues.back()));
             margs.push_back({{DNNL_ARG_SRC, memory(mid, eng)}, {DNNL_ARG_WEIGHTS, memory(mid, eng)},
                     {DNNL_ARG_DST, memory(mid, eng)}});
             for (auto &arg : margs.back()) fill(arg.second);
-            tins.push_back(attention.make_tensors(part.get_input_ports()));
-            touts.push_back(attention.make_tensors(part.get_output_ports()));
         }
         auto matmuls = [&](int t) {
             for (int i = 0; i < thread_calls; ++i) mm_mid.execute(streams[t], margs[t]);
             streams[t].wait();
         };
-        auto partitions = [&](int t) {
-            for (int i = 0; i < thread_calls; ++i) cp.execute(gstreams[t], tins[t], touts[t]);
-            gstreams[t].wait();
-        };
         matmuls(0);
-        partitions(0);
         std::string suffix = std::to_string(n) + (n == 1 ? " thread" : " threads");
         rows["matmul throughput, " + suffix]
                 = threaded_us(n, n * thread_calls, thread_repeats, matmuls);
+        std::vector<float> graph_output;
         rows["graph throughput, " + suffix]
-                = threaded_us(n, n * thread_calls, thread_repeats, partitions);
+                = graph_threads_us(attention, n, thread_calls, thread_repeats, nullptr, &graph_output);
         check_output("matmul throughput, " + suffix, read(margs[n - 1][DNNL_ARG_DST]));
-        attention.check_output_of("graph throughput, " + suffix, touts[n - 1]);
+        check_output("graph throughput, " + suffix, graph_output);
         streams.clear();
-        gstreams.clear();
         for (auto q : queues) clReleaseCommandQueue(q);
     }
 
