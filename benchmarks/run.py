@@ -734,6 +734,26 @@ def threaded_us(threads, calls, repeats, work):
 THREAD_CALLS, THREAD_REPEATS = 20, 7
 
 
+def graph_thread_work(context, device, graph_parts, n):
+    """The graph throughput rows' work for `n` threads, as baseline.cpp's
+    graph_threads_us: each thread with its own queue, stream and tensors.
+    Returns (partitions(t): THREAD_CALLS executes of the graph parts'
+    compiled partition on thread t's stream, then a wait; the queues; the
+    (inputs, outputs) of each thread)."""
+    graph_engine, compiled, part, tensors, _ = graph_parts
+    queues = [cl.CommandQueue(context, device) for _ in range(n)]
+    streams = [dnnl.ocl_interop.make_stream(graph_engine, q) for q in queues]
+    tensor_sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
+
+    def partitions(t):
+        s, (ins, outs) = streams[t], tensor_sets[t]
+        for _ in range(THREAD_CALLS):
+            compiled.execute(s, ins, outs)
+        s.wait()
+
+    return partitions, queues, tensor_sets
+
+
 def thread_rows(engine, context, device, graph_parts):
     """1, 2 and 4 threads, each with its own queue and stream, as
     baseline.cpp runs them: a 128 x 128 matmul (shared primitive, per-thread
@@ -741,30 +761,21 @@ def thread_rows(engine, context, device, graph_parts):
     per-thread tensors), THREAD_CALLS executes per thread then a wait.
     Returns (rows, digests of the last thread's outputs)."""
     oi = dnnl.ocl_interop
-    graph_engine, compiled, part, tensors, _ = graph_parts
     mid = dnnl.memory.desc([128, 128], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
     rows, digests = {}, {}
     for n in (1, 2, 4):
         queues = [cl.CommandQueue(context, device) for _ in range(n)]
         streams = [oi.make_stream(engine, q) for q in queues]
-        graph_queues = [cl.CommandQueue(context, device) for _ in range(n)]  # as baseline.cpp's graph_threads_us
-        graph_streams = [oi.make_stream(graph_engine, q) for q in graph_queues]
         margs = [{arg: filled_memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
                  for _ in range(n)]
-        tensor_sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
+        partitions, graph_queues, tensor_sets = graph_thread_work(context, device, graph_parts, n)
 
-        # Each n's functions run within its iteration; the defaults bind its lists.
+        # Each n's function runs within its iteration; the defaults bind its lists.
         def matmuls(t, streams=streams, margs=margs):
             s, a = streams[t], margs[t]
             for _ in range(THREAD_CALLS):
                 matmul.execute(s, a)
-            s.wait()
-
-        def partitions(t, graph_streams=graph_streams, tensor_sets=tensor_sets):
-            s, (ins, outs) = graph_streams[t], tensor_sets[t]
-            for _ in range(THREAD_CALLS):
-                compiled.execute(s, ins, outs)
             s.wait()
 
         matmuls(0)

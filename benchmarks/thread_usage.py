@@ -96,22 +96,12 @@ def python_side(samples, allocator=None):
     graph_allocator = (caching_pool.allocator if caching_pool
                        else python_pool_allocator() if allocator == "python pool" else None)
     work, stream, _, parts = run.attention_partition(device, context, queue, allocator=graph_allocator)
-    graph_engine, compiled, part, tensors, _ = parts
     for _ in range(30):
         work()
     stream.wait()
     result = {}
     for n in THREADS:
-        queues = [run.cl.CommandQueue(context, device) for _ in range(n)]
-        streams = [dnnl.ocl_interop.make_stream(graph_engine, q) for q in queues]
-        sets = [(tensors(part.get_input_ports()), tensors(part.get_output_ports())) for _ in range(n)]
-
-        def partitions(t, streams=streams, sets=sets):
-            s, (ins, outs) = streams[t], sets[t]
-            for _ in range(CALLS):
-                compiled.execute(s, ins, outs)
-            s.wait()
-
+        partitions, queues, sets = run.graph_thread_work(context, device, parts, n)
         partitions(0)
         before = usage_now()
         us = run.threaded_us(n, n * CALLS, samples, partitions)
