@@ -24,6 +24,10 @@
 //  * A kernel keeps its program alive until the kernel's last release: the CPU
 //    runtime destroys a program at its last external release even while its
 //    kernels live, and oneDNN re-creates kernels from CL_KERNEL_PROGRAM.
+//  * Builds (clBuildProgram, clCompileProgram, clLinkProgram) and the last
+//    release of a context or program run one at a time: the CPU runtime's
+//    compiler crashes now and then otherwise when several threads compile
+//    (see compiler_mutex).
 // Everything else passes straight through to the runtime, on purpose:
 // memory sizes (allocations must fit the real memory), the cache size (read
 // by oneDNN only for its nGEN kernels, never used here), host-unified memory,
@@ -624,6 +628,88 @@ cl_kernel CL_API_CALL clone_kernel(cl_kernel source, cl_int *errcode_ret) {
     return kernel;
 }
 
+// Builds, and the last release of a context or program, one at a time:
+// Intel's CPU runtime now and then crashes in its compiler, or spins there,
+// when several threads compile oneDNN's kernels, each on a context of its
+// own, while contexts and programs are destroyed (docs/known-problems.md;
+// tools/compile_stress.py). The runtime already builds one program at a
+// time (its DeviceBuildTask::m_deviceBuildMtx), so only the front end's
+// overlap with other builds is lost. A release that is not the last one
+// takes no lock: it destroys nothing, and a thread releasing a queue's
+// context must not wait for another thread's build.
+std::recursive_mutex compiler_mutex;
+
+template <typename Info, typename Handle>
+bool last_reference(Info info, Handle handle, cl_uint query) {
+    cl_uint refs = 0;
+    return info(handle, query, sizeof(refs), &refs, nullptr) == CL_SUCCESS && refs == 1;
+}
+
+cl_int release_program_serialized(cl_program program) {
+    if (!last_reference(target.clGetProgramInfo, program, CL_PROGRAM_REFERENCE_COUNT))
+        return target.clReleaseProgram(program);
+    std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
+    return target.clReleaseProgram(program);
+}
+
+cl_int CL_API_CALL release_program(cl_program program) {
+    return release_program_serialized(program);
+}
+
+cl_int CL_API_CALL release_context(cl_context context) {
+    if (!last_reference(target.clGetContextInfo, context, CL_CONTEXT_REFERENCE_COUNT))
+        return target.clReleaseContext(context);
+    std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
+    return target.clReleaseContext(context);
+}
+
+// With a callback, the build still completes before the call returns (the
+// specification allows it), and the callback is called after, unlocked.
+cl_int CL_API_CALL build_program(cl_program program, cl_uint num_devices,
+        const cl_device_id *device_list, const char *options,
+        void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data) {
+    cl_int status;
+    {
+        std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
+        status = target.clBuildProgram(
+                program, num_devices, device_list, options, nullptr, nullptr);
+    }
+    if (pfn_notify) pfn_notify(program, user_data);
+    return status;
+}
+
+cl_int CL_API_CALL compile_program(cl_program program, cl_uint num_devices,
+        const cl_device_id *device_list, const char *options,
+        cl_uint num_input_headers, const cl_program *input_headers,
+        const char **header_include_names,
+        void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data) {
+    cl_int status;
+    {
+        std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
+        status = target.clCompileProgram(program, num_devices, device_list,
+                options, num_input_headers, input_headers,
+                header_include_names, nullptr, nullptr);
+    }
+    if (pfn_notify) pfn_notify(program, user_data);
+    return status;
+}
+
+cl_program CL_API_CALL link_program(cl_context context, cl_uint num_devices,
+        const cl_device_id *device_list, const char *options,
+        cl_uint num_input_programs, const cl_program *input_programs,
+        void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data,
+        cl_int *errcode_ret) {
+    cl_program program;
+    {
+        std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
+        program = target.clLinkProgram(context, num_devices, device_list,
+                options, num_input_programs, input_programs, nullptr, nullptr,
+                errcode_ret);
+    }
+    if (pfn_notify && program) pfn_notify(program, user_data);
+    return program;
+}
+
 cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
     cl_program program = nullptr;
     {
@@ -640,7 +726,7 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
         }
     }
     cl_int status = target.clReleaseKernel(kernel);
-    if (program) target.clReleaseProgram(program);
+    if (program) release_program_serialized(program);
     return status;
 }
 
@@ -1117,6 +1203,11 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
     layer.clCreateKernel = create_kernel;
     layer.clCreateKernelsInProgram = create_kernels_in_program;
     layer.clReleaseKernel = release_kernel;
+    layer.clReleaseProgram = release_program;
+    layer.clReleaseContext = release_context;
+    layer.clBuildProgram = build_program;
+    if (target.clCompileProgram) layer.clCompileProgram = compile_program;
+    if (target.clLinkProgram) layer.clLinkProgram = link_program;
     if (target.clCloneKernel) layer.clCloneKernel = clone_kernel;
     if (several_devices()) {
         layer.clRetainDevice = retain_device;
