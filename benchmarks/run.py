@@ -187,10 +187,9 @@ def expected_outputs(matmul_size, kernel_enqueues):
            OPS_NETWORK_ROW: network_reference(), OPS_CALL_ROW: relu,
            GRAPH_ROW: attention, POOL_ROW: attention,
            "opencl kernel enqueue": np.full(64, float(kernel_enqueues))}
-    for n in (1, 2, 4):
-        suffix = f"{n} thread" + ("s" if n > 1 else "")
-        out[f"matmul throughput, {suffix}"] = mid
-        out[f"graph throughput, {suffix}"] = attention
+    for n in THREAD_COUNTS:
+        out[thread_row("matmul throughput", n)] = mid
+        out[thread_row("graph throughput", n)] = attention
     return out
 
 
@@ -732,6 +731,13 @@ def threaded_us(threads, calls, repeats, work):
 
 
 THREAD_CALLS, THREAD_REPEATS = 20, 7
+THREAD_COUNTS = (1, 2, 4)  # baseline.cpp runs the same
+
+
+def thread_row(kind, n):
+    """The name of a thread row: thread_row("graph throughput", 2) is
+    "graph throughput, 2 threads", as baseline.cpp names it."""
+    return f"{kind}, {n} thread" + ("s" if n > 1 else "")
 
 
 def graph_thread_work(context, device, graph_parts, n):
@@ -764,7 +770,7 @@ def thread_rows(engine, context, device, graph_parts):
     mid = dnnl.memory.desc([128, 128], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
     rows, digests = {}, {}
-    for n in (1, 2, 4):
+    for n in THREAD_COUNTS:
         queues = [cl.CommandQueue(context, device) for _ in range(n)]
         streams = [oi.make_stream(engine, q) for q in queues]
         margs = [{arg: filled_memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
@@ -780,11 +786,11 @@ def thread_rows(engine, context, device, graph_parts):
 
         matmuls(0)
         partitions(0)
-        suffix = f"{n} thread" + ("s" if n > 1 else "")
-        rows[f"matmul throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls)
-        rows[f"graph throughput, {suffix}"] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions)
-        digests[f"matmul throughput, {suffix}"] = digest(dnnl.arrays.read(margs[-1][dnnl.ARG_DST]))
-        digests[f"graph throughput, {suffix}"] = attention_output(None, graph_queues[-1], tensor_sets[-1])
+        matmul_name, graph_name = thread_row("matmul throughput", n), thread_row("graph throughput", n)
+        rows[matmul_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls)
+        rows[graph_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions)
+        digests[matmul_name] = digest(dnnl.arrays.read(margs[-1][dnnl.ARG_DST]))
+        digests[graph_name] = attention_output(None, graph_queues[-1], tensor_sets[-1])
     return rows, digests
 
 

@@ -37,7 +37,7 @@ import run  # noqa: E402  (enables the device the test suite would use)
 
 import dnnl_ocl_interop as dnnl  # noqa: E402
 
-THREADS = (1, 2, 4)
+THREADS = run.THREAD_COUNTS
 CALLS = run.THREAD_CALLS
 
 
@@ -106,8 +106,8 @@ def python_side(samples, allocator=None):
         before = usage_now()
         us = run.threaded_us(n, n * CALLS, samples, partitions)
         result[n] = {"us": us, **usage_per_call(before, usage_now(), n * CALLS * samples)}
-        run.check_digest("Python", f"graph throughput, {n} threads", run.attention_output(None, queues[-1], sets[-1]),
-                         run.attention_reference(*run.ATTENTION_SHAPE))
+        run.check_digest("Python", run.thread_row("graph throughput", n),
+                         run.attention_output(None, queues[-1], sets[-1]), run.attention_reference(*run.ATTENTION_SHAPE))
     del work, stream, parts
     if caching_pool:
         caching_pool.release()
@@ -121,12 +121,11 @@ def cpp_side(samples):
     lines = out.stdout.strip().splitlines()
     usage, report = json.loads(lines[-2])["usage"], json.loads(lines[-1])
     run.check_outputs("C++", report["checks"], {
-        f"graph throughput, {n} thread" + ("s" if n > 1 else ""): run.attention_reference(*run.ATTENTION_SHAPE)
+        run.thread_row("graph throughput", n): run.attention_reference(*run.ATTENTION_SHAPE)
         for n in THREADS})
     result = {}
     for n in THREADS:
-        name = f"graph throughput, {n} thread" + ("s" if n > 1 else "")
-        result[n] = {"us": run.median_of(report["rows"][name]), **usage[str(n)]}
+        result[n] = {"us": run.median_of(report["rows"][run.thread_row("graph throughput", n)]), **usage[str(n)]}
     return result
 
 

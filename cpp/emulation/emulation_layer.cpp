@@ -636,7 +636,9 @@ cl_kernel CL_API_CALL clone_kernel(cl_kernel source, cl_int *errcode_ret) {
 // time (its DeviceBuildTask::m_deviceBuildMtx), so only the front end's
 // overlap with other builds is lost. A release that is not the last one
 // takes no lock: it destroys nothing, and a thread releasing a queue's
-// context must not wait for another thread's build.
+// context must not wait for another thread's build. Recursive: destroying a
+// context calls the application's destructor callbacks, which may release
+// the last reference to a program.
 std::recursive_mutex compiler_mutex;
 
 template <typename Info, typename Handle>
