@@ -107,7 +107,8 @@ def python_side(samples, allocator=None):
         us = run.threaded_us(n, n * CALLS, samples, partitions)
         result[n] = {"us": us, **usage_per_call(before, usage_now(), n * CALLS * samples)}
         run.check_digest("Python", run.thread_row("graph throughput", n),
-                         run.attention_output(None, queues[-1], sets[-1]), run.attention_reference(*run.ATTENTION_SHAPE))
+                         run.attention_output(None, queues[-1], sets[-1]),
+                         run.attention_reference(*run.ATTENTION_SHAPE))
     del work, stream, parts
     if caching_pool:
         caching_pool.release()
