@@ -114,6 +114,65 @@ def test_arrays_of_a_memory_pool(engine, stream, cl_context, cl_queue):
     np.testing.assert_array_equal(arrays.read(mem), np.concatenate([x[:step], -x[step:]]))
 
 
+def test_as_memory_is_made_once_per_array_engine_and_desc(engine, cl_device, cl_context, cl_queue):
+    a = cla.zeros(cl_queue, 8, np.float32)
+    first, first_events = arrays.as_memory(a, engine)
+    again, again_events = arrays.as_memory(a, engine)
+    assert again is first
+    assert again_events == list(a.events) and again_events is not first_events  # copied anew
+    flat = dnnl.memory.desc([8], DT.f32, TAG.a)
+    with_desc = arrays.as_memory(a, engine, flat).memory
+    assert with_desc is not first
+    # descriptors are told apart by value (their blobs), not by object
+    assert arrays.as_memory(a, engine, dnnl.memory.desc([8], DT.f32, TAG.a)).memory is with_desc
+    square = dnnl.memory.desc([2, 4], DT.f32, TAG.ab)
+    assert arrays.as_memory(a, engine, square).memory.get_desc() == square
+    other_engine = oi.make_engine(cl_device, cl_context)
+    elsewhere = arrays.as_memory(a, other_engine).memory
+    assert elsewhere is not first and elsewhere.get_engine() == other_engine
+
+
+def test_as_memory_notices_a_changed_data_handle(engine, cl_context, cl_queue):
+    """A user may point the memory as_memory returned at another buffer: the
+    next call must not hand that memory out for the array."""
+    x = np.arange(8, dtype=np.float32)
+    a = cla.to_device(cl_queue, x)
+    mem, _ = arrays.as_memory(a, engine)
+    other = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 64)
+    oi.set_mem_object(mem, other)
+    fresh, _ = arrays.as_memory(a, engine)
+    assert fresh is not mem
+    assert fresh.get_data_handle() == a.base_data.int_ptr
+    cl_queue.finish()
+    np.testing.assert_array_equal(arrays.read(fresh), x)
+
+
+def test_as_memory_follows_the_arrays_storage(engine, cl_context, cl_queue):
+    """An array given another buffer or offset gets memory on those."""
+    step = align_bytes(cl_context) // 4
+    x = np.arange(2 * step, dtype=np.float32)
+    a = cla.to_device(cl_queue, x[:step].copy())
+    arrays.as_memory(a, engine)
+    b = cla.to_device(cl_queue, x)
+    a.base_data = b.base_data
+    moved = arrays.as_memory(a, engine).memory
+    assert moved.get_data_handle() == b.base_data.int_ptr
+    a.offset = step * 4
+    shifted = arrays.as_memory(a, engine).memory
+    assert oi.get_mem_object(shifted).associated_memobject.int_ptr == b.base_data.int_ptr
+    cl_queue.finish()
+    np.testing.assert_array_equal(arrays.read(shifted), x[step:])
+
+
+def test_as_memory_keeps_a_bounded_number_per_array(engine, cl_queue):
+    a = cla.zeros(cl_queue, 64, np.float32)
+    descs = [dnnl.memory.desc([n], DT.f32, TAG.a) for n in range(1, arrays.MEMORIES_PER_ARRAY + 2)]
+    made = [arrays.as_memory(a, engine, d).memory for d in descs]
+    assert arrays.as_memory(a, engine, descs[-1]).memory is made[-1]
+    assert arrays.as_memory(a, engine, descs[1]).memory is made[1]
+    assert arrays.as_memory(a, engine, descs[0]).memory is not made[0]  # the oldest went
+
+
 def test_new_axes(engine, cl_queue):
     """np.newaxis gives a dimension of 1 with stride 0: still the same elements."""
     x = np.arange(24, dtype=np.float32).reshape(4, 6)

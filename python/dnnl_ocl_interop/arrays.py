@@ -17,8 +17,8 @@ import numpy as np
 from . import _core
 from ._errors import invalid_argument
 
-__all__ = ["as_memory", "bf16_from_float32", "data_type", "float32_from_bf16",
-           "memory_and_events", "numpy_dtype", "read", "to_pyopencl", "write"]
+__all__ = ["MEMORIES_PER_ARRAY", "as_memory", "bf16_from_float32", "data_type",
+           "float32_from_bf16", "memory_and_events", "numpy_dtype", "read", "to_pyopencl", "write"]
 
 def numpy_dtype(data_type: "_core.memory.data_type") -> np.dtype:
     """The NumPy dtype that holds one element of a oneDNN data type (the
@@ -226,6 +226,14 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
     The array must be on the engine's OpenCL context and hold a cl_mem
     (``dnnl.invalid_arguments`` otherwise; arrays of pyopencl's SVM allocators are
     refused). The memory keeps the cl_mem alive.
+
+    The memory is made once per array, engine and descriptor and kept on the
+    array (at most :data:`MEMORIES_PER_ARRAY`): later calls return the same
+    ``dnnl.memory`` while the array's storage, offset, shape, strides and
+    dtype are unchanged and the memory still points at it (a
+    ``set_data_handle`` on it is noticed, and a new memory made), so sharing
+    an array again costs a lookup, not a memory creation. The events are
+    copied anew on every call.
     """
     return _as_memory(array, engine, None if desc is None else _desc_facts(desc))
 
@@ -238,15 +246,68 @@ class _facts(NamedTuple):
     dtype: Any  #: the NumPy dtype holding its elements, or None
     submemory_offset: int
     extent: int  #: bytes it addresses from the start of its storage
+    blob: bytes  #: the descriptor's bytes (desc.get_blob()): equal descriptors, equal blobs
 
 
 def _desc_facts(desc) -> _facts:
     return _facts(desc, _core.memory.numpy_dtype(desc.get_data_type()),
-                  desc.get_submemory_offset(), _desc_extent(desc))
+                  desc.get_submemory_offset(), _desc_extent(desc), desc.get_blob())
+
+
+#: How many memory objects (engines × descriptors) :func:`as_memory` keeps on
+#: one array; the oldest goes first.
+MEMORIES_PER_ARRAY = 8
+
+_SHARED = "_dnnl_ocl_interop_memories"  # the array attribute holding them
+
+
+class _shared(NamedTuple):
+    """A memory as_memory made on an array, and what it was made from: valid
+    while they are the array's and the memory's handle is still `handle`."""
+
+    engine: Any  #: held, so that the id() in the key names no other engine
+    base: Any
+    offset: int
+    shape: Any
+    strides: Any
+    dtype: Any
+    handle: int
+    memory: Any
+
+
+def _shared_memory(array, key):
+    """The memory as_memory made before for `key` on `array`, if still valid."""
+    memories = getattr(array, _SHARED, None)
+    if memories is None:
+        return None
+    found = memories.get(key)
+    if (found is None or found.base is not array.base_data or found.offset != array.offset
+            or found.shape != array.shape or found.strides != array.strides
+            or found.dtype != array.dtype or found.memory.get_data_handle() != found.handle):
+        return None
+    return found.memory
+
+
+def _keep_memory(array, key, engine, memory) -> None:
+    memories = getattr(array, _SHARED, None)
+    if memories is None:
+        memories = {}
+        try:
+            setattr(array, _SHARED, memories)
+        except AttributeError:  # an array type without __dict__: nothing kept
+            return
+    elif len(memories) >= MEMORIES_PER_ARRAY and key not in memories:
+        del memories[next(iter(memories))]
+    memories[key] = _shared(engine, array.base_data, array.offset, array.shape, array.strides,
+                            array.dtype, memory.get_data_handle(), memory)
 
 
 def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
     """as_memory, with the descriptor's facts found already (or None)."""
+    key = (id(engine), None if facts is None else facts.blob)
+    memory = _shared_memory(array, key)
+    if memory is not None:
+        return memory_and_events(memory, list(array.events))
     cl = _cl()
     oi = _core.ocl_interop
     base = getattr(array, "base_data", None)
@@ -294,6 +355,7 @@ def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
         if not _same_context(base.context, oi.get_context(engine)):
             raise invalid_argument("array belongs to another OpenCL context than the engine's") from None
         raise
+    _keep_memory(array, key, engine, memory)
     return memory_and_events(memory, list(array.events))
 
 
