@@ -297,7 +297,10 @@ def _keep_memory(array, key, engine, memory) -> None:
         except AttributeError:  # an array type without __dict__: nothing kept
             return
     elif len(memories) >= MEMORIES_PER_ARRAY and key not in memories:
-        del memories[next(iter(memories))]
+        try:
+            del memories[next(iter(memories))]
+        except (KeyError, StopIteration):  # another thread dropped it first
+            pass
     memories[key] = _shared(engine, array.base_data, array.offset, array.shape, array.strides,
                             array.dtype, memory.get_data_handle(), memory)
 
