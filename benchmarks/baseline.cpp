@@ -7,13 +7,13 @@
 // (one median definition on both sides), and checks each computing row's
 // output digest against NumPy.
 // Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
-// With ROW ("large matmul", "graph execute with allocator", "graph execute
-// with caching pool" or "primitive creation (cold, fresh process)"), only
-// that row is set up and run: WARMUP calls of its work, then ITERATIONS timed
-// calls (the graph rows in batches of 20 executes and a wait; ITERATIONS a
-// multiple of 20), and the JSON holds that row alone. benchmarks/cl_calls.py
-// uses it to count OpenCL calls per iteration. ROW "graph trace" (or "graph
-// trace (caching pool)") runs the graph row's (or the pool row's) ITERATIONS
+// With ROW ("large matmul", "small network", "graph execute with allocator",
+// "graph execute with caching pool" or "primitive creation (cold, fresh
+// process)"), only that row is set up and run: WARMUP calls of its work, then
+// ITERATIONS timed calls (the graph rows in batches of 20 executes and a
+// wait; ITERATIONS a multiple of 20), and the JSON holds that row alone.
+// benchmarks/cl_calls.py uses it to count OpenCL calls per iteration. ROW
+// "graph trace" (or "graph trace (caching pool)") runs the graph row's (or the pool row's) ITERATIONS
 // executes one by one with timestamps at each stage of the C allocator and
 // prints {"trace": [[stage, steady-clock ns], ...]}
 // (benchmarks/allocator_breakdown.py).
@@ -482,6 +482,50 @@ samples_t graph_threads_us(attention_partition &work, int n, int calls, int repe
     return us;
 }
 
+// A small network end to end: convolution, ReLU, max pooling, inner
+// product, on inputs both sides fill with the same values; WARMUP runs, then
+// REPEATS timed ones. Its output is checked (run.py's "small network" and,
+// against it, "small network with ops").
+samples_t small_network_us(const dnnl::engine &eng, dnnl::stream &s_in, int warmup, int repeats) {
+    using namespace dnnl;
+    const memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
+    auto plain = [](memory::dims dims) {
+        return memory::desc(dims, memory::data_type::f32,
+                dims.size() == 4 ? memory::format_tag::nchw
+                                 : dims.size() == 2 ? memory::format_tag::nc : memory::format_tag::a);
+    };
+    auto filled = [&](const memory::desc &md) {
+        memory m(md, eng);
+        fill(m);
+        return m;
+    };
+    memory::desc net_src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}),
+                 conv_b = plain({OC}), conv_dst = plain({N, OC, HW, HW}),
+                 pool_dst = plain({N, OC, HW / 2, HW / 2}), fc_w = plain({CLASSES, OC, HW / 2, HW / 2}),
+                 fc_b = plain({CLASSES}), fc_dst = plain({N, CLASSES});
+    convolution_forward conv(convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::convolution_direct, net_src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1}, {1, 1}));
+    eltwise_forward net_relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::eltwise_relu, conv_dst, conv_dst));
+    pooling_forward pool(pooling_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}));
+    inner_product_forward fc(inner_product_forward::primitive_desc(eng, prop_kind::forward_inference,
+            pool_dst, fc_w, fc_b, fc_dst));
+    memory x = filled(net_src), cw = filled(conv_w), cb = filled(conv_b), y1(conv_dst, eng),
+           y2(pool_dst, eng), fw = filled(fc_w), fb = filled(fc_b), y3(fc_dst, eng);
+    auto run_network = [&] {
+        conv.execute(s_in, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
+        net_relu.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
+        pool.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
+        fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
+        s_in.wait();
+    };
+    for (int i = 0; i < warmup; ++i) run_network();
+    samples_t us = samples_us(repeats, 1, run_network);
+    check_output("small network", read(y3));
+    return us;
+}
+
 // ROW alone (the optional fourth argument): WARMUP calls, then ITERATIONS
 // timed ones, into `rows` (and its output's digest into `checks`); "graph
 // trace" prints its trace itself and leaves `rows` empty.
@@ -546,6 +590,10 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         }
         std::printf("%s}}\n", usage.c_str());
         return;
+    } else if (row == "small network") {
+        dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
+        dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
+        us = small_network_us(eng, s_in, warmup, iterations);
     } else if (row == "primitive creation (cold, fresh process)") {
         // ITERATIONS creations, each compiling its kernels; the fastest.
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
@@ -556,9 +604,9 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
                     dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, tiny, tiny));
         });
     } else {
-        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, graph execute with "
-                                 "allocator, graph execute with caching pool, graph trace, "
-                                 "primitive creation (cold, fresh process))");
+        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, graph "
+                                 "execute with allocator, graph execute with caching pool, "
+                                 "graph trace, primitive creation (cold, fresh process))");
     }
     rows[row] = us;
 }
@@ -710,43 +758,7 @@ int main(int argc, char **argv) try {
     rows["primitive creation (cold)"] = fastest_us(5, create_relu); // as run.py: see there
     set_primitive_cache_capacity(capacity);
 
-    // A small network end to end: convolution, ReLU, max pooling, inner
-    // product, on inputs both sides fill with the same values.
-    const memory::dim N = 8, IC = 3, OC = 16, HW = 32, CLASSES = 10;
-    auto plain = [](memory::dims dims) {
-        return memory::desc(dims, memory::data_type::f32,
-                dims.size() == 4 ? memory::format_tag::nchw
-                                 : dims.size() == 2 ? memory::format_tag::nc : memory::format_tag::a);
-    };
-    auto filled = [&](const memory::desc &md) {
-        memory m(md, eng);
-        fill(m);
-        return m;
-    };
-    memory::desc net_src = plain({N, IC, HW, HW}), conv_w = plain({OC, IC, 3, 3}),
-                 conv_b = plain({OC}), conv_dst = plain({N, OC, HW, HW}),
-                 pool_dst = plain({N, OC, HW / 2, HW / 2}), fc_w = plain({CLASSES, OC, HW / 2, HW / 2}),
-                 fc_b = plain({CLASSES}), fc_dst = plain({N, CLASSES});
-    convolution_forward conv(convolution_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::convolution_direct, net_src, conv_w, conv_b, conv_dst, {1, 1}, {1, 1}, {1, 1}));
-    eltwise_forward net_relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::eltwise_relu, conv_dst, conv_dst));
-    pooling_forward pool(pooling_forward::primitive_desc(eng, prop_kind::forward_inference,
-            algorithm::pooling_max, conv_dst, pool_dst, {2, 2}, {2, 2}, {0, 0}, {0, 0}, {0, 0}));
-    inner_product_forward fc(inner_product_forward::primitive_desc(eng, prop_kind::forward_inference,
-            pool_dst, fc_w, fc_b, fc_dst));
-    memory x = filled(net_src), cw = filled(conv_w), cb = filled(conv_b), y1(conv_dst, eng),
-           y2(pool_dst, eng), fw = filled(fc_w), fb = filled(fc_b), y3(fc_dst, eng);
-    auto run_network = [&] {
-        conv.execute(s_in, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, cw}, {DNNL_ARG_BIAS, cb}, {DNNL_ARG_DST, y1}});
-        net_relu.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y1}});
-        pool.execute(s_in, {{DNNL_ARG_SRC, y1}, {DNNL_ARG_DST, y2}});
-        fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
-        s_in.wait();
-    };
-    for (int i = 0; i < 3; ++i) run_network();
-    rows["small network"] = samples_us(15, 1, run_network);
-    check_output("small network", read(y3));
+    rows["small network"] = small_network_us(eng, s_in, 3, 15);
 
     // execute, then a wait, beside nothing: the C++ counterpart of the
     // Python row "execute beside a busy thread" (whose own reference is

@@ -103,7 +103,7 @@ PYTHON_REFERENCES = {BUSY_ROW: "solo execute and wait",
 CPP_REFERENCES = {OPS_NETWORK_ROW: "small network"}
 # Rows --only can measure alone.
 ONLY_ROWS = [PERSISTENT_CACHE_ROW, FRESH_COLD_ROW, "large matmul", GRAPH_ROW, POOL_ROW,
-             OPS_CALL_ROW]
+             OPS_CALL_ROW, OPS_NETWORK_ROW]
 # The attention partition of the graph rows: B x S x D. Softmax rows of S =
 # 16 elements: right on the emulated device (docs/known-problems.md).
 ATTENTION_SHAPE = (2, 16, 16)
@@ -864,7 +864,11 @@ def single_row(name, iterations, warmup, matmul_size):
     repeats = max(iterations // BATCH, 5)
     notes = {"unit": median_us(repeats, BATCH * 10, dnnl._core._empty)}
     digests = {}
-    if name == "large matmul":
+    if name == OPS_NETWORK_ROW:
+        # against C++'s network (CPP_REFERENCES), run alone in its process
+        py, digests[name] = ops_network_row(queue)
+        cpp, cpp_digests = run_baseline(15, 3, matmul_size, CPP_REFERENCES[name])
+    elif name == "large matmul":
         engine = dnnl.ocl_interop.make_engine(device, context)
         run_matmul, output = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
         run_matmul()
@@ -879,7 +883,7 @@ def single_row(name, iterations, warmup, matmul_size):
         else:
             py, digests[name] = pool_row(device, context, queue, graph_repeats, warmup)
         cpp, cpp_digests = run_baseline(graph_repeats * GRAPH_BATCH, warmup // 10 + 1, matmul_size, name)
-    return py, notes, digests, cpp[name], cpp_digests
+    return py, notes, digests, cpp[CPP_REFERENCES.get(name, name)], cpp_digests
 
 
 # ------------------------------------------------------------------ verdicts
@@ -1016,7 +1020,7 @@ def measure_rounds(args):
             if row in rows:
                 cpp[row] = notes[note]
         for row, reference in CPP_REFERENCES.items():
-            if row in rows:
+            if row in rows and reference in cpp:  # (--only has the reference's time as its own)
                 cpp[row] = cpp[reference]
         cpp_rounds.append(cpp)
         python_rounds.append(rows)

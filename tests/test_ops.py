@@ -890,6 +890,73 @@ def test_cache_keys_on_post_op_layouts_and_dtypes(queue):
     assert ops.cache_info()["hits"] == 1
 
 
+def test_repeated_calls_skip_planning_and_run_on_their_own_arrays(queue, monkeypatch):
+    """A call with an earlier call's signature (its arrays' layouts, its
+    other values) is bound to that call's entry and is not planned again;
+    it still shares its own arrays: new inputs, bias, post-op input and out
+    each time."""
+    from dnnl_ocl_interop.ops import _plan
+
+    rng = np.random.default_rng(50)
+
+    def call():
+        a, b, bias, extra = rand(rng, (4, 5)), rand(rng, (5, 3)), rand(rng, (3,)), rand(rng, (4, 3))
+        out = dev(queue, np.zeros((4, 3)))
+        result = ops.matmul(dev(queue, a), dev(queue, b), dev(queue, bias),
+                            post_ops=[("add", dev(queue, extra)), "relu"], out=out)
+        assert result is out
+        close(host(out), np.maximum(a @ b + bias + extra, 0))
+
+    call()
+
+    def planned(*args):
+        raise AssertionError("a call of a known signature was planned again")
+
+    monkeypatch.setattr(_plan, "cached_entry", planned)
+    call()
+    call()
+    assert ops.cache_info()["hits"] == 2 and ops.cache_info()["misses"] == 1
+
+
+def test_a_signature_tells_values_and_arrays_apart(queue):
+    """What a bound call may not confuse: 1 and True (relu takes one, refuses
+    the other), the same array twice and two arrays of one layout, strides."""
+    rng = np.random.default_rng(51)
+    x, y = rand(rng, (3, 3)), rand(rng, (3, 3))
+    dx, dy = dev(queue, x), dev(queue, y)
+    close(host(ops.relu(dx, 1)), x)
+    with pytest.raises(TypeError, match="negative_slope must be a real number, not bool"):
+        ops.relu(dx, True)
+    close(host(ops.add(dx, dx)), x + x)
+    close(host(ops.add(dx, dy)), x + y)
+    close(host(ops.add(dy, dx)), y + x)
+    close(host(ops.sub(dx, dy.T)), x - y.T)
+    close(host(ops.sub(dx, dy)), x - y)
+
+
+def test_a_bound_call_names_the_argument_it_cannot_share(queue):
+    """The layout is the signature's, the offset is not: a view OpenCL
+    cannot make a sub-buffer of is refused by name on a bound call too."""
+    d = dev(queue, np.ones(64))
+    ops.relu(d[:16])
+    ops.relu(d[:16])
+    with pytest.raises(ValueError, match="^x: array's offset of 12 bytes"):
+        ops.relu(d[3:19])
+
+
+def test_bound_calls_on_another_context_run_there(cl_device, queue):
+    other_context = cl.Context([cl_device])
+    other_queue = cl.CommandQueue(other_context)
+    x = np.arange(-4, 4, dtype=np.float64)
+    here = ops.relu(dev(queue, x))
+    ops.relu(dev(queue, x))
+    there = ops.relu(dev(other_queue, x))
+    assert here.queue == queue and there.queue == other_queue
+    assert there.base_data.context == other_context
+    close(host(there), np.maximum(x, 0))
+    assert ops.cache_info()["misses"] == 2
+
+
 def test_threads_share_the_cache(cl_context, cl_device):
     """Four threads, each on its own queue, call the same ops: right results,
     one cache miss per distinct call."""

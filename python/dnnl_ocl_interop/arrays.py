@@ -261,53 +261,68 @@ MEMORIES_PER_ARRAY = 8
 _SHARED = "_dnnl_ocl_interop_memories"  # the array attribute holding them
 
 
-class _shared(NamedTuple):
-    """A memory as_memory made on an array, and what it was made from: valid
-    while they are the array's and the memory's handle is still `handle`."""
-
-    engine: Any  #: held, so that the id() in the key names no other engine
-    base: Any
-    offset: int
-    shape: Any
-    strides: Any
-    dtype: Any
-    handle: int
-    memory: Any
+# What as_memory keeps per key in an array's _SHARED dict: the memory and what
+# it was made from, valid while they are the array's and the memory's handle
+# is still the one it was made with. A plain tuple: made once per memory, read
+# on every call (a NamedTuple's constructor costs 0.4 µs of Python).
+# (engine: held, so that the id() in the key names no other engine, base,
+#  offset, shape, strides, dtype, handle, memory)
 
 
 def _shared_memory(array, key):
     """The memory as_memory made before for `key` on `array`, if still valid."""
-    memories = getattr(array, _SHARED, None)
+    try:
+        memories = array.__dict__.get(_SHARED)
+    except AttributeError:  # not an object with attributes (as_memory refuses it below)
+        return None
     if memories is None:
         return None
     found = memories.get(key)
-    if (found is None or found.base is not array.base_data or found.offset != array.offset
-            or found.shape != array.shape or found.strides != array.strides
-            or found.dtype != array.dtype or found.memory.get_data_handle() != found.handle):
+    if found is None:
         return None
-    return found.memory
+    _, base, offset, shape, strides, dtype, handle, memory = found
+    if (base is not array.base_data or offset != array.offset or shape != array.shape
+            or strides != array.strides or dtype != array.dtype
+            or memory.get_data_handle() != handle):
+        return None
+    return memory
 
 
 def _keep_memory(array, key, engine, memory) -> None:
-    memories = getattr(array, _SHARED, None)
+    try:
+        attributes = array.__dict__
+    except AttributeError:  # an array type without __dict__: nothing kept
+        return
+    memories = attributes.get(_SHARED)
     if memories is None:
-        memories = {}
-        try:
-            setattr(array, _SHARED, memories)
-        except AttributeError:  # an array type without __dict__: nothing kept
-            return
+        memories = attributes[_SHARED] = {}
     elif len(memories) >= MEMORIES_PER_ARRAY and key not in memories:
         try:
             del memories[next(iter(memories))]
         except (KeyError, StopIteration):  # another thread dropped it first
             pass
-    memories[key] = _shared(engine, array.base_data, array.offset, array.shape, array.strides,
-                            array.dtype, memory.get_data_handle(), memory)
+    memories[key] = (engine, array.base_data, array.offset, array.shape, array.strides,
+                     array.dtype, memory.get_data_handle(), memory)
+
+
+def _memory_on_new(array, engine, facts: _facts):
+    """as_memory on an array just made for `facts`' descriptor (dense, at
+    offset 0 of its own buffer, of the descriptor's size: dnnl.ops's
+    results), without as_memory's checks of what its maker guarantees."""
+    memory = _core.ocl_interop.make_memory(facts.desc, engine, array.base_data)
+    _keep_memory(array, _memory_key(engine, facts), engine, memory)
+    return memory
+
+
+def _memory_key(engine, facts: Optional[_facts]):
+    """The key of a memory on an array: its engine and descriptor (None: the
+    array's own layout)."""
+    return (id(engine), None if facts is None else facts.blob)
 
 
 def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
     """as_memory, with the descriptor's facts found already (or None)."""
-    key = (id(engine), None if facts is None else facts.blob)
+    key = _memory_key(engine, facts)
     memory = _shared_memory(array, key)
     if memory is not None:
         return memory_and_events(memory, list(array.events))

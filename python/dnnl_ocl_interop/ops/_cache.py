@@ -7,6 +7,13 @@ the primitive with what a call needs to run it again (the descriptors the
 operands are taken as, the destination's shape). Thread-safe: lookups and
 insertions hold one lock; primitives are created outside it, so two threads
 missing on one key create it twice and keep the first.
+
+Beside the entries, the cache keeps the calls that found them
+(:data:`bound`: a call's signature to what ``_plan`` needs to run it again
+without planning, see ``_plan.call``). They hold entries, so they are
+forgotten whenever an entry leaves the cache (evicted, cleared, the
+capacity changed): a bound call never serves a primitive the cache no
+longer holds.
 """
 
 from __future__ import annotations
@@ -26,6 +33,11 @@ _lock = threading.Lock()
 _entries: "OrderedDict[Hashable, Any]" = OrderedDict()
 _capacity = DEFAULT_CAPACITY
 _hits = _misses = _evictions = 0
+
+# A call's signature -> the _plan._binding that runs it again (see the module
+# docstring). Read without the lock (a dict lookup is atomic); changed under it.
+bound: Dict[Hashable, Any] = {}
+MAX_BOUND = 4096  # bounded: signatures may vary without end (the oldest goes)
 
 
 def lookup(key: Hashable) -> Any:
@@ -56,7 +68,36 @@ def insert(key: Hashable, entry: Any) -> Any:
         while len(_entries) > _capacity:
             _entries.popitem(last=False)
             _evictions += 1
+            bound.clear()
         return entry
+
+
+def touch(key: Hashable) -> bool:
+    """A bound call found the entry cached under `key`: count a hit and make
+    it most recent, as :func:`lookup` would. False if it is gone (another
+    thread evicted it meanwhile)."""
+    global _hits
+    _lock.acquire()
+    try:
+        _entries.move_to_end(key)
+    except KeyError:
+        return False
+    else:
+        _hits += 1
+        return True
+    finally:
+        _lock.release()
+
+
+def bind(signature: Hashable, binding: Any) -> None:
+    """Keep `binding` for calls of `signature` (while its entry is cached:
+    with a capacity of 0 nothing is kept)."""
+    with _lock:
+        if _capacity == 0:
+            return
+        if len(bound) >= MAX_BOUND:
+            del bound[next(iter(bound))]
+        bound[signature] = binding
 
 
 def create(family: Callable[[Any], Any], pd: Any) -> Any:
@@ -86,6 +127,7 @@ def clear_cache() -> None:
     global _hits, _misses, _evictions
     with _lock:
         _entries.clear()
+        bound.clear()
         _hits = _misses = _evictions = 0
     _context.clear()
 
@@ -107,6 +149,7 @@ def set_cache_capacity(capacity: int) -> None:
         raise invalid_argument(f"capacity must be 0 or more, not {capacity}")
     with _lock:
         _capacity = capacity
+        bound.clear()
         while len(_entries) > _capacity:
             _entries.popitem(last=False)
             _evictions += 1

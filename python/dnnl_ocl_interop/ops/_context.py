@@ -71,13 +71,13 @@ class context:
         """The events a primitive on this in-order queue must still wait for.
         Each other event is asked once whether it is of this queue or
         complete (then it is remembered)."""
-        import pyopencl as cl
-
         markers, known, waiting = self.markers, self.known, []
         for event in events:
             ident = id(event)
             if markers.get(ident) is event or known.get(ident) is event:
                 continue
+            import pyopencl as cl  # here: every call passes the line above, few get here
+
             queue = event.get_info(cl.event_info.COMMAND_QUEUE)
             if (queue is not None and queue.int_ptr == self.handle) or \
                     event.command_execution_status == cl.command_execution_status.COMPLETE:

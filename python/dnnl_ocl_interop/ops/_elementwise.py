@@ -9,7 +9,7 @@ from typing import Any, Optional
 from .. import _core
 from .._errors import invalid_argument
 from ._operands import array_operand, broadcast_to, number, result_type
-from ._plan import operation, plan, run
+from ._plan import call, operation, plan
 from ._post_ops import ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm, eltwise_algorithm
 
 _FI = _core.prop_kind.forward_inference
@@ -51,7 +51,11 @@ def eltwise(x: Any, algorithm: Any, alpha: Optional[float] = None, beta: Optiona
 
 def relu(x: Any, negative_slope: float = 0.0, *, out: Any = None) -> Any:
     """max(x, 0), or x * negative_slope below 0 (leaky ReLU)."""
-    return run(_eltwise_plan(x, _ALG.eltwise_relu, negative_slope, 0.0, out))
+    return call(_relu_plan, x, negative_slope, out)
+
+
+def _relu_plan(x: Any, negative_slope: Any, out: Any) -> plan:
+    return _eltwise_plan(x, _ALG.eltwise_relu, number(negative_slope, "negative_slope"), 0.0, out)
 
 
 def gelu(x: Any, approximate: str = "none", *, out: Any = None) -> Any:
@@ -59,42 +63,47 @@ def gelu(x: Any, approximate: str = "none", *, out: Any = None) -> Any:
     if approximate not in ("none", "tanh"):
         raise invalid_argument(f"approximate must be 'none' or 'tanh', not {approximate!r}")
     alg = _ALG.eltwise_gelu_tanh if approximate == "tanh" else _ALG.eltwise_gelu_erf
-    return run(_eltwise_plan(x, alg, None, None, out))
+    return call(_eltwise_plan, x, alg, None, None, out)
 
 
 def sigmoid(x: Any, *, out: Any = None) -> Any:
     """1 / (1 + exp(-x)) (oneDNN's logistic)."""
-    return run(_eltwise_plan(x, _ALG.eltwise_logistic, None, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_logistic, None, None, out)
 
 
 def tanh(x: Any, *, out: Any = None) -> Any:
     """tanh(x)."""
-    return run(_eltwise_plan(x, _ALG.eltwise_tanh, None, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_tanh, None, None, out)
 
 
 def silu(x: Any, *, out: Any = None) -> Any:
     """x * sigmoid(x) (oneDNN's swish with alpha 1)."""
-    return run(_eltwise_plan(x, _ALG.eltwise_swish, 1.0, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_swish, 1.0, None, out)
 
 
 def exp(x: Any, *, out: Any = None) -> Any:
     """e ** x."""
-    return run(_eltwise_plan(x, _ALG.eltwise_exp, None, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_exp, None, None, out)
 
 
 def log(x: Any, *, out: Any = None) -> Any:
     """Natural logarithm."""
-    return run(_eltwise_plan(x, _ALG.eltwise_log, None, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_log, None, None, out)
 
 
 def sqrt(x: Any, *, out: Any = None) -> Any:
     """Square root."""
-    return run(_eltwise_plan(x, _ALG.eltwise_sqrt, None, None, out))
+    return call(_eltwise_plan, x, _ALG.eltwise_sqrt, None, None, out)
 
 
 def clip(x: Any, lower: float, upper: float, *, out: Any = None) -> Any:
     """min(max(x, lower), upper)."""
-    return run(_eltwise_plan(x, _ALG.eltwise_clip_v2, lower, upper, out))
+    return call(_clip_plan, x, lower, upper, out)
+
+
+def _clip_plan(x: Any, lower: Any, upper: Any, out: Any) -> plan:
+    return _eltwise_plan(x, _ALG.eltwise_clip_v2, number(lower, "lower"), number(upper, "upper"),
+                         out)
 
 
 def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
@@ -152,32 +161,32 @@ def _binary(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> pl
 
 def add(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a + b (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_add, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_add, post_ops, out, dtype)
 
 
 def sub(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a - b (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_sub, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_sub, post_ops, out, dtype)
 
 
 def mul(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a * b (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_mul, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_mul, post_ops, out, dtype)
 
 
 def div(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """a / b (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_div, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_div, post_ops, out, dtype)
 
 
 def maximum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """The larger of a and b, element by element (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_max, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_max, post_ops, out, dtype)
 
 
 def minimum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
     """The smaller of a and b, element by element (see :func:`binary`)."""
-    return run(_binary(a, b, _ALG.binary_min, post_ops, out, dtype))
+    return call(_binary, a, b, _ALG.binary_min, post_ops, out, dtype)
 
 
 def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:

@@ -14,12 +14,18 @@ function making the primitive descriptor) and hands it to :func:`run`, which
 4. executes after every operand's and ``out``'s pending events, and gives the
    result the primitive's event (a marker's on an in-order queue, where
    oneDNN returns none), so that later work waits on the device, not the host.
+
+A call whose arguments have the signature of an earlier call (:func:`call`)
+skips steps 1-2: it is bound to that call's cache entry.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from .. import _core, arrays
 from .._errors import invalid_argument
@@ -31,6 +37,7 @@ from ._post_ops import parse_post_ops, post_ops_attr, scale_operand, scales_attr
 _desc = _core.memory.desc
 _execute = _core.ocl_interop.execute
 _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
+_memory_on_new = arrays._memory_on_new  # as_memory on a result ops made
 
 # -- a call ------------------------------------------------------------------------
 
@@ -99,10 +106,11 @@ class _entry:
     engine's Python object too: keys name the engine by id(), and a
     primitive keeps only oneDNN's engine, not that object."""
 
-    __slots__ = ("engine", "primitive", "pd", "facts", "dst_facts", "dst_dtype")
+    __slots__ = ("engine", "primitive", "pd", "facts", "dst_facts", "dst_dtype", "key")
 
     def __init__(self, engine: Any, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
-                 dst_dtype: Any) -> None:
+                 dst_dtype: Any, key: Any) -> None:
+        self.key = key  # its key in the cache
         self.engine = engine
         self.primitive = primitive
         self.pd = pd
@@ -127,7 +135,7 @@ def _build(p: plan, ctx: Any, key: Any) -> "_entry":
     """Descriptors, primitive descriptor and primitive of a plan (a miss)."""
     pd, descs, dst_desc = primitive_desc_of(p, ctx.engine)
     primitive = _cache.create(p.family, pd)
-    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type))
+    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type), key)
 
 
 def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
@@ -207,34 +215,55 @@ def _densify(p: plan) -> Any:
     return target
 
 
-def run(p: plan) -> Any:
-    """Execute a plan; returns the result array (``out`` or a new one)."""
+def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
+    """Execute a plan; returns the result array (``out`` or a new one).
+    `signed` is the call's (signature, arrays) from :func:`call`: the call
+    is bound to its entry for the next calls of that signature."""
     if _operands._enqueue_marker is None:
         _operands._load_pyopencl()
     target = _densify(p)
     if target is not None:
         return _copy(run(p), out=target)
-    out = p.out
     queue = queue_of(p)
     entry, ctx = cached_entry(p, queue)
+    operands = [(op.arg, i, op.name, facts)
+                for i, (op, facts) in enumerate(zip(p.operands, entry.facts))]
+    result = _launch(entry, ctx, queue, operands, [op.array for op in p.operands], p.out,
+                     p.queue_array, p.dst_arg, p.dst_dims, p.scalar_scales)
+    if signed is not None:
+        binding = _bind(p, entry, signed[1])
+        if binding is not None:
+            _cache.bind(signed[0], binding)
+    return result
+
+
+def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, int, str, Any]],
+            arrays: Sequence[Any], out: Any, first: Any, dst_arg: int,
+            dst_dims: Tuple[int, ...], scalar_scales: Sequence[Tuple[int, float]]) -> Any:
+    """Steps 3-4 of a call with its entry found: `operands` are (argument,
+    index in `arrays`, name, descriptor facts); a new result (``out`` None)
+    is made on `queue` with `first`'s allocator."""
     engine = ctx.engine
     args = {}
     deps: List[Any] = []
-    for op, facts in zip(p.operands, entry.facts):
-        memory, events = memory_of(op.array, op.name, engine, facts)
-        args[op.arg] = memory
+    for arg, index, name, facts in operands:
+        try:
+            memory, events = _as_memory(arrays[index], engine, facts)
+        except (TypeError, ValueError) as e:  # as memory_of, inline: this runs every call
+            prefix(e, f"{name}: ")
+            raise
+        args[arg] = memory
         if events:
             deps += events
     if out is None:
-        first = p.queue_array
-        out = new_array(queue, ctx.cl_context, p.dst_dims, entry.dst_dtype, first.allocator)
-        memory, _ = _as_memory(out, engine, entry.dst_facts)
+        out = new_array(queue, ctx.cl_context, dst_dims, entry.dst_dtype, first.allocator)
+        memory = _memory_on_new(out, engine, entry.dst_facts)
     else:
         memory, events = memory_of(out, "out", engine, entry.dst_facts)
         if events:
             deps += events
-    args[p.dst_arg] = memory
-    for arg, value in p.scalar_scales:
+    args[dst_arg] = memory
+    for arg, value in scalar_scales:
         args[arg] = scalar_memory(engine, value)
     if ctx.in_order and deps:
         # The queue orders events of its own (ops' markers): only the others
@@ -251,6 +280,143 @@ def run(p: plan) -> Any:
     return out
 
 
+# -- repeated calls ----------------------------------------------------------------
+#
+# What a planner does (checks, reinterpretations, descriptors, the cache key)
+# depends only on its arguments' values and, of arrays, on their shapes,
+# strides, dtypes and queues, and on which arguments are the same array: the
+# call's signature. A call with the signature of an earlier one is bound to
+# that call's cache entry and skips planning (about 4 µs of a small call);
+# what depends on the arrays themselves (memory on their storage, offsets,
+# events) is done every call. Arguments of other kinds (prepared weights,
+# array subclasses, objects of users' types) make calls that are planned
+# every time.
+
+_SCALARS = frozenset({int, float, bool, str, type(None), type})
+_NAMED: set = set()  # enum types met, keyed by member name (Enum.__hash__ is Python code)
+
+
+class _binding:
+    """What a bound call needs: the entry, which of the call's arrays is
+    which operand, ``out``'s and the queue holder's index among them."""
+
+    __slots__ = ("entry", "operands", "out", "holder", "dst_arg", "dst_dims", "scalar_scales")
+
+    def __init__(self, entry: _entry, operands: List[Tuple[int, int, str, Any]],
+                 out: Optional[int], holder: int, p: plan) -> None:
+        self.entry = entry
+        self.operands = operands
+        self.out = out        # index of out=, or None: a new result
+        self.holder = holder  # index of the array whose queue runs the call
+        self.dst_arg = p.dst_arg
+        self.dst_dims = p.dst_dims
+        self.scalar_scales = p.scalar_scales
+
+
+def signature(planner: Any, args: Sequence[Any],
+              kwargs: Dict[str, Any]) -> Optional[Tuple[Any, List[Any]]]:
+    """(signature, the arrays in it) of a call, or None if it has none.
+
+    Each value adds its part: an array its (shape, strides, dtype, queue
+    handle), or the index of the earlier argument that is the same array; a
+    number, string, None or type its type and value (1, 1.0 and True
+    differ); an enum member its type and name; a list or tuple its type and
+    length, then its items. Other values have none."""
+    key: List[Any] = [planner]
+    arrays: List[Any] = []
+    if kwargs:
+        key.append(tuple(kwargs))
+        args = tuple(args) + tuple(kwargs.values())
+    if not _sign(args, key, arrays, {}):
+        return None
+    return tuple(key), arrays
+
+
+def _sign(values: Sequence[Any], key: List[Any], arrays: List[Any], seen: Dict[int, int]) -> bool:
+    """Append the parts of `values` to `key` (and their arrays to `arrays`,
+    `seen` mapping their ids to their indexes); False if one has none.
+    (Flat: a part's first item tells its kind.)"""
+    array_type = _operands._Array
+    append = key.append
+    for value in values:
+        kind = type(value)
+        if kind is array_type:
+            index = seen.get(id(value))  # ids of arrays alive for the whole call
+            if index is not None:
+                append(index)
+            else:
+                seen[id(value)] = len(arrays)
+                arrays.append(value)
+                queue = value.queue
+                append((value.shape, value.strides, value.dtype,
+                        None if queue is None else queue.int_ptr))
+        elif kind in _SCALARS:
+            append(kind)
+            append(value)
+        elif kind in _NAMED:
+            append(kind)
+            append(value._name_)
+        elif kind is tuple or kind is list:
+            append((kind, len(value)))
+            if not _sign(value, key, arrays, seen):
+                return False
+        elif isinstance(value, enum.Enum):
+            _NAMED.add(kind)
+            append(kind)
+            append(value._name_)
+        elif isinstance(value, (np.dtype, np.generic)):
+            append(kind)
+            append(value)
+        else:
+            return False
+    return True
+
+
+def _bind(p: plan, entry: _entry, call_arrays: List[Any]) -> Optional[_binding]:
+    """A plan's binding to its call's arrays, or None when an operand is not
+    one of them (a copy made for the call)."""
+    def index(array: Any) -> Optional[int]:
+        for i, given in enumerate(call_arrays):
+            if given is array:
+                return i
+        return None
+
+    operands = []
+    for op, facts in zip(p.operands, entry.facts):
+        i = index(op.array)
+        if i is None:
+            return None
+        operands.append((op.arg, i, op.name, facts))
+    out = None if p.out is None else index(p.out)
+    holder = index(p.out if p.out is not None else p.queue_array)
+    if holder is None or (p.out is not None and out is None):
+        return None
+    return _binding(entry, operands, out, holder, p)
+
+
+def call(planner: Callable[..., plan], *args: Any, **kwargs: Any) -> Any:
+    """Plan and run ``planner(*args, **kwargs)``, or run the binding of an
+    earlier call of the same signature."""
+    if _operands._Array is None:
+        _operands._load_pyopencl()
+    signed = signature(planner, args, kwargs)
+    if signed is not None:
+        binding = _cache.bound.get(signed[0])
+        if binding is not None:
+            arrays = signed[1]
+            holder = arrays[binding.holder]
+            queue = holder.queue
+            ctx = _context.of_queue(queue)
+            entry = binding.entry
+            # (a stream remade for the queue is on the same engine while the
+            # entry holds it; touch fails if the entry left the cache)
+            if ctx.engine is entry.engine and _cache.touch(entry.key):
+                return _launch(entry, ctx, queue, binding.operands, arrays,
+                               None if binding.out is None else arrays[binding.out], holder,
+                               binding.dst_arg, binding.dst_dims, binding.scalar_scales)
+    return run(planner(*args, **kwargs), signed)
+
+
 if TYPE_CHECKING:
     from typing import ParamSpec
 
@@ -263,11 +429,11 @@ def operation(planner: "Callable[P, plan]") -> "Callable[P, Any]":
     ops.prepare_weights and functions built on others)."""
 
     @functools.wraps(planner)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return run(planner(*args, **kwargs))
+    def function(*args: Any, **kwargs: Any) -> Any:
+        return call(planner, *args, **kwargs)
 
-    call.plan = planner  # type: ignore[attr-defined]
-    return call
+    function.plan = planner  # type: ignore[attr-defined]
+    return function
 
 
 def planner_of(function: Any) -> Optional[Callable[..., plan]]:
