@@ -918,6 +918,26 @@ def test_repeated_calls_skip_planning_and_run_on_their_own_arrays(queue, monkeyp
     assert ops.cache_info()["hits"] == 2 and ops.cache_info()["misses"] == 1
 
 
+def test_arrays_shared_again_make_no_new_memory(queue, monkeypatch):
+    """Memory on an array is made once (dnnl.arrays.as_memory keeps it on
+    the array), a result's when ops makes the result: chained calls on the
+    same arrays make none."""
+    x_values = np.arange(-8, 8, dtype=np.float64).reshape(4, 4)
+    x = dev(queue, x_values)
+    y = ops.relu(x)
+    made = []
+    make_memory = dnnl._core.ocl_interop.make_memory
+    monkeypatch.setattr(dnnl._core.ocl_interop, "make_memory",
+                        lambda *args: made.append(args) or make_memory(*args))
+    ops.relu(y, out=y)
+    ops.add(y, x, out=y)
+    assert made == []
+    z = ops.relu(x)  # a new result: memory made on it, once
+    assert len(made) == 1
+    close(host(y), np.maximum(x_values, 0) + x_values)
+    close(host(z), np.maximum(x_values, 0))
+
+
 def test_a_signature_tells_values_and_arrays_apart(queue):
     """What a bound call may not confuse: 1 and True (relu takes one, refuses
     the other), the same array twice and two arrays of one layout, strides."""

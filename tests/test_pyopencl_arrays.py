@@ -123,7 +123,7 @@ def test_as_memory_is_made_once_per_array_engine_and_desc(engine, cl_device, cl_
     flat = dnnl.memory.desc([8], DT.f32, TAG.a)
     with_desc = arrays.as_memory(a, engine, flat).memory
     assert with_desc is not first
-    # descriptors are told apart by value (their blobs), not by object
+    # plain descriptors are told apart by value (dims, type, strides), not by object
     assert arrays.as_memory(a, engine, dnnl.memory.desc([8], DT.f32, TAG.a)).memory is with_desc
     square = dnnl.memory.desc([2, 4], DT.f32, TAG.ab)
     assert arrays.as_memory(a, engine, square).memory.get_desc() == square

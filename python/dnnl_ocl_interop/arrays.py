@@ -246,12 +246,25 @@ class _facts(NamedTuple):
     dtype: Any  #: the NumPy dtype holding its elements, or None
     submemory_offset: int
     extent: int  #: bytes it addresses from the start of its storage
-    blob: bytes  #: the descriptor's bytes (desc.get_blob()): equal descriptors, equal blobs
+    key: Any  #: equal for equal descriptors (see _desc_key)
 
 
 def _desc_facts(desc) -> _facts:
     return _facts(desc, _core.memory.numpy_dtype(desc.get_data_type()),
-                  desc.get_submemory_offset(), _desc_extent(desc), desc.get_blob())
+                  desc.get_submemory_offset(), _desc_extent(desc), _desc_key(desc))
+
+
+def _desc_key(desc):
+    """A value naming a descriptor among the memories kept on an array: a
+    plain layout by its dims, data type, strides, padded dims, size and
+    offset; any other by its bytes (``get_blob``), which include the
+    struct's uninitialized padding, so that two equal descriptors may get
+    two keys (a second memory, never a wrong one)."""
+    if desc.get_format_kind() == _core.memory.format_kind.blocked and not desc.get_inner_nblks():
+        return ("plain", tuple(desc.get_dims()), desc.get_data_type()._name_,
+                tuple(desc.get_strides()), tuple(desc.get_padded_dims()), desc.get_size(),
+                desc.get_submemory_offset())
+    return ("bytes", desc.get_blob())
 
 
 #: How many memory objects (engines × descriptors) :func:`as_memory` keeps on
@@ -317,7 +330,7 @@ def _memory_on_new(array, engine, facts: _facts):
 def _memory_key(engine, facts: Optional[_facts]):
     """The key of a memory on an array: its engine and descriptor (None: the
     array's own layout)."""
-    return (id(engine), None if facts is None else facts.blob)
+    return (id(engine), None if facts is None else facts.key)
 
 
 def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
