@@ -480,9 +480,11 @@ def large_matmul(engine, stream, size):
     return run_matmul, lambda: dnnl.arrays.read(mm_args[dnnl.ARG_DST])
 
 
-def network_row(engine, stream):
-    """Convolution, ReLU, max pooling and inner product, as baseline.cpp runs
-    them, on pattern() inputs: (median µs, digest of the output)."""
+def network_steps(engine, memories):
+    """The small network's four primitives on `engine` as (primitive,
+    {argument: memory}) steps, with memories from `memories(descs)`, which
+    gets {"x", "conv_w", "conv_b", "fc_w", "fc_b", "y1", "y2", "y3": desc}
+    and returns {name: dnnl.memory} (the first five filled with pattern())."""
     f32, fi = dnnl.memory.data_type.f32, dnnl.prop_kind.forward_inference
     tags = {1: dnnl.memory.format_tag.a, 2: dnnl.memory.format_tag.nc, 4: dnnl.memory.format_tag.nchw}
 
@@ -490,24 +492,37 @@ def network_row(engine, stream):
         return dnnl.memory.desc(dims, f32, tags[len(dims)])
 
     n, ic, oc, hw, classes = 8, 3, 16, 32, 10
-    src, conv_w, conv_b = plain([n, ic, hw, hw]), plain([oc, ic, 3, 3]), plain([oc])
-    conv_dst, pool_dst = plain([n, oc, hw, hw]), plain([n, oc, hw // 2, hw // 2])
-    fc_w, fc_b, fc_dst = plain([classes, oc, hw // 2, hw // 2]), plain([classes]), plain([n, classes])
+    d = {"x": plain([n, ic, hw, hw]), "conv_w": plain([oc, ic, 3, 3]), "conv_b": plain([oc]),
+         "fc_w": plain([classes, oc, hw // 2, hw // 2]), "fc_b": plain([classes]),
+         "y1": plain([n, oc, hw, hw]), "y2": plain([n, oc, hw // 2, hw // 2]), "y3": plain([n, classes])}
     alg = dnnl.algorithm
     conv = dnnl.convolution_forward(dnnl.convolution_forward.primitive_desc(
-        engine, fi, alg.convolution_direct, src, conv_w, conv_b, conv_dst, [1, 1], [1, 1], [1, 1]))
+        engine, fi, alg.convolution_direct, d["x"], d["conv_w"], d["conv_b"], d["y1"], [1, 1], [1, 1], [1, 1]))
     relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(engine, fi, alg.eltwise_relu,
-                                                                    conv_dst, conv_dst))
+                                                                    d["y1"], d["y1"]))
     pool = dnnl.pooling_forward(dnnl.pooling_forward.primitive_desc(
-        engine, fi, alg.pooling_max, conv_dst, pool_dst, [2, 2], [2, 2], [0, 0], [0, 0], [0, 0]))
-    fc = dnnl.inner_product_forward(dnnl.inner_product_forward.primitive_desc(engine, fi, pool_dst, fc_w,
-                                                                            fc_b, fc_dst))
-    x, cw, cb, fw, fb = (filled_memory(d, engine) for d in (src, conv_w, conv_b, fc_w, fc_b))
-    y1, y2, y3 = dnnl.memory(conv_dst, engine), dnnl.memory(pool_dst, engine), dnnl.memory(fc_dst, engine)
+        engine, fi, alg.pooling_max, d["y1"], d["y2"], [2, 2], [2, 2], [0, 0], [0, 0], [0, 0]))
+    fc = dnnl.inner_product_forward(dnnl.inner_product_forward.primitive_desc(
+        engine, fi, d["y2"], d["fc_w"], d["fc_b"], d["y3"]))
+    m = memories(d)
     A = dnnl
-    steps = [(conv, {A.ARG_SRC: x, A.ARG_WEIGHTS: cw, A.ARG_BIAS: cb, A.ARG_DST: y1}),
-             (relu, {A.ARG_SRC: y1, A.ARG_DST: y1}), (pool, {A.ARG_SRC: y1, A.ARG_DST: y2}),
-             (fc, {A.ARG_SRC: y2, A.ARG_WEIGHTS: fw, A.ARG_BIAS: fb, A.ARG_DST: y3})]
+    return [(conv, {A.ARG_SRC: m["x"], A.ARG_WEIGHTS: m["conv_w"], A.ARG_BIAS: m["conv_b"], A.ARG_DST: m["y1"]}),
+            (relu, {A.ARG_SRC: m["y1"], A.ARG_DST: m["y1"]}), (pool, {A.ARG_SRC: m["y1"], A.ARG_DST: m["y2"]}),
+            (fc, {A.ARG_SRC: m["y2"], A.ARG_WEIGHTS: m["fc_w"], A.ARG_BIAS: m["fc_b"], A.ARG_DST: m["y3"]})]
+
+
+def network_memories(engine):
+    """network_steps' memories allocated by oneDNN (as C++ allocates them)."""
+    def memories(descs):
+        return {name: filled_memory(desc, engine) if name[0] != "y" else dnnl.memory(desc, engine)
+                for name, desc in descs.items()}
+    return memories
+
+
+def network_row(engine, stream):
+    """Convolution, ReLU, max pooling and inner product, as baseline.cpp runs
+    them, on pattern() inputs: (median µs, digest of the output)."""
+    steps = network_steps(engine, network_memories(engine))
 
     def run_network():
         for prim, args in steps:
@@ -516,7 +531,7 @@ def network_row(engine, stream):
 
     for _ in range(3):
         run_network()
-    return median_us(15, 1, run_network), digest(dnnl.arrays.read(y3))
+    return median_us(15, 1, run_network), digest(dnnl.arrays.read(steps[-1][1][dnnl.ARG_DST]))
 
 
 def ops_network_row(queue):
@@ -993,8 +1008,13 @@ def measure_rounds(args):
         cpp, rows, notes = {}, {}, {}
         if args.only in (None, FRESH_COLD_ROW):
             if args.only is None:
-                cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
+                # Each side runs first in every other round: neither gets the
+                # machine's state after the other's work every time.
+                if round_index % 2 == 0:
+                    cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
                 rows, notes, digests = python_rows(args.iterations, args.warmup, args.matmul_size)
+                if round_index % 2 == 1:
+                    cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
                 check_outputs("C++", cpp_digests, expected)
                 check_outputs("Python", digests, expected)
             else:
