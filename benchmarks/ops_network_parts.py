@@ -75,11 +75,7 @@ def network_ways(queue):
         queue.finish()
 
     def ops_new():
-        y = ops.convolution(x, cw, cb, padding=1)
-        y = ops.relu(y, out=y)
-        y = ops.max_pool(y, 2)
-        result[:] = [ops.inner_product(y, fw, fb)]
-        queue.finish()
+        result[:] = [run.ops_network(queue, x, cw, cb, fw, fb)]
 
     last = mirrored[-1][1][dnnl.ARG_DST]
     return {"mirrored": (steps_way(mirrored, False), lambda: dnnl.arrays.read(last)),
