@@ -994,6 +994,51 @@ def test_threads_share_the_cache(cl_context, cl_device):
     assert info["size"] == 2 and info["hits"] + info["misses"] == 80
 
 
+def test_a_bound_call_whose_entry_left_the_cache_is_planned_again(queue, monkeypatch):
+    """Another thread may evict an entry between a call finding its binding
+    and using it: the call is then planned again (a miss), not run on a
+    primitive the cache no longer holds. Simulated by clearing the cache
+    where the bound call looks its stream up."""
+    from dnnl_ocl_interop.ops import _context
+
+    x_values = np.arange(-6, 6, dtype=np.float64)
+    x = dev(queue, x_values)
+    ops.relu(x)
+    of_queue = _context.of_queue
+
+    def evicting_of_queue(q):
+        ops.clear_cache()  # "another thread" empties the cache now
+        return of_queue(q)
+
+    monkeypatch.setattr(_context, "of_queue", evicting_of_queue)
+    y = ops.relu(x)
+    monkeypatch.setattr(_context, "of_queue", of_queue)
+    close(host(y), np.maximum(x_values, 0))
+    assert ops.cache_info()["misses"] == 1 and ops.cache_info()["hits"] == 0
+
+
+def test_bound_calls_from_threads_while_entries_are_evicted(cl_context, cl_device):
+    """Four threads repeat calls of five signatures through a cache of two
+    entries: bindings are dropped and made again under them all the time
+    (a bound call whose entry was evicted meanwhile is planned again).
+    Every result is right, and every call is a hit or a miss."""
+    ops.set_cache_capacity(2)
+    rng = np.random.default_rng(53)
+    x = rand(rng, (4, 6))
+
+    def work(t):
+        q = cl.CommandQueue(cl_context, cl_device)
+        dx = dev(q, x)
+        for i in range(25):
+            slope = float(i % 5) / 4
+            close(host(ops.relu(dx, slope)), np.where(x > 0, x, x * slope))
+
+    run_in_threads(work, [(t,) for t in range(4)])
+    info = ops.cache_info()
+    assert info["hits"] + info["misses"] == 100 and info["size"] <= 2
+    assert info["evictions"] > 0
+
+
 def test_primitives_outlive_their_queues(cl_context, cl_device):
     """Queues come and go (their streams are dropped): cached primitives stay
     right for the next queue of the context."""
