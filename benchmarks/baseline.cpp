@@ -159,33 +159,45 @@ std::vector<float> read_usm(cl_command_queue queue, const void *ptr, size_t byte
 // the calls, ending with a wait on its own stream), released together:
 // `repeats` samples of the wall time per call, `calls` calls in all, from
 // the first thread's start of work to the last one's end (each thread reads
-// the clock itself, as run.py's threaded_us: waking and joining threads is
-// the harness's cost, not the calls').
+// the clock itself). The threads are made once and run one untimed round
+// first, as run.py's threaded_us: threads at work are measured, not a
+// thread's first calls nor waking and joining threads.
 samples_t threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work) {
     using clock = std::chrono::steady_clock;
-    samples_t samples;
-    for (int r = 0; r < repeats; ++r) {
-        std::mutex m;
-        std::condition_variable cv;
-        bool go = false;
-        std::vector<std::pair<clock::time_point, clock::time_point>> spans(threads);
-        std::vector<std::thread> pool;
-        for (int t = 0; t < threads; ++t)
-            pool.emplace_back([&, t] {
+    std::mutex m;
+    std::condition_variable cv;
+    int round = 0, running = 0; // the round the threads are released for, threads still in it
+    bool stop = false;
+    std::vector<std::pair<clock::time_point, clock::time_point>> spans(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+            for (int done = 0;; ++done) {
                 {
                     std::unique_lock<std::mutex> lock(m);
-                    cv.wait(lock, [&] { return go; });
+                    cv.wait(lock, [&] { return stop || round > done; });
+                    if (stop) return;
                 }
                 auto start = clock::now();
                 work(t);
                 spans[t] = {start, clock::now()};
-            });
+                std::lock_guard<std::mutex> lock(m);
+                if (--running == 0) cv.notify_all();
+            }
+        });
+    samples_t samples;
+    for (int r = 0; r <= repeats; ++r) { // round 0: untimed
         {
             std::lock_guard<std::mutex> lock(m);
-            go = true;
+            running = threads;
+            ++round;
         }
         cv.notify_all();
-        for (auto &th : pool) th.join();
+        {
+            std::unique_lock<std::mutex> lock(m);
+            cv.wait(lock, [&] { return running == 0; });
+        }
+        if (r == 0) continue;
         auto first = spans[0].first, last = spans[0].second;
         for (auto &span : spans) {
             first = std::min(first, span.first);
@@ -193,6 +205,12 @@ samples_t threaded_us(int threads, int calls, int repeats, const std::function<v
         }
         samples.push_back(std::chrono::duration<double, std::micro>(last - first).count() / calls);
     }
+    {
+        std::lock_guard<std::mutex> lock(m);
+        stop = true;
+    }
+    cv.notify_all();
+    for (auto &th : pool) th.join();
     return samples;
 }
 
@@ -473,7 +491,7 @@ samples_t graph_threads_us(attention_partition &work, int n, int calls, int repe
     partitions(0);
     usage_meter meter;
     samples_t us = threaded_us(n, n * calls, repeats, partitions);
-    if (usage) *usage = meter.per_call(double(n) * calls * repeats);
+    if (usage) *usage = meter.per_call(double(n) * calls * (repeats + 1)); // threaded_us's untimed round too
     if (last_output)
         *last_output = read_usm(queues.back(), outs.back()[0].get_data_handle(),
                 outs.back()[0].get_logical_tensor().get_mem_size());

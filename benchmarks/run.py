@@ -729,28 +729,41 @@ def threaded_us(threads, calls, repeats, work):
     the calls, ending with a wait on its own stream), released together:
     median over `repeats` of the wall time per call, `calls` in all, from
     the first thread's start of work to the last one's end (each thread
-    reads the clock itself: waking threads and joining them is the
-    harness's cost, 45 µs a sample for one Python thread, 200 µs for four,
-    not the calls')."""
-    samples = []
-    for _ in range(repeats):
-        gate = threading.Barrier(threads + 1)
-        spans = [None] * threads
+    reads the clock itself). The threads are made once and run one untimed
+    round first, as baseline.cpp's: what is measured is threads at work, not
+    a thread's first calls (a new thread's first graph execute costs 60 µs
+    more than later ones in Python, 20 µs in C++: docs/benchmarks.md), nor
+    waking and joining threads."""
+    start_gate, end_gate = threading.Barrier(threads + 1), threading.Barrier(threads + 1)
+    spans = [None] * threads
+    stop = []
 
-        def body(t, gate=gate, spans=spans):
-            gate.wait()
+    def body(t):
+        while True:
+            start_gate.wait()
+            if stop:
+                return
             start = time.perf_counter_ns()
             work(t)
             spans[t] = (start, time.perf_counter_ns())
+            end_gate.wait()
 
-        pool = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
-        for th in pool:
-            th.start()
-        gate.wait()
+    pool = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    samples = []
+    try:
+        for sample in range(repeats + 1):  # the first: untimed
+            start_gate.wait()
+            end_gate.wait()
+            if sample:
+                first, last = min(s for s, _ in spans), max(e for _, e in spans)
+                samples.append((last - first) / 1e3 / calls)
+    finally:
+        stop.append(True)
+        start_gate.wait()
         for th in pool:
             th.join()
-        first, last = min(s for s, _ in spans), max(e for _, e in spans)
-        samples.append((last - first) / 1e3 / calls)
     return median_of(samples)
 
 
