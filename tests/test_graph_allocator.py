@@ -533,6 +533,51 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
 
 
 @pytest.mark.timeout(300)
+def test_default_caching_pool_reuses_a_block_only_on_the_queue_that_freed_it(
+        partition, data, cl_device):
+    """With the default pool (reuse without an event) on two in-order queues
+    of one engine, a block an execute on one queue freed is not handed to an
+    execute on the other while the first queue's kernel that uses it waits
+    behind a closed gate: each queue gets blocks of its own, and the results
+    are right."""
+    pool = g.allocators.caching_pool()
+    context = cl.Context([cl_device])
+    queues = [cl.CommandQueue(context, cl_device) for _ in range(2)]
+    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
+    streams = [oi.make_stream(engine, q) for q in queues]
+    compiled = compile_partition(partition, engine)
+    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
+    try:
+        tensors = [b.tensors(partition, engine) for b in buffers]
+        for _ in range(2):  # warm: a block of queue 1 in the cache
+            goi.execute(compiled, streams[1], *tensors[1])
+        streams[1].wait()
+        assert pool.misses == 1
+        gate = _Gate(context)
+        try:
+            goi.execute(compiled, streams[0], *tensors[0], deps=[gate.event])
+            assert pool.misses == 2, "queue 0's execute was given queue 1's block"
+            hits = pool.hits
+            for _ in range(5):
+                goi.execute(compiled, streams[1], *tensors[1])
+            streams[1].wait()  # queue 1 is not held up by queue 0's gate
+            assert pool.misses == 2 and pool.hits == hits + 5, \
+                "queue 1's executes were given the block queue 0's pending kernel uses"
+            assert not gate.blocked
+        finally:
+            gate.open()
+        streams[0].wait()
+        for b in buffers:
+            _check(b.result(), data)
+    finally:
+        for q in queues:
+            q.finish()
+        del tensors
+        for b in buffers:
+            b.free()
+
+
+@pytest.mark.timeout(300)
 def test_caching_pool_reuses_at_once_on_one_in_order_queue(partition, data, cl_device):
     """The default pool on one in-order queue hands a block out again while
     the kernel that used it is still pending (behind a gate): the queue's

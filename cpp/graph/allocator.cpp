@@ -206,6 +206,7 @@ void *unexpected_malloc(size_t size, size_t alignment, cl_device_id device, cl_c
 }
 
 cl_event end_of_call_marker(unsigned long long allocated_in);
+cl_command_queue in_order_queue_of_call();
 
 // A caching pool's malloc: no GIL, no Python, unless it fails (then the
 // failure is recorded as a MemoryError or RuntimeError and the binding's
@@ -214,14 +215,15 @@ void *pool_allocate(const std::shared_ptr<state> &s, size_t size, size_t alignme
         cl_device_id device, cl_context context) {
     std::string error;
     bool exhausted = false;
-    void *ptr = s->pool->malloc(size, alignment, device, context, error, exhausted);
+    void *ptr = s->pool->malloc(size, alignment, device, context, in_order_queue_of_call(), error,
+            exhausted);
     if (ptr && add_live(context, ptr, s, false)) {
         trace_mark("malloc: return to oneDNN");
         return ptr;
     }
     py::gil_scoped_acquire gil;
     if (ptr) { // cannot happen: the pool hands out only what it holds
-        s->pool->free(ptr, context, nullptr, false);
+        s->pool->free(ptr, context, nullptr, false, nullptr);
         error = "the pool handed out a pointer oneDNN holds already";
     }
     record("the caching pool's malloc failed",
@@ -324,7 +326,8 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     }
     if (entry.owner->pool) { // a caching pool: no GIL, no Python
         bool marker = !event && entry.owner->in_order_events;
-        entry.owner->pool->free(buf, context, marker ? end_of_call_marker(entry.call) : event, marker);
+        entry.owner->pool->free(buf, context, marker ? end_of_call_marker(entry.call) : event, marker,
+                in_order_queue_of_call());
         trace_mark("free: return to oneDNN");
         return;
     }
@@ -346,6 +349,13 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     }
     entry.owner.reset(); // may be the last reference: under the GIL
     trace_mark("free: return to oneDNN");
+}
+
+// The in-order queue of the execute running on this thread, if any.
+cl_command_queue in_order_queue_of_call() {
+    if (!current_scope || !current_scope->stream || current_scope->stream->out_of_order)
+        return nullptr;
+    return dnnl::ocl_interop::get_command_queue(current_scope->stream->stream);
 }
 
 // For an allocator with in_order_events, freeing without an event: a marker

@@ -37,6 +37,11 @@ bool caching_pool::done(block &b) {
     return true;
 }
 
+bool caching_pool::reusable(block &b, cl_command_queue queue) {
+    if (!b.event && b.queue) return b.queue == queue; // that queue's order protects it
+    return done(b);
+}
+
 bool caching_pool::make_room(size_t size_class, std::string &error) {
     size_t held = counters_.live_bytes;
     for (auto &entry : cache_) held += entry.first * entry.second.size();
@@ -61,7 +66,7 @@ bool caching_pool::make_room(size_t size_class, std::string &error) {
 }
 
 void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
-        cl_context context, std::string &error, bool &exhausted) {
+        cl_context context, cl_command_queue queue, std::string &error, bool &exhausted) {
     const size_t size_class = (std::max<size_t>(size, 1) + granularity_ - 1) / granularity_ * granularity_;
     auto record = [&](void *ptr) { // mutex_ held
         sizes_[ptr] = size_class;
@@ -77,7 +82,7 @@ void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
             for (auto it = blocks.begin(); it != blocks.end(); ++it)
                 if (it->context == context
                         && (alignment <= 1 || reinterpret_cast<uintptr_t>(it->ptr) % alignment == 0)
-                        && done(*it)) {
+                        && reusable(*it, queue)) {
                     void *ptr = it->ptr;
                     blocks.erase(it);
                     ++counters_.hits;
@@ -118,7 +123,8 @@ void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
     return ptr;
 }
 
-void caching_pool::free(void *ptr, cl_context context, cl_event event, bool owned) {
+void caching_pool::free(
+        void *ptr, cl_context context, cl_event event, bool owned, cl_command_queue queue) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sizes_.find(ptr);
@@ -132,7 +138,7 @@ void caching_pool::free(void *ptr, cl_context context, cl_event event, bool owne
         counters_.live_bytes -= size_class;
         if (event || reuse_without_event_) {
             if (event && !owned) clRetainEvent(event);
-            cache_[size_class].push_back({ptr, event, context});
+            cache_[size_class].push_back({ptr, event, context, event ? nullptr : queue});
             return;
         }
     }

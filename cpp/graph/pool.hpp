@@ -9,9 +9,12 @@
 // malloc takes the oldest block of the class and context, aligned as asked,
 // whose event has completed (a status query, never a wait), else allocates
 // from the driver. A block freed without an event is reused at once with
-// `reuse_without_event` (one in-order queue per engine), else freed at once
-// with a blocking free (the allocator asks for marker events on in-order
-// executes then, so only frees outside executes come without one).
+// `reuse_without_event`, else freed at once with a blocking free (the
+// allocator asks for marker events on in-order executes then, so only frees
+// outside executes come without one). A block an execute on an in-order
+// queue freed without an event is reused only by an execute on that queue,
+// whose order runs the new user after the old: with several in-order queues
+// on one engine, another queue gets a block of its own.
 #pragma once
 
 #include <cstddef>
@@ -40,12 +43,15 @@ public:
     // A block of at least `size` bytes of `context`, aligned to `alignment`;
     // nullptr with `error` set when it cannot (`exhausted`: the limit or the
     // device has no room, what Python calls a MemoryError).
+    // `queue`: the in-order queue of the execute asking, if any.
     void *malloc(size_t size, size_t alignment, cl_device_id device, cl_context context,
-            std::string &error, bool &exhausted);
+            cl_command_queue queue, std::string &error, bool &exhausted);
     // Takes back a block malloc handed out, with the event its last users
     // complete (null: none); `owned`: the pool takes the caller's reference
-    // to the event, else it retains its own.
-    void free(void *ptr, cl_context context, cl_event event, bool owned);
+    // to the event, else it retains its own. `queue`: the in-order queue of
+    // the execute freeing it, if any (a block freed there without an event
+    // is reused by that queue's executes only).
+    void free(void *ptr, cl_context context, cl_event event, bool owned, cl_command_queue queue);
     // Frees every cached block now, waiting for its event.
     void release();
 
@@ -64,8 +70,11 @@ private:
         void *ptr;
         cl_event event;
         cl_context context;
+        cl_command_queue queue; // without an event: the in-order queue whose work may use it
     };
     static bool done(block &b); // event completed (forgotten then); no wait
+    // Whether `b` may go to a malloc from `queue` (mutex_ held).
+    static bool reusable(block &b, cl_command_queue queue);
     // Frees ready cached blocks until `size_class` more bytes fit under the
     // limit (mutex_ held); false when they cannot.
     bool make_room(size_t size_class, std::string &error);

@@ -110,13 +110,14 @@ class caching_pool:
     pool take neither the GIL nor any Python call.
 
     oneDNN passes no event on an in-order stream. With
-    ``reuse_without_event`` (the default) such a block is reused at once:
-    correct when every stream on the engine is one in-order queue, whose
-    order protects the memory. Without it, the pool's allocator asks for an
-    event there (``in_order_events``: a marker enqueued on the stream's queue
-    after the execute's work), so memory is reused on any queue only once
-    that work is done; memory freed without an event outside an execute (a
-    dropped tensor) is freed with a blocking USM free.
+    ``reuse_without_event`` (the default) such a block is reused at once by
+    later executes on the same queue, whose order protects the memory;
+    executes on other queues of the engine get blocks of their own. Without
+    it, the pool's allocator asks for an event there (``in_order_events``: a
+    marker enqueued on the stream's queue after the execute's work), so
+    memory is reused on any queue only once that work is done; memory freed
+    without an event outside an execute (a dropped tensor) is freed with a
+    blocking USM free.
 
     ``release()`` frees the cached blocks now; they are freed anyway once the
     pool and the engines using it are gone. ``stats`` counts memory handed
