@@ -19,6 +19,7 @@ Results are compared with NumPy.
 """
 
 import collections
+import contextlib
 import gc
 import threading
 import time
@@ -470,6 +471,27 @@ class _Gate:
             self.event.set_status(cl.command_execution_status.COMPLETE)
 
 
+@contextlib.contextmanager
+def _two_queues(partition, data, cl_device, pool, properties=0):
+    """A new context with two queues (of `properties`) on one engine with
+    `pool`'s allocator: yields (context, queues, engine, streams, compiled partition,
+    user buffers for each queue's executes); at the end the queues are
+    finished and the buffers freed."""
+    context = cl.Context([cl_device])
+    queues = [cl.CommandQueue(context, cl_device, properties=properties) for _ in range(2)]
+    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
+    streams = [oi.make_stream(engine, q) for q in queues]
+    compiled = compile_partition(partition, engine)
+    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
+    try:
+        yield context, queues, engine, streams, compiled, buffers
+    finally:
+        for q in queues:
+            q.finish()
+        for b in buffers:
+            b.free()
+
+
 @pytest.mark.test_hooks
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("mode", ["out-of-order", "in-order, two queues"])
@@ -481,14 +503,8 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
     (default pool); in order on two queues: the marker event the pool asks
     for (reuse_without_event=False)."""
     pool = g.allocators.caching_pool(reuse_without_event=mode == "out-of-order")
-    context = cl.Context([cl_device])
-    props = OOO if mode == "out-of-order" else 0
-    queues = [cl.CommandQueue(context, cl_device, properties=props) for _ in range(2)]
-    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
-    streams = [oi.make_stream(engine, q) for q in queues]
-    compiled = compile_partition(partition, engine)
-    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
-    try:
+    with _two_queues(partition, data, cl_device, pool, OOO if mode == "out-of-order" else 0) as (
+            context, queues, engine, streams, compiled, buffers):
         tensors = [b.tensors(partition, engine) for b in buffers]
         for _ in range(2):  # warm: a block in the cache
             goi.execute(compiled, streams[1], *tensors[1])
@@ -524,12 +540,6 @@ def test_caching_pool_never_hands_out_a_block_a_pending_kernel_uses(mode, partit
             goi.execute(compiled, streams[0], *tensors[0])
             streams[0].wait()
         assert pool.misses == misses + 1
-    finally:
-        for q in queues:
-            q.finish()
-        del tensors
-        for b in buffers:
-            b.free()
 
 
 @pytest.mark.timeout(300)
@@ -541,13 +551,8 @@ def test_default_caching_pool_reuses_a_block_only_on_the_queue_that_freed_it(
     behind a closed gate: each queue gets blocks of its own, and the results
     are right."""
     pool = g.allocators.caching_pool()
-    context = cl.Context([cl_device])
-    queues = [cl.CommandQueue(context, cl_device) for _ in range(2)]
-    engine = goi.make_engine_with_allocator(cl_device, context, pool.allocator)
-    streams = [oi.make_stream(engine, q) for q in queues]
-    compiled = compile_partition(partition, engine)
-    buffers = [_UserBuffers(context, cl_device, queues[0], data) for _ in range(2)]
-    try:
+    with _two_queues(partition, data, cl_device, pool) as (
+            context, queues, engine, streams, compiled, buffers):
         tensors = [b.tensors(partition, engine) for b in buffers]
         for _ in range(2):  # warm: a block of queue 1 in the cache
             goi.execute(compiled, streams[1], *tensors[1])
@@ -569,12 +574,6 @@ def test_default_caching_pool_reuses_a_block_only_on_the_queue_that_freed_it(
         streams[0].wait()
         for b in buffers:
             _check(b.result(), data)
-    finally:
-        for q in queues:
-            q.finish()
-        del tensors
-        for b in buffers:
-            b.free()
 
 
 @pytest.mark.timeout(300)
