@@ -326,8 +326,9 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     }
     if (entry.owner->pool) { // a caching pool: no GIL, no Python
         bool marker = !event && entry.owner->in_order_events;
-        entry.owner->pool->free(buf, context, marker ? end_of_call_marker(entry.call) : event, marker,
-                in_order_queue_of_call());
+        cl_event done = marker ? end_of_call_marker(entry.call) : event;
+        // (the queue matters only for a block freed without an event)
+        entry.owner->pool->free(buf, context, done, marker, done ? nullptr : in_order_queue_of_call());
         trace_mark("free: return to oneDNN");
         return;
     }
@@ -363,10 +364,9 @@ cl_command_queue in_order_queue_of_call() {
 // thread, when that execute allocated the memory (so only its work, all
 // enqueued on that queue by now, can still use it); else null.
 cl_event end_of_call_marker(unsigned long long allocated_in) {
-    if (!current_scope || !current_scope->stream || current_scope->serial != allocated_in
-            || current_scope->stream->out_of_order)
-        return nullptr;
-    cl_command_queue queue = dnnl::ocl_interop::get_command_queue(current_scope->stream->stream);
+    if (!current_scope || current_scope->serial != allocated_in) return nullptr;
+    cl_command_queue queue = in_order_queue_of_call();
+    if (!queue) return nullptr;
     cl_event marker = nullptr;
     if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS) return nullptr;
     return marker; // null as oneDNN passed: the allocator's rule for no event holds

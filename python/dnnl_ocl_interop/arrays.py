@@ -70,9 +70,14 @@ def data_type(dtype, bf16_bits: bool = False) -> "_core.memory.data_type":
     return found
 
 
+def _is_plain(desc) -> bool:
+    """Whether a descriptor is a plain strided layout (blocked, no inner blocks)."""
+    return desc.get_format_kind() == _core.memory.format_kind.blocked and not desc.get_inner_nblks()
+
+
 def _plain_dims(memory) -> list:
     desc = memory.get_desc()
-    if desc.get_format_kind() != _core.memory.format_kind.blocked or desc.get_inner_nblks():
+    if not _is_plain(desc):
         raise invalid_argument("the memory has a blocked layout: reorder it to a plain "
                          "layout (e.g. with dnnl.reorder) to move data in or out")
     return desc.get_dims()
@@ -188,7 +193,7 @@ def _desc_extent(desc) -> int:
     """Bytes a descriptor addresses from the start of its storage: its
     elements' span for plain layouts (get_size() may count more), all of
     get_size() for blocked ones."""
-    if desc.get_format_kind() == _core.memory.format_kind.blocked and not desc.get_inner_nblks():
+    if _is_plain(desc):
         item = _core.memory.data_type_size(desc.get_data_type())
         return _view_extent(desc.get_dims(), [s * item for s in desc.get_strides()], item)
     return desc.get_size()
@@ -260,7 +265,7 @@ def _desc_key(desc):
     offset; any other by its bytes (``get_blob``), which include the
     struct's uninitialized padding, so that two equal descriptors may get
     two keys (a second memory, never a wrong one)."""
-    if desc.get_format_kind() == _core.memory.format_kind.blocked and not desc.get_inner_nblks():
+    if _is_plain(desc):
         return ("plain", tuple(desc.get_dims()), desc.get_data_type()._name_,
                 tuple(desc.get_strides()), tuple(desc.get_padded_dims()), desc.get_size(),
                 desc.get_submemory_offset())
