@@ -641,28 +641,25 @@ cl_kernel CL_API_CALL clone_kernel(cl_kernel source, cl_int *errcode_ret) {
 // the last reference to a program.
 std::recursive_mutex compiler_mutex;
 
-template <typename Info, typename Handle>
-bool last_reference(Info info, Handle handle, cl_uint query) {
+// `release(handle)`, under compiler_mutex when it drops the last reference
+// (`info`'s reference count `query` is 1).
+template <typename Info, typename Release, typename Handle>
+cl_int release_serialized(Info info, Release release, Handle handle, cl_uint query) {
     cl_uint refs = 0;
-    return info(handle, query, sizeof(refs), &refs, nullptr) == CL_SUCCESS && refs == 1;
-}
-
-cl_int release_program_serialized(cl_program program) {
-    if (!last_reference(target.clGetProgramInfo, program, CL_PROGRAM_REFERENCE_COUNT))
-        return target.clReleaseProgram(program);
+    if (info(handle, query, sizeof(refs), &refs, nullptr) != CL_SUCCESS || refs != 1)
+        return release(handle);
     std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
-    return target.clReleaseProgram(program);
+    return release(handle);
 }
 
 cl_int CL_API_CALL release_program(cl_program program) {
-    return release_program_serialized(program);
+    return release_serialized(target.clGetProgramInfo, target.clReleaseProgram, program,
+            CL_PROGRAM_REFERENCE_COUNT);
 }
 
 cl_int CL_API_CALL release_context(cl_context context) {
-    if (!last_reference(target.clGetContextInfo, context, CL_CONTEXT_REFERENCE_COUNT))
-        return target.clReleaseContext(context);
-    std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
-    return target.clReleaseContext(context);
+    return release_serialized(target.clGetContextInfo, target.clReleaseContext, context,
+            CL_CONTEXT_REFERENCE_COUNT);
 }
 
 // With a callback, the build still completes before the call returns (the
@@ -728,7 +725,7 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
         }
     }
     cl_int status = target.clReleaseKernel(kernel);
-    if (program) release_program_serialized(program);
+    if (program) release_program(program);
     return status;
 }
 
