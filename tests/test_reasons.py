@@ -330,6 +330,84 @@ def test_a_collecting_region_takes_this_threads_lines_only():
     assert verbose_lines(stdout) == []  # collected, not printed
 
 
+# A graph partition's execute runs primitives with an argument they do not
+# use: oneDNN's execute-time check (on with the "check" kind the capture
+# adds) prints a line per such primitive, every execute.
+ATTENTION_EXECUTE = textwrap.dedent("""
+    g = dnnl.graph
+    lt = g.logical_tensor
+    queue = cl.CommandQueue(context, device)
+    stream = dnnl.ocl_interop.make_stream(engine, queue)
+    tensors = [lt(i, lt.data_type.f32, [2, 16, 16], lt.layout_type.strided) for i in range(6)]
+    qk = g.op(0, g.op.kind.MatMul, tensors[0:2], [tensors[3]], "qk")
+    qk.set_attr(g.op.attr.transpose_b, True)
+    softmax = g.op(1, g.op.kind.SoftMax, [tensors[3]], [tensors[4]], "softmax")
+    softmax.set_attr(g.op.attr.axis, -1)
+    graph = g.graph(dnnl.engine.kind.gpu)
+    for op in (qk, softmax, g.op(2, g.op.kind.MatMul, [tensors[4], tensors[2]], [tensors[5]], "pv")):
+        graph.add_op(op)
+    graph.finalize()
+    part = graph.get_partitions()[0]
+    compiled = part.compile(part.get_input_ports(), part.get_output_ports(), engine)
+    ins = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in part.get_input_ports()]
+    outs = [g.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in part.get_output_ports()]
+
+    def execute(times=1):
+        for _ in range(times):
+            compiled.execute(stream, ins, outs)
+        stream.wait()
+
+    def unformatted():
+        return dnnl._core._verbose_state()["lines_unformatted"]
+""")
+
+
+def test_execute_time_check_lines_nobody_wants_are_not_formatted():
+    stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent("""
+        execute()
+        before = unformatted()
+        execute(5)
+        results["unasked"] = unformatted() - before
+        before = unformatted()
+        with dnnl.verbose("check", collect=True) as region:
+            execute()
+        results["collected"] = region.lines
+        results["collecting"] = unformatted() - before
+        mark("BEGIN")
+        before = unformatted()
+        with dnnl.verbose("check"):
+            execute()
+        mark("END")
+        results["shown"] = unformatted() - before
+    """))
+    # each execute leaves the same lines unformatted (a multiple of 5)
+    assert r["unasked"] > 0 and r["unasked"] % 5 == 0
+    per_execute = r["unasked"] // 5
+    # a collecting region takes them formatted, a region shows them
+    assert r["collecting"] == 0 and len(r["collected"]) == per_execute
+    assert all(",exec:check," in line and "unused primitive execution argument" in line
+               for line in r["collected"])
+    assert r["shown"] == 0
+    inside = [line for line in verbose_lines(stdout[stdout.index("BEGIN"):stdout.index("END")])
+              if ",exec:check," in line]
+    assert len(inside) == per_execute
+    assert not any(",exec:check," in line for line in stdout[:stdout.index("BEGIN")])
+    assert not any(",exec:check," in line for line in stdout[stdout.index("END"):])
+    # what oneDNN prints for a line left unformatted is never shown (the
+    # region showed oneDNN's header, and any line stashed with it)
+    assert not any("error encountered while formatting" in line for line in stdout)
+
+
+def test_execute_time_check_lines_the_user_asked_for_are_printed():
+    stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent("""
+        execute(3)
+        results["unformatted"] = unformatted()
+    """), env={"ONEDNN_VERBOSE": "check"})
+    assert r["unformatted"] == 0
+    lines = [line for line in verbose_lines(stdout) if ",exec:check," in line]
+    assert lines and len(lines) % 3 == 0
+
+
 def test_a_profile_region_prints_executions_then_costs_the_reasons():
     stdout, r = run("""
         import numpy as np

@@ -31,9 +31,11 @@ namespace {
 using vprintf_chk_fn = int (*)(int, const char *, va_list);
 using vprintf_fn = int (*)(const char *, va_list);
 using getenv_fn = char *(*)(const char *);
+using vsnprintf_chk_fn = int (*)(char *, size_t, int, size_t, const char *, va_list);
 vprintf_chk_fn real_vprintf_chk = nullptr;
 vprintf_fn real_vprintf = nullptr;
 getenv_fn real_getenv = nullptr;
+vsnprintf_chk_fn real_vsnprintf_chk = nullptr;
 
 // Kinds printed because the user asked for them (environment, set_verbose),
 // and because a dnnl.verbose region asks for them.
@@ -63,6 +65,12 @@ std::vector<std::string> stashed_header;
 bool header_shown = false;
 
 thread_local capture *innermost = nullptr;
+
+// Set when the snprintf hook refused to format a line nobody wants (oneDNN
+// then prints its "error encountered while formatting" line instead, which
+// the filter drops); lines left unformatted so, for the tests.
+thread_local bool line_unformatted = false;
+std::atomic<uint64_t> lines_unformatted {0};
 
 constexpr uint32_t costly = exec_profile | create_profile | warn | debuginfo;
 constexpr size_t max_lines = 512, max_line_bytes = 4096, max_header_lines = 64;
@@ -164,6 +172,16 @@ void show_stashed_header() {
 
 } // namespace
 
+// Whether a line of kind `k` printed now by this thread would be kept or shown
+// (on_line's test, before the line exists).
+bool wanted_on_this_thread(uint32_t k) {
+    if ((user_kinds.load(std::memory_order_relaxed) | region_kinds.load(std::memory_order_relaxed)) & k)
+        return true;
+    for (capture *c = innermost; c; c = c->outer_)
+        if (!c->abandoned_ && (c->kinds_ & k)) return true;
+    return false;
+}
+
 // One line libdnnl printed (through the filter).
 void on_line(const char *line, uint32_t k) {
     // Every scope of this thread that takes the kind keeps the line (a
@@ -198,6 +216,31 @@ void on_line(const char *line, uint32_t k) {
 
 namespace {
 
+// The kind of the line oneDNN formats with `fmt`, when the format tells it
+// before formatting, else 0. Only execute-time check lines: the binding
+// turns oneDNN's "check" kind on for creations' reasons, and oneDNN's token
+// turns on its execute-time twin with it, whose lines (a graph partition's
+// "unused primitive execution argument", three per attention execute) cost
+// ~1 us each to format, on every execute, for nobody. oneDNN's verbose
+// formats (VFORMAT, src/common/verbose.hpp) are "%s<api>,<type>%s,<msg>",
+// their first two arguments the time stamp and the subtype (":check").
+uint32_t kind_of_format(const char *fmt, va_list args) {
+    if (!fmt || fmt[0] != '%' || fmt[1] != 's') return 0;
+    const char *api_end = fmt + 2 + std::strcspn(fmt + 2, ",%");
+    if (*api_end != ',' || std::strncmp(api_end + 1, "exec%s,", 7) != 0) return 0;
+    va_list copy;
+    va_copy(copy, args);
+    (void)va_arg(copy, const char *); // the time stamp
+    const char *subtype = va_arg(copy, const char *);
+    va_end(copy);
+    return subtype && std::strcmp(subtype, ":check") == 0 ? exec_check : 0;
+}
+
+// What oneDNN prints when its formatting failed (format_verbose_string).
+bool is_formatting_failure(const char *line) {
+    return std::strstr(line, ",info,error encountered while formatting verbose message") != nullptr;
+}
+
 bool is_verbose_line(const char *fmt, const char *&line, va_list args) {
     if (!fmt || std::strcmp(fmt, "%s") != 0) return false;
     va_list copy;
@@ -212,6 +255,10 @@ bool is_verbose_line(const char *fmt, const char *&line, va_list args) {
 int filtered(int flag, const char *fmt, va_list args) {
     const char *line = nullptr;
     if (is_verbose_line(fmt, line, args)) {
+        if (line_unformatted && is_formatting_failure(line)) {
+            line_unformatted = false;
+            return static_cast<int>(std::strlen(line));
+        }
         on_line(line, kind_of(line));
         return static_cast<int>(std::strlen(line));
     }
@@ -232,6 +279,25 @@ int hooked_printf(const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
     int result = filtered(-1, fmt, args);
+    va_end(args);
+    return result;
+}
+
+// libdnnl's snprintf: a verbose line nobody wants is not formatted (-1,
+// which oneDNN's format_verbose_string takes as a failure: see filtered()).
+int hooked_snprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    int result;
+    uint32_t k = kind_of_format(fmt, args);
+    if (k && !wanted_on_this_thread(k)) {
+        if (s && maxlen) *s = '\0';
+        line_unformatted = true;
+        lines_unformatted.fetch_add(1, std::memory_order_relaxed);
+        result = -1;
+    } else {
+        result = real_vsnprintf_chk(s, maxlen, flag, slen, fmt, args);
+    }
     va_end(args);
     return result;
 }
@@ -394,6 +460,14 @@ void install() {
             return;
         }
         onednn_kinds = kinds_of(value);
+        // Last, and only with the filter in place (it drops what oneDNN
+        // prints for a line left unformatted); without it lines cost more.
+        real_vsnprintf_chk = reinterpret_cast<vsnprintf_chk_fn>(dlsym(RTLD_DEFAULT, "__vsnprintf_chk"));
+        if (real_vsnprintf_chk) {
+            const char *formatters[] = {"__snprintf_chk"};
+            void *formatter_hooks[] = {reinterpret_cast<void *>(&hooked_snprintf_chk)};
+            patch_libdnnl(formatters, formatter_hooks, 1);
+        }
 #endif
     });
 }
@@ -755,6 +829,7 @@ void bind(py::module_ &m) {
         state["user_kinds"] = user_kinds.load();
         state["region_kinds"] = region_kinds.load();
         state["onednn_kinds"] = onednn_kinds.load();
+        state["lines_unformatted"] = lines_unformatted.load();
         state["reasons_unavailable"] = unavailable;
         return state;
     }, "The verbose filter's state, for tests and diagnosis: whether libdnnl's output "

@@ -77,6 +77,7 @@ public:
 
 private:
     friend void on_line(const char *line, uint32_t line_kind);
+    friend bool wanted_on_this_thread(uint32_t line_kind);
     void add(const char *line);
     uint32_t kinds_;
     bool silent_;
@@ -89,6 +90,10 @@ private:
 
 // One line libdnnl printed, of kind `line_kind` (the filter's entry).
 void on_line(const char *line, uint32_t line_kind);
+
+// Whether a line of kind `line_kind` this thread printed now would be kept
+// or shown (the filter's test, before the line is formatted).
+bool wanted_on_this_thread(uint32_t line_kind);
 
 // Why a failed creation's exception carries no reasons, or "" when it can.
 std::string reasons_unavailable();
