@@ -17,6 +17,10 @@
 // executes one by one with timestamps at each stage of the C allocator and
 // prints {"trace": [[stage, steady-clock ns], ...]}
 // (benchmarks/allocator_breakdown.py).
+// Built as a shared library too (target dnnl_ocl_interop_baseline_module,
+// DNNL_OCL_INTEROP_BASELINE_MODULE defined): the same program entered as
+// baseline_main(argc, argv) from inside a Python process
+// (benchmarks/in_process.py).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -572,6 +576,7 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
                 pool ? c_pool_free : c_free);
         for (int i = 0; i < warmup; ++i) work.run();
         work.gs.wait();
+        trace_log.clear(); // a module's earlier calls left theirs
         tracing = true;
         for (int i = 0; i < iterations; ++i) {
             mark("execute: called");
@@ -660,6 +665,11 @@ void print_report(const std::map<std::string, samples_t> &rows) {
 
 } // namespace
 
+#ifdef DNNL_OCL_INTEROP_BASELINE_MODULE
+extern "C" int baseline_main(int argc, char **argv);
+#define main baseline_main
+#endif
+
 int main(int argc, char **argv) try {
     using namespace dnnl;
     const int iterations = argc > 1 ? std::atoi(argv[1]) : 2000;
@@ -686,6 +696,11 @@ int main(int argc, char **argv) try {
         run_one_row(argv[4], iterations, warmup, matmul_size, device, context, in_order, rows);
         if (!rows.empty()) print_report(rows);
         c_pool_release();
+        std::fflush(stdout);
+        // (a process would leave these to its exit; a module is called again)
+        clReleaseCommandQueue(out_of_order);
+        clReleaseCommandQueue(in_order);
+        clReleaseContext(context);
         return 0;
     }
 

@@ -1,0 +1,124 @@
+"""The C++ baseline run inside a Python process: what the process costs,
+apart from what the binding does.
+
+benchmarks/baseline.cpp built as a library (target
+dnnl_ocl_interop_baseline_module) is entered as ``baseline_main`` from a
+Python process that has imported dnnl_ocl_interop, and runs the graph
+rows' trace ("graph trace": the attention partition executed one by one,
+timestamps at the C allocator's calls) exactly as the baseline program
+does. Each round runs, in turns, each in a fresh process:
+
+- C++: the baseline program;
+- C++ in Python: the library, in a Python process that imported the
+  package (its verbose capture on, as always);
+- C++ in Python, capture off: the same with
+  ``DNNL_OCL_INTEROP_VERBOSE_CAPTURE=0``;
+- Python: the row's own Python side (allocator_breakdown.python_trace).
+
+Prints the stages allocator_breakdown.py shares between the sides, median
+over executes, then over rounds. No binding code runs in the C++ rows: a
+difference between the first two is the process's (libraries loaded, what
+the package set up at import), not the calls'. docs/benchmarks.md has the
+findings.
+
+    python benchmarks/in_process.py [--rounds R] [--executes N] [--pool]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import allocator_breakdown  # noqa: E402
+import run  # noqa: E402  (enables the device the test suite would use)
+
+MODULE = os.path.join(run.BUILD, "libdnnl_ocl_interop_baseline_module.so")
+WARMUP = 30
+
+
+def build():
+    """The baseline program and its library, brought up to date."""
+    run.build_baseline()
+    subprocess.run(["cmake", "--build", run.BUILD, "--target", "dnnl_ocl_interop_baseline_module"],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def module_trace(executes, pool):
+    """In this process: baseline_main's trace of `executes` executes, its
+    standard output taken from file descriptor 1 meanwhile."""
+    import ctypes
+    baseline_main = ctypes.CDLL(MODULE).baseline_main
+    baseline_main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    row = "graph trace (caching pool)" if pool else "graph trace"
+    args = [b"baseline", str(executes).encode(), str(WARMUP).encode(), b"0", row.encode()]
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile("w+") as out:
+        os.dup2(out.fileno(), 1)
+        try:
+            status = baseline_main(len(args), (ctypes.c_char_p * len(args))(*args))
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    if status != 0:
+        raise RuntimeError(f"baseline_main returned {status}")
+    return json.loads(text.strip().splitlines()[-1])["trace"]
+
+
+def child_trace(child, environment, executes, pool):
+    """The trace records of a fresh process running `child` ("module" or
+    "python") with `environment` added to this one's."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", child, "--executes", str(executes)]
+    out = subprocess.run(command + (["--pool"] if pool else []), capture_output=True, text=True,
+                         check=True, timeout=600, env={**os.environ, **environment})
+    return [tuple(r) for r in json.loads(out.stdout.strip().splitlines()[-1])]
+
+
+# side: None (the baseline program) or (child, environment)
+SIDES = {"C++": None, "C++ in Python": ("module", {}),
+         "C++ in Python, capture off": ("module", {"DNNL_OCL_INTEROP_VERBOSE_CAPTURE": "0"}),
+         "Python": ("python", {})}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--executes", type=int, default=200)
+    parser.add_argument("--pool", action="store_true",
+                        help="the pool row's trace: a warm caching_pool against the C pool")
+    parser.add_argument("--child", choices=["module", "python"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        if args.child == "module":
+            records = module_trace(args.executes, args.pool)
+        else:
+            records = allocator_breakdown.python_trace(args.executes, WARMUP, args.pool)
+        print(json.dumps(records))
+        return 0
+    build()
+    rounds = {side: [] for side in SIDES}
+    for index in range(args.rounds):
+        order = list(SIDES)
+        order = order[index % len(order):] + order[:index % len(order)]  # each side first in turn
+        for side in order:
+            records = (allocator_breakdown.cpp_trace(args.executes, WARMUP, args.pool) if SIDES[side] is None
+                       else child_trace(*SIDES[side], args.executes, args.pool))
+            rounds[side].append(allocator_breakdown.intervals(records)[1])
+    print(f"{args.rounds} rounds of {args.executes} executes, each side in a fresh process; "
+          "medians over executes, then over rounds (µs)\n")
+    print("| stage | " + " | ".join(SIDES) + " |")
+    print("|---|" + "---:|" * len(SIDES))
+    for name, _, _ in allocator_breakdown.SHARED:
+        cells = [run.median_of([r[name] for r in rounds[side] if name in r]) for side in SIDES]
+        print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
