@@ -21,7 +21,11 @@ difference between the first two is the process's (libraries loaded, what
 the package set up at import), not the calls'. docs/benchmarks.md has the
 findings.
 
-    python benchmarks/in_process.py [--rounds R] [--executes N] [--pool]
+With --row NAME, a timed row of the baseline ("small network", "large
+matmul") instead of the trace, on the three C++ sides only: the median of
+its samples per round, then over rounds.
+
+    python benchmarks/in_process.py [--rounds R] [--executes N] [--pool] [--row NAME]
 """
 import argparse
 import json
@@ -47,14 +51,18 @@ def build():
                    check=True, stdout=subprocess.DEVNULL)
 
 
-def module_trace(executes, pool):
-    """In this process: baseline_main's trace of `executes` executes, its
-    standard output taken from file descriptor 1 meanwhile."""
+def trace_row(pool):
+    return "graph trace (caching pool)" if pool else "graph trace"
+
+
+def module_output(executes, row):
+    """In this process: baseline_main's last line of output (JSON) for
+    `row` with `executes` iterations, its standard output taken from file
+    descriptor 1 meanwhile."""
     import ctypes
     baseline_main = ctypes.CDLL(MODULE).baseline_main
     baseline_main.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    row = "graph trace (caching pool)" if pool else "graph trace"
-    args = [b"baseline", str(executes).encode(), str(WARMUP).encode(), b"0", row.encode()]
+    args = [b"baseline", str(executes).encode(), str(WARMUP).encode(), b"512", row.encode()]
     sys.stdout.flush()
     saved = os.dup(1)
     with tempfile.TemporaryFile("w+") as out:
@@ -68,16 +76,16 @@ def module_trace(executes, pool):
         text = out.read()
     if status != 0:
         raise RuntimeError(f"baseline_main returned {status}")
-    return json.loads(text.strip().splitlines()[-1])["trace"]
+    return json.loads(text.strip().splitlines()[-1])
 
 
-def child_trace(child, environment, executes, pool):
-    """The trace records of a fresh process running `child` ("module" or
-    "python") with `environment` added to this one's."""
-    command = [sys.executable, os.path.abspath(__file__), "--child", child, "--executes", str(executes)]
-    out = subprocess.run(command + (["--pool"] if pool else []), capture_output=True, text=True,
-                         check=True, timeout=600, env={**os.environ, **environment})
-    return [tuple(r) for r in json.loads(out.stdout.strip().splitlines()[-1])]
+def child_output(child, environment, options):
+    """The JSON a fresh process running `child` ("module" or "python") with
+    `environment` added to this one's prints last."""
+    command = [sys.executable, os.path.abspath(__file__), "--child", child] + options
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=1200,
+                         env={**os.environ, **environment})
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # side: None (the baseline program) or (child, environment)
@@ -92,30 +100,46 @@ def main(argv=None):
     parser.add_argument("--executes", type=int, default=200)
     parser.add_argument("--pool", action="store_true",
                         help="the pool row's trace: a warm caching_pool against the C pool")
+    parser.add_argument("--row", help="a timed row of the baseline instead of the graph trace")
     parser.add_argument("--child", choices=["module", "python"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    row = args.row or trace_row(args.pool)
     if args.child:
         if args.child == "module":
-            records = module_trace(args.executes, args.pool)
+            print(json.dumps(module_output(args.executes, row)))
         else:
-            records = allocator_breakdown.python_trace(args.executes, WARMUP, args.pool)
-        print(json.dumps(records))
+            print(json.dumps(allocator_breakdown.python_trace(args.executes, WARMUP, args.pool)))
         return 0
     build()
-    rounds = {side: [] for side in SIDES}
+    sides = {k: v for k, v in SIDES.items() if not args.row or v is None or v[0] == "module"}
+    options = ["--executes", str(args.executes)] + (["--pool"] if args.pool else []) + \
+        (["--row", args.row] if args.row else [])
+    rounds = {side: [] for side in sides}
     for index in range(args.rounds):
-        order = list(SIDES)
+        order = list(sides)
         order = order[index % len(order):] + order[:index % len(order)]  # each side first in turn
         for side in order:
-            records = (allocator_breakdown.cpp_trace(args.executes, WARMUP, args.pool) if SIDES[side] is None
-                       else child_trace(*SIDES[side], args.executes, args.pool))
-            rounds[side].append(allocator_breakdown.intervals(records)[1])
-    print(f"{args.rounds} rounds of {args.executes} executes, each side in a fresh process; "
-          "medians over executes, then over rounds (µs)\n")
-    print("| stage | " + " | ".join(SIDES) + " |")
-    print("|---|" + "---:|" * len(SIDES))
-    for name, _, _ in allocator_breakdown.SHARED:
-        cells = [run.median_of([r[name] for r in rounds[side] if name in r]) for side in SIDES]
+            if args.row:
+                report = (run.run_baseline(args.executes, WARMUP, 512, args.row)[0] if sides[side] is None
+                          else {name: run.median_of(samples) for name, samples in
+                                child_output(*sides[side], options)["rows"].items()})
+                rounds[side].append({args.row: report[args.row]})
+                continue
+            if sides[side] is None:
+                records = allocator_breakdown.cpp_trace(args.executes, WARMUP, args.pool)
+            elif sides[side][0] == "module":
+                records = child_output(*sides[side], options)["trace"]
+            else:
+                records = child_output(*sides[side], options)
+            rounds[side].append(allocator_breakdown.intervals([tuple(r) for r in records])[1])
+    unit = "iterations" if args.row else "executes"
+    print(f"{args.rounds} rounds of {args.executes} {unit}, each side in a fresh process; "
+          f"medians over {unit}, then over rounds (µs)\n")
+    print("| stage | " + " | ".join(sides) + " |")
+    print("|---|" + "---:|" * len(sides))
+    names = [args.row] if args.row else [name for name, _, _ in allocator_breakdown.SHARED]
+    for name in names:
+        cells = [run.median_of([r[name] for r in rounds[side] if name in r]) for side in sides]
         print(f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
     return 0
 
