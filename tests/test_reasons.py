@@ -362,37 +362,52 @@ ATTENTION_EXECUTE = textwrap.dedent("""
 """)
 
 
-def test_execute_time_check_lines_nobody_wants_are_not_formatted():
+def test_execute_time_checks_nobody_wants_are_switched_off_and_back_on():
     stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent("""
+        def state():
+            return dnnl._core._verbose_state()
+
         execute()
-        before = unformatted()
+        results["first"] = state()
         execute(5)
-        results["unasked"] = unformatted() - before
-        before = unformatted()
+        results["then"] = state()
         with dnnl.verbose("check", collect=True) as region:
             execute()
         results["collected"] = region.lines
-        results["collecting"] = unformatted() - before
+        results["in_region"] = state()
+        execute()
+        results["after_region"] = state()
         mark("BEGIN")
-        before = unformatted()
         with dnnl.verbose("check"):
             execute()
         mark("END")
-        results["shown"] = unformatted() - before
+        execute()
+        results["refused_after"] = refused(matmul_s8_f32_u8)
+        results["last"] = state()
     """))
-    # each execute leaves the same lines unformatted (a multiple of 5)
-    assert r["unasked"] > 0 and r["unasked"] % 5 == 0
-    per_execute = r["unasked"] // 5
-    # a collecting region takes them formatted, a region shows them
-    assert r["collecting"] == 0 and len(r["collected"]) == per_execute
-    assert all(",exec:check," in line and "unused primitive execution argument" in line
-               for line in r["collected"])
-    assert r["shown"] == 0
+    first, then = r["first"], r["then"]
+    assert first["execute_checks_switch_unavailable"] == ""
+    # the first line nobody wanted was left unformatted and switched the kind
+    # off in oneDNN's setting: later executes print (and format) none
+    assert first["lines_unformatted"] == 1 and first["execute_checks_off"]
+    assert first["execute_checks_switched_off"] == 1
+    assert then["lines_unformatted"] == 1 and then["execute_checks_switched_off"] == 1
+    # a region asking for "check" switches it back on while it runs: a
+    # collecting one takes the lines, a showing one prints them
+    per_execute = len(r["collected"])
+    assert per_execute > 0 and all(",exec:check," in line and "unused primitive execution argument"
+                                   in line for line in r["collected"])
+    assert r["in_region"]["lines_unformatted"] == 1
+    assert r["after_region"]["execute_checks_off"]  # switched off again by the next line
+    assert r["after_region"]["execute_checks_switched_off"] == 2
     inside = [line for line in verbose_lines(stdout[stdout.index("BEGIN"):stdout.index("END")])
               if ",exec:check," in line]
     assert len(inside) == per_execute
     assert not any(",exec:check," in line for line in stdout[:stdout.index("BEGIN")])
     assert not any(",exec:check," in line for line in stdout[stdout.index("END"):])
+    # only that kind: a refused creation still carries its check line
+    assert any(",create:check," in line for line in r["refused_after"]["reasons"])
+    assert r["last"]["execute_checks_switched_off"] == 3 and r["last"]["lines_unformatted"] == 3
     # what oneDNN prints for a line left unformatted is never shown (the
     # region showed oneDNN's header, and any line stashed with it)
     assert not any("error encountered while formatting" in line for line in stdout)
@@ -402,8 +417,10 @@ def test_execute_time_check_lines_the_user_asked_for_are_printed():
     stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent("""
         execute(3)
         results["unformatted"] = unformatted()
+        results["state"] = dnnl._core._verbose_state()
     """), env={"ONEDNN_VERBOSE": "check"})
     assert r["unformatted"] == 0
+    assert not r["state"]["execute_checks_off"] and r["state"]["execute_checks_switched_off"] == 0
     lines = [line for line in verbose_lines(stdout) if ",exec:check," in line]
     assert lines and len(lines) % 3 == 0
 

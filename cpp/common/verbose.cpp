@@ -15,8 +15,10 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace py = pybind11;
@@ -51,12 +53,15 @@ std::atomic<bool> hooked {false};         // the printf filter is in place
 std::atomic<bool> answered {false};       // oneDNN read its setting through the hook
 const char *not_installed = "";           // why the hook is not in place (static text)
 
-// Regions, set_verbose and what oneDNN's flags lost: under `state_mutex`.
+// Regions, set_verbose, what oneDNN's flags lost and its execute-time
+// check switched off: under `state_mutex`.
 std::mutex state_mutex;
 uint32_t region_counts[32] = {};          // active dnnl.verbose regions per kind bit
 uint32_t collecting_counts[32] = {};      // those of them that collect (print nothing)
 int raised_level = 0;                     // the level regions set through dnnl_set_verbose
 std::string lost;                         // why check/dispatch lines are gone ("" if not)
+bool execute_checks_off = false;          // oneDNN's setting is onednn_kinds without exec_check
+std::atomic<uint64_t> execute_checks_switched_off {0}; // times (for the tests)
 
 // The header oneDNN prints once before its first line, when nobody wanted it
 // shown then: printed before the first line that is shown later.
@@ -283,6 +288,134 @@ int hooked_printf(const char *fmt, ...) {
     return result;
 }
 
+// ------------------------------- oneDNN's execute-time check, switched off
+
+// oneDNN 3.13 has no ONEDNN_VERBOSE token for creation-time checks alone:
+// "check" turns on its execute-time check too, and the binding needs the
+// creation-time lines for the reasons of refused creations. Unformatted
+// (the snprintf hook below), an execute-time line still costs oneDNN's
+// printing path (~0.5 us each, three per attention partition execute). So
+// once such a line comes that nobody wants, the binding switches that one
+// kind off in oneDNN's own setting, the object dnnl::impl::verbose (a
+// setting_t<uint32_t>: the kinds, then whether they were read), found in
+// the symbol table of the file libdnnl was loaded from, and only while it
+// holds exactly the kinds the binding gave oneDNN, read. A region that
+// asks for "check" switches it back on (count_region); dnnl_set_verbose
+// replaces the whole setting anyway. A stripped libdnnl has no symbol
+// table: then nothing is switched (the hook alone).
+struct onednn_verbose_setting {
+    uint32_t kinds;
+    bool initialized;
+};
+
+std::once_flag setting_lookup;
+onednn_verbose_setting *setting = nullptr;
+std::atomic<const char *> setting_missing {"not looked up yet"}; // why `setting` is null (static text)
+
+// Whether [begin, begin + size) lies in a writable segment of the object
+// loaded at `base` (the lookup's last check before the address is used).
+bool in_writable_segment(uintptr_t base, uintptr_t begin, size_t size) {
+    struct query {
+        uintptr_t base, begin;
+        size_t size;
+        bool inside;
+    } q {base, begin, size, false};
+    dl_iterate_phdr([](struct dl_phdr_info *info, size_t, void *data) {
+        auto *q = static_cast<query *>(data);
+        if (info->dlpi_addr != q->base) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+            uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && q->begin >= start
+                    && q->begin + q->size <= start + ph.p_memsz)
+                q->inside = true;
+        }
+        return 1;
+    }, &q);
+    return q.inside;
+}
+
+void look_up_setting() {
+    Dl_info info {};
+    struct link_map *map = nullptr;
+    if (!dladdr1(reinterpret_cast<void *>(&dnnl_version), &info, reinterpret_cast<void **>(&map),
+                RTLD_DL_LINKMAP)
+            || !map || !map->l_name || !*map->l_name) {
+        setting_missing = "libdnnl's file was not found";
+        return;
+    }
+    int fd = open(map->l_name, O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(ElfW(Ehdr)))) {
+        if (fd >= 0) close(fd);
+        setting_missing = "libdnnl's file could not be read";
+        return;
+    }
+    size_t bytes = static_cast<size_t>(st.st_size);
+    void *file = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (file == MAP_FAILED) {
+        setting_missing = "libdnnl's file could not be mapped";
+        return;
+    }
+    setting_missing = "libdnnl's symbol table has no dnnl::impl::verbose of the expected size "
+                      "(a stripped library, or another oneDNN)";
+    const char *image = static_cast<const char *>(file);
+    const auto *header = reinterpret_cast<const ElfW(Ehdr) *>(image);
+    bool sane = std::memcmp(header->e_ident, ELFMAG, SELFMAG) == 0
+            && header->e_shentsize == sizeof(ElfW(Shdr)) && header->e_shoff < bytes
+            && header->e_shnum <= (bytes - header->e_shoff) / sizeof(ElfW(Shdr));
+    const auto *sections = reinterpret_cast<const ElfW(Shdr) *>(image + (sane ? header->e_shoff : 0));
+    for (unsigned i = 0; sane && i < header->e_shnum && !setting; ++i) {
+        const ElfW(Shdr) &symtab = sections[i];
+        if (symtab.sh_type != SHT_SYMTAB || symtab.sh_link >= header->e_shnum) continue;
+        const ElfW(Shdr) &strtab = sections[symtab.sh_link];
+        if (symtab.sh_offset > bytes || symtab.sh_size > bytes - symtab.sh_offset
+                || strtab.sh_offset > bytes || strtab.sh_size > bytes - strtab.sh_offset)
+            continue;
+        const auto *symbols = reinterpret_cast<const ElfW(Sym) *>(image + symtab.sh_offset);
+        const char *names = image + strtab.sh_offset;
+        static const char wanted[] = "_ZN4dnnl4implL7verboseE"; // dnnl::impl::verbose (static)
+        for (size_t k = 0; k < symtab.sh_size / sizeof(ElfW(Sym)); ++k) {
+            const ElfW(Sym) &sym = symbols[k];
+            if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_size != sizeof(onednn_verbose_setting)
+                    || sym.st_name + sizeof(wanted) > strtab.sh_size
+                    || std::memcmp(names + sym.st_name, wanted, sizeof(wanted)) != 0)
+                continue;
+            uintptr_t address = map->l_addr + sym.st_value;
+            if (in_writable_segment(map->l_addr, address, sizeof(onednn_verbose_setting))) {
+                setting = reinterpret_cast<onednn_verbose_setting *>(address);
+                setting_missing = "";
+            }
+            break;
+        }
+    }
+    munmap(file, bytes);
+}
+
+uint32_t needed_kinds(); // under state_mutex (below, with the regions)
+
+// oneDNN's setting holds exactly `kinds`, read (under state_mutex).
+bool setting_holds(uint32_t kinds) {
+    return setting && __atomic_load_n(&setting->initialized, __ATOMIC_RELAXED)
+            && __atomic_load_n(&setting->kinds, __ATOMIC_RELAXED) == kinds;
+}
+
+// An execute-time check line nobody wants came (from the snprintf hook, on
+// any thread): switch that kind off if nobody wants it still.
+void switch_execute_checks_off() {
+    std::call_once(setting_lookup, look_up_setting);
+    std::unique_lock<std::mutex> lock(state_mutex, std::try_to_lock);
+    if (!lock.owns_lock() || execute_checks_off) return; // busy: the next line tries again
+    uint32_t kinds = onednn_kinds.load();
+    if (!(kinds & exec_check) || ((user_kinds.load() | needed_kinds()) & exec_check)
+            || !setting_holds(kinds))
+        return;
+    __atomic_store_n(&setting->kinds, kinds & ~static_cast<uint32_t>(exec_check), __ATOMIC_RELAXED);
+    execute_checks_off = true;
+    execute_checks_switched_off.fetch_add(1, std::memory_order_relaxed);
+}
+
 // libdnnl's snprintf: a verbose line nobody wants is not formatted (-1,
 // which oneDNN's format_verbose_string takes as a failure: see filtered()).
 int hooked_snprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, ...) {
@@ -294,6 +427,7 @@ int hooked_snprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const cha
         if (s && maxlen) *s = '\0';
         line_unformatted = true;
         lines_unformatted.fetch_add(1, std::memory_order_relaxed);
+        switch_execute_checks_off();
         result = -1;
     } else {
         result = real_vsnprintf_chk(s, maxlen, flag, slen, fmt, args);
@@ -671,12 +805,19 @@ void count_region(uint32_t kinds, bool collecting, int delta) { // under state_m
             if (collecting) collecting_counts[b] += delta;
         }
     recompute_regions();
+    if (delta > 0 && (kinds & exec_check) && execute_checks_off) { // wanted again
+        uint32_t all = onednn_kinds.load();
+        if (setting_holds(all & ~static_cast<uint32_t>(exec_check)))
+            __atomic_store_n(&setting->kinds, all, __ATOMIC_RELAXED);
+        execute_checks_off = false;
+    }
 }
 
 // dnnl_set_verbose(level): oneDNN's whole setting becomes the level's; its
 // check and dispatch lines are gone for the rest of the process.
 void set_onednn_level(int level, const char *why) { // under state_mutex
     dnnl::error::wrap_c_api(dnnl_set_verbose(level), "could not set the verbose level");
+    execute_checks_off = false; // the whole setting replaced
     uint32_t before = onednn_kinds.exchange(level_kinds(level));
     if (lost.empty() && (before & (create_check | create_dispatch))) lost = why;
 }
@@ -830,11 +971,16 @@ void bind(py::module_ &m) {
         state["region_kinds"] = region_kinds.load();
         state["onednn_kinds"] = onednn_kinds.load();
         state["lines_unformatted"] = lines_unformatted.load();
+        state["execute_checks_off"] = execute_checks_off;
+        state["execute_checks_switched_off"] = execute_checks_switched_off.load();
+        state["execute_checks_switch_unavailable"] = std::string(setting_missing.load());
         state["reasons_unavailable"] = unavailable;
         return state;
     }, "The verbose filter's state, for tests and diagnosis: whether libdnnl's output "
        "goes through the binding, what oneDNN was told, the kinds the user asked for, "
-       "the kinds active regions ask for, oneDNN's flags as far as known.");
+       "the kinds active regions ask for, oneDNN's flags as far as known, and its "
+       "execute-time check: lines left unformatted, whether it is switched off in oneDNN's "
+       "setting (and how often it was), why it cannot be (\"\" when it can).");
 }
 
 } // namespace verbose
