@@ -4091,7 +4091,7 @@ def _verbose_kinds(token: str) -> int:
     """
 def _verbose_state() -> dict:
     """
-    The verbose filter's state, for tests and diagnosis: whether libdnnl's output goes through the binding, what oneDNN was told, the kinds the user asked for, the kinds active regions ask for, oneDNN's flags as far as known.
+    The verbose filter's state, for tests and diagnosis: whether libdnnl's output goes through the binding, what oneDNN was told, the kinds the user asked for, the kinds active regions ask for, oneDNN's flags as far as known, and its execute-time check: lines left unformatted, whether it is switched off in oneDNN's setting (and how often it was), why it cannot be ("" when it can).
     """
 def get_default_fpmath_mode() -> fpmath_mode:
     """
