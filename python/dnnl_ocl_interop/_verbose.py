@@ -56,7 +56,9 @@ class verbose:
 
     ``"error"``, ``"check"`` and ``"dispatch"`` cost nothing to scope:
     oneDNN prints them anyway (the binding asked for them) and the region
-    only lets them through. ``"warn"``, ``"profile_create"`` and
+    only lets them through; ``"check"`` also switches oneDNN's execute-time
+    check back on while the region is active (graph partitions then print
+    a line per primitive they give an unused argument, every execute). ``"warn"``, ``"profile_create"`` and
     ``"profile_exec"`` need oneDNN's own level (``dnnl_set_verbose``) unless
     ``ONEDNN_VERBOSE`` asked for them: the region raises it while active and
     lowers it after, and oneDNN's setting then loses its check and dispatch
