@@ -736,7 +736,7 @@ def threaded_us(threads, calls, repeats, work):
     waking and joining threads."""
     start_gate, end_gate = threading.Barrier(threads + 1), threading.Barrier(threads + 1)
     spans = [None] * threads
-    stop = []
+    stop, failures = [], []
 
     def body(t):
         while True:
@@ -744,7 +744,10 @@ def threaded_us(threads, calls, repeats, work):
             if stop:
                 return
             start = time.perf_counter_ns()
-            work(t)
+            try:
+                work(t)
+            except BaseException as e:  # reported by the main thread: never a hang at end_gate
+                failures.append(e)
             spans[t] = (start, time.perf_counter_ns())
             end_gate.wait()
 
@@ -756,6 +759,8 @@ def threaded_us(threads, calls, repeats, work):
         for sample in range(repeats + 1):  # the first: untimed
             start_gate.wait()
             end_gate.wait()
+            if failures:
+                raise failures[0]
             if sample:
                 first, last = min(s for s, _ in spans), max(e for _, e in spans)
                 samples.append((last - first) / 1e3 / calls)

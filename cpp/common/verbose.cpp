@@ -183,7 +183,7 @@ bool wanted_on_this_thread(uint32_t k) {
     if ((user_kinds.load(std::memory_order_relaxed) | region_kinds.load(std::memory_order_relaxed)) & k)
         return true;
     for (capture *c = innermost; c; c = c->outer_)
-        if (!c->abandoned_ && (c->kinds_ & k)) return true;
+        if (c->takes(k)) return true;
     return false;
 }
 
@@ -193,7 +193,7 @@ void on_line(const char *line, uint32_t k) {
     // creation's inside a collecting dnnl.verbose region: both).
     bool kept_silently = false, swallowed = false;
     for (capture *c = innermost; c; c = c->outer_)
-        if (!c->abandoned_ && (c->kinds_ & k)) {
+        if (c->takes(k)) {
             c->add(line);
             kept_silently |= c->silent_;
             swallowed |= c->swallow_;

@@ -84,6 +84,8 @@ public:
 private:
     friend void on_line(const char *line, uint32_t line_kind);
     friend bool wanted_on_this_thread(uint32_t line_kind);
+    // Whether this scope keeps lines of `line_kind`.
+    bool takes(uint32_t line_kind) const { return !abandoned_ && (kinds_ & line_kind); }
     void add(const char *line);
     uint32_t kinds_;
     bool silent_;

@@ -14,7 +14,10 @@
 // outside executes come without one). A block an execute on an in-order
 // queue freed without an event is reused only by an execute on that queue,
 // whose order runs the new user after the old: with several in-order queues
-// on one engine, another queue gets a block of its own.
+// on one engine, another queue gets a block of its own. A block freed
+// without an event outside an execute (a dropped tensor) has no queue: with
+// `reuse_without_event` any malloc may take it at once, which is right only
+// when the work that used it is ordered before (one in-order queue) or done.
 #pragma once
 
 #include <cstddef>
@@ -70,7 +73,9 @@ private:
         void *ptr;
         cl_event event;
         cl_context context;
-        cl_command_queue queue; // without an event: the in-order queue whose work may use it
+        // Without an event: the in-order queue whose work may use it (not
+        // retained: a handle is reused only once that queue and its work are gone).
+        cl_command_queue queue;
     };
     static bool done(block &b); // event completed (forgotten then); no wait
     // Whether `b` may go to a malloc from `queue` (mutex_ held).

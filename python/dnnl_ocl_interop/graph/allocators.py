@@ -112,7 +112,10 @@ class caching_pool:
     oneDNN passes no event on an in-order stream. With
     ``reuse_without_event`` (the default) such a block is reused at once by
     later executes on the same queue, whose order protects the memory;
-    executes on other queues of the engine get blocks of their own. Without
+    executes on other queues of the engine get blocks of their own. A block
+    freed without an event outside an execute (a dropped tensor) is reused
+    at once by any execute: right when the engine's work runs on one
+    in-order queue, or the work that used the tensor is done. Without
     it, the pool's allocator asks for an event there (``in_order_events``: a
     marker enqueued on the stream's queue after the execute's work), so
     memory is reused on any queue only once that work is done; memory freed
