@@ -340,10 +340,22 @@ def _memory_key(engine, facts: Optional[_facts]):
 
 def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
     """as_memory, with the descriptor's facts found already (or None)."""
-    key = _memory_key(engine, facts)
+    memory = _memory(array, engine, facts, _memory_key(engine, facts))
+    return memory_and_events(memory, list(array.events))
+
+
+def _memory(array, engine, facts: Optional[_facts], key):
+    """The memory of :func:`_as_memory` alone, `key` its ``_memory_key``
+    found once by the caller: what dnnl.ops runs on every call (it reads
+    the array's events itself, without a copy or a memory_and_events)."""
     memory = _shared_memory(array, key)
-    if memory is not None:
-        return memory_and_events(memory, list(array.events))
+    if memory is None:
+        memory = _new_shared_memory(array, engine, facts, key)
+    return memory
+
+
+def _new_shared_memory(array, engine, facts: Optional[_facts], key):
+    """Check `array` for as_memory, make its memory and keep it under `key`."""
     cl = _cl()
     oi = _core.ocl_interop
     base = getattr(array, "base_data", None)
@@ -392,7 +404,7 @@ def _as_memory(array, engine, facts: Optional[_facts]) -> memory_and_events:
             raise invalid_argument("array belongs to another OpenCL context than the engine's") from None
         raise
     _keep_memory(array, key, engine, memory)
-    return memory_and_events(memory, list(array.events))
+    return memory
 
 
 def _sub_buffer(cl, base, offset: int):

@@ -36,7 +36,7 @@ from ._post_ops import parse_post_ops, post_ops_attr, scale_operand, scales_attr
 
 _desc = _core.memory.desc
 _execute = _core.ocl_interop.execute
-_as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
+_memory = arrays._memory  # as_memory's memory, with the descriptor's checks done once
 _memory_on_new = arrays._memory_on_new  # as_memory on a result ops made
 
 # -- a call ------------------------------------------------------------------------
@@ -106,7 +106,8 @@ class _entry:
     engine's Python object too: keys name the engine by id(), and a
     primitive keeps only oneDNN's engine, not that object."""
 
-    __slots__ = ("engine", "primitive", "pd", "facts", "dst_facts", "dst_dtype", "key")
+    __slots__ = ("engine", "primitive", "pd", "facts", "memory_keys", "dst_facts", "dst_dtype",
+                 "key")
 
     def __init__(self, engine: Any, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
                  dst_dtype: Any, key: Any) -> None:
@@ -115,6 +116,8 @@ class _entry:
         self.primitive = primitive
         self.pd = pd
         self.facts = [arrays._desc_facts(d) for d in descs]  # as_memory's checks, once
+        # the keys of the operands' memories kept on their arrays
+        self.memory_keys = [arrays._memory_key(engine, f) for f in self.facts]
         self.dst_facts = arrays._desc_facts(dst_desc)
         self.dst_dtype = dst_dtype
 
@@ -226,8 +229,8 @@ def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
         return _copy(run(p), out=target)
     queue = queue_of(p)
     entry, ctx = cached_entry(p, queue)
-    operands = [(op.arg, i, op.name, facts)
-                for i, (op, facts) in enumerate(zip(p.operands, entry.facts))]
+    operands = [(op.arg, i, op.name, facts, key)
+                for i, (op, facts, key) in enumerate(zip(p.operands, entry.facts, entry.memory_keys))]
     result = _launch(entry, ctx, queue, operands, [op.array for op in p.operands], p.out,
                      p.queue_array, p.dst_arg, p.dst_dims, p.scalar_scales)
     if signed is not None:
@@ -237,22 +240,24 @@ def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
     return result
 
 
-def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, int, str, Any]],
+def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, int, str, Any, Any]],
             arrays: Sequence[Any], out: Any, first: Any, dst_arg: int,
             dst_dims: Tuple[int, ...], scalar_scales: Sequence[Tuple[int, float]]) -> Any:
     """Steps 3-4 of a call with its entry found: `operands` are (argument,
-    index in `arrays`, name, descriptor facts); a new result (``out`` None)
-    is made on `queue` with `first`'s allocator."""
+    index in `arrays`, name, descriptor facts, the key of its memory on
+    its array); a new result (``out`` None) is made on `queue` with
+    `first`'s allocator."""
     engine = ctx.engine
     args = {}
     deps: List[Any] = []
-    for arg, index, name, facts in operands:
+    for arg, index, name, facts, key in operands:
+        array = arrays[index]
         try:
-            memory, events = _as_memory(arrays[index], engine, facts)
+            args[arg] = _memory(array, engine, facts, key)
         except (TypeError, ValueError) as e:  # as memory_of, inline: this runs every call
             prefix(e, f"{name}: ")
             raise
-        args[arg] = memory
+        events = array.events
         if events:
             deps += events
     if out is None:
@@ -302,7 +307,7 @@ class _binding:
 
     __slots__ = ("entry", "operands", "out", "holder", "dst_arg", "dst_dims", "scalar_scales")
 
-    def __init__(self, entry: _entry, operands: List[Tuple[int, int, str, Any]],
+    def __init__(self, entry: _entry, operands: List[Tuple[int, int, str, Any, Any]],
                  out: Optional[int], holder: int, p: plan) -> None:
         self.entry = entry
         self.operands = operands
@@ -382,11 +387,11 @@ def _bind(p: plan, entry: _entry, call_arrays: List[Any]) -> Optional[_binding]:
         return None
 
     operands = []
-    for op, facts in zip(p.operands, entry.facts):
+    for op, facts, key in zip(p.operands, entry.facts, entry.memory_keys):
         i = index(op.array)
         if i is None:
             return None
-        operands.append((op.arg, i, op.name, facts))
+        operands.append((op.arg, i, op.name, facts, key))
     out = None if p.out is None else index(p.out)
     holder = index(p.out if p.out is not None else p.queue_array)
     if holder is None or (p.out is not None and out is None):
