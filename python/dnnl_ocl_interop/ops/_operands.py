@@ -29,7 +29,10 @@ def _load_pyopencl() -> None:
     import pyopencl.array as cla
 
     _Array, _empty = cla.Array, cla.empty
-    _enqueue_marker = cl.enqueue_marker
+    # Called as (queue, wait_for). pyopencl's public enqueue_marker asks the
+    # device's OpenCL version on every call (0.4 µs of its 1.0); oneDNN needs
+    # OpenCL 1.2, whose marker that wrapper ends in: call it directly.
+    _enqueue_marker = getattr(cl._cl, "_enqueue_marker_with_wait_list", cl.enqueue_marker)
 
 
 _fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)

@@ -277,7 +277,7 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
         deps = ctx.foreign(deps)
     event = _execute(entry.primitive, ctx.stream, args, deps)
     if event is None:  # in-order queue: a marker stands for the primitive
-        event = _operands._enqueue_marker(queue)
+        event = _operands._enqueue_marker(queue, None)
         ctx.add_marker(event)
     # The primitive waited for out's events: they are done when it is. (A new
     # array has none.) One event, so pyopencl's add_event never needs to wait.
