@@ -9,8 +9,12 @@ difference and the ratio, and the goal each row is judged by.
     python benchmarks/run.py [--json PATH] [--plot PATH] [--iterations N] [--matmul-size N] [--rounds N]
                              [--only NAME]
 
-C++ and Python take turns for --rounds rounds. Each round measures a row's
-median time per call (one median definition for both sides: the baseline
+C++ and Python take turns for --rounds rounds, each side of each round in a
+fresh process (the baseline program; this script with --python-side): the
+same work in processes taking turns differs between them at the same
+moment, at times by half, for seconds (benchmarks/process_turns.py), so
+each side samples processes as it samples rounds. Each round measures a
+row's median time per call (one median definition for both sides: the baseline
 prints its samples, median_of takes the median of each side's); a row is
 judged on the per-round differences (or ratios) of Python and C++: their
 median, with a 95 % bootstrap confidence interval over rounds. It *meets*
@@ -431,7 +435,7 @@ def python_rows(iterations, warmup, matmul_size):
     rows["large matmul"] = median_us(9, 1, run_matmul)
     digests["large matmul"] = digest(matmul_output())
 
-    graph_repeats = max(repeats * 2, 30)
+    graph_repeats = graph_repeats_of(iterations)
     rows[GRAPH_ROW], notes["allocations per execute"], digests[GRAPH_ROW], graph_parts = graph_row(
         device, context, in_order, graph_repeats, warmup)
     rows[POOL_ROW], digests[POOL_ROW] = pool_row(device, context, in_order, graph_repeats, warmup)
@@ -899,33 +903,70 @@ def persistent_cache_row():
 
 
 def single_row(name, iterations, warmup, matmul_size):
-    """--only NAME for a row with a C++ side: (Python µs, notes, Python
-    digests, C++ µs, C++ digests), each side set up for that row alone."""
+    """--only NAME's Python side, for a row with a C++ side: ({NAME: µs},
+    notes, digests), set up for that row alone (single_row_cpp is the
+    other side)."""
     device, context = intel_gpu_context()
     queue = cl.CommandQueue(context, device)
     repeats = max(iterations // BATCH, 5)
     notes = {"unit": median_us(repeats, BATCH * 10, dnnl._core._empty)}
     digests = {}
     if name == OPS_NETWORK_ROW:
-        # against C++'s network (CPP_REFERENCES), run alone in its process
         py, digests[name] = ops_network_row(queue)
-        cpp, cpp_digests = run_baseline(15, 3, matmul_size, CPP_REFERENCES[name])
     elif name == "large matmul":
         engine = dnnl.ocl_interop.make_engine(device, context)
         run_matmul, output = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
         run_matmul()
         py = median_us(9, 1, run_matmul)
         digests[name] = digest(output())
+    elif name == GRAPH_ROW:
+        py, notes["allocations per execute"], digests[name], _ = graph_row(
+            device, context, queue, graph_repeats_of(iterations), warmup)
+    else:
+        py, digests[name] = pool_row(device, context, queue, graph_repeats_of(iterations), warmup)
+    return {name: py}, notes, digests
+
+
+def single_row_cpp(name, iterations, warmup, matmul_size):
+    """--only NAME's C++ side: (C++ µs, digests), the same work as
+    single_row's (the ops network against C++'s network, CPP_REFERENCES)."""
+    if name == OPS_NETWORK_ROW:
+        cpp, cpp_digests = run_baseline(15, 3, matmul_size, CPP_REFERENCES[name])
+    elif name == "large matmul":
         cpp, cpp_digests = run_baseline(9, 1, matmul_size, name)
     else:
-        graph_repeats = max(repeats * 2, 30)
-        if name == GRAPH_ROW:
-            py, notes["allocations per execute"], digests[name], _ = graph_row(
-                device, context, queue, graph_repeats, warmup)
-        else:
-            py, digests[name] = pool_row(device, context, queue, graph_repeats, warmup)
-        cpp, cpp_digests = run_baseline(graph_repeats * GRAPH_BATCH, warmup // 10 + 1, matmul_size, name)
-    return py, notes, digests, cpp[CPP_REFERENCES.get(name, name)], cpp_digests
+        cpp, cpp_digests = run_baseline(graph_repeats_of(iterations) * GRAPH_BATCH, warmup // 10 + 1,
+                                        matmul_size, name)
+    return cpp[CPP_REFERENCES.get(name, name)], cpp_digests
+
+
+def graph_repeats_of(iterations):
+    """Timed batches of the graph rows (python_rows and single_row)."""
+    return max(max(iterations // BATCH, 5) * 2, 30)
+
+
+def python_side(args):
+    """One round's Python side, in a fresh process (this script with
+    --python-side and the round's options): (rows, notes, digests) of
+    python_rows, or of single_row for --only."""
+    command = [sys.executable, os.path.abspath(__file__), "--python-side",
+               "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+               "--matmul-size", str(args.matmul_size)] + (["--only", args.only] if args.only else [])
+    out = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"the Python side's process failed: {out.stderr[-2000:]}")
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    return report["rows"], report["notes"], report["digests"]
+
+
+def print_python_side(args):
+    """--python-side: this process is one round's Python side; prints its
+    (rows, notes, digests) as one JSON line for python_side."""
+    if args.only is None:
+        rows, notes, digests = python_rows(args.iterations, args.warmup, args.matmul_size)
+    else:
+        rows, notes, digests = single_row(args.only, args.iterations, args.warmup, args.matmul_size)
+    print(json.dumps({"rows": rows, "notes": notes, "digests": digests}))
 
 
 # ------------------------------------------------------------------ verdicts
@@ -1039,7 +1080,7 @@ def measure_rounds(args):
                 # machine's state after the other's work every time.
                 if round_index % 2 == 0:
                     cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
-                rows, notes, digests = python_rows(args.iterations, args.warmup, args.matmul_size)
+                rows, notes, digests = python_side(args)
                 if round_index % 2 == 1:
                     cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
                 check_outputs("C++", cpp_digests, expected)
@@ -1055,8 +1096,14 @@ def measure_rounds(args):
                 device, context, queue, max(args.iterations // BATCH, 5), args.warmup)
             check_outputs("Python", {OPS_CALL_ROW: digest_}, expected)
         elif args.only != PERSISTENT_CACHE_ROW:
-            rows[args.only], notes, digests, cpp[args.only], cpp_digests = single_row(
-                args.only, args.iterations, args.warmup, args.matmul_size)
+            # the sides take turns going first, as in the full run
+            if round_index % 2 == 0:
+                cpp[args.only], cpp_digests = single_row_cpp(args.only, args.iterations, args.warmup,
+                                                             args.matmul_size)
+            rows, notes, digests = python_side(args)
+            if round_index % 2 == 1:
+                cpp[args.only], cpp_digests = single_row_cpp(args.only, args.iterations, args.warmup,
+                                                             args.matmul_size)
             check_outputs("C++", cpp_digests, expected)
             check_outputs("Python", digests, expected)
         else:
@@ -1116,7 +1163,13 @@ def main(argv=None) -> int:
                                                        "against its goal (PNG; needs matplotlib)")
     parser.add_argument("--only", metavar="NAME", choices=ONLY_ROWS,
                         help=f"measure only this row: one of {ONLY_ROWS}")
+    parser.add_argument("--python-side", action="store_true",
+                        help="run one round's Python side in this process and print it as JSON "
+                             "(what run.py starts for each round)")
     args = parser.parse_args(argv)
+    if args.python_side:
+        print_python_side(args)
+        return 0
     start_machine = machine()
     try:
         cpp_rounds, python_rounds, notes_rounds = measure_rounds(args)
