@@ -28,13 +28,35 @@ bool is_gpu(const dnnl::primitive_desc_base &pd) {
 }
 
 // Every element of `md` lies where a dense layout puts it, from the handle
-// on: no gaps between them and no sub-memory offset.
-bool dense_from_the_handle(const dnnl::memory::desc &md) {
-    if (md.is_zero() || md.get_format_kind() != dnnl::memory::format_kind::blocked) return true;
-    if (md.get_submemory_offset() != 0) return false;
+// on: no gaps between them and no sub-memory offset. Read through the C API
+// in place: these checks run at every primitive descriptor creation, and the
+// C++ API's getters copy (query_md clones the descriptor, get_padded_dims
+// makes a vector).
+bool dense_from_the_handle(const_dnnl_memory_desc_t md) {
+    int ndims = 0;
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+            || ndims == 0)
+        return true; // a zero descriptor: nothing is read
+    dnnl_format_kind_t format_kind = dnnl_format_kind_undef;
+    if (dnnl_memory_desc_query(md, dnnl_query_format_kind, &format_kind) != dnnl_success
+            || format_kind != dnnl_blocked)
+        return true;
+    dnnl_dim_t offset = 0;
+    if (dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset) == dnnl_success
+            && offset != 0)
+        return false;
+    const dnnl_dims_t *padded = nullptr;
+    dnnl_data_type_t data_type = dnnl_data_type_undef;
+    dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
+    dnnl_memory_desc_query(md, dnnl_query_data_type, &data_type);
     size_t elements = 1;
-    for (auto d : md.get_padded_dims()) elements *= static_cast<size_t>(d);
-    return md.get_size() == elements * dnnl::memory::data_type_size(md.get_data_type());
+    for (int i = 0; i < ndims; ++i) elements *= static_cast<size_t>((*padded)[i]);
+    return dnnl_memory_desc_get_size(md) == elements * dnnl_data_type_size(data_type);
+}
+
+// The descriptor `pd` gives for (what, index), in place (see above).
+const_dnnl_memory_desc_t md_of(const dnnl::primitive_desc_base &pd, dnnl::query what, int index) {
+    return dnnl_primitive_desc_query_md(pd.get(), dnnl::convert_to_c(what), index);
 }
 
 // The plain row-major layout of its dims (format tag ab, abc, ...), dense
@@ -63,13 +85,13 @@ std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
                       "read it as if it were (known problem dense-bias-post-op-inputs): copy it "
                       "into dense memory first (dnnl.ops does so)";
     };
-    if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_BIAS)))
+    if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, DNNL_ARG_BIAS)))
         return refuse("the bias");
     const_dnnl_post_ops_t ops = post_ops_of(pd.get());
     if (!ops) return "";
     for (int i = 0; i < dnnl_post_ops_len(ops); ++i)
         for (int arg : binary_post_op_inputs(ops, i))
-            if (!dense_from_the_handle(pd.query_md(dnnl::query::exec_arg_md, arg)))
+            if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, arg)))
                 return refuse("the input of binary post-op " + std::to_string(i));
     return "";
 }
@@ -160,7 +182,7 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
         } args[] = {{dnnl::query::src_md, "src"}, {dnnl::query::dst_md, "dst"},
                 {dnnl::query::diff_src_md, "diff_src"}, {dnnl::query::diff_dst_md, "diff_dst"}};
         for (const auto &a : args)
-            if (!dense_from_the_handle(pd.query_md(a.what, 0)))
+            if (!dense_from_the_handle(md_of(pd, a.what, 0)))
                 return offsets_or_gaps("eltwise", a.name)
                         + " (known problem eltwise-strides): reorder the data into dense memory "
                           "first (dnnl.ops does so)";
@@ -173,7 +195,7 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
     if (k == kind::group_normalization && applies("group-normalization-strides")) {
         for (auto what : {dnnl::query::src_md, dnnl::query::dst_md, dnnl::query::diff_src_md,
                      dnnl::query::diff_dst_md})
-            if (!dense_from_the_handle(pd.query_md(what, 0)))
+            if (!dense_from_the_handle(md_of(pd, what, 0)))
                 return "group normalization: oneDNN's GPU implementation misreads data that is "
                        "not dense from its handle on, and writes out of bounds (known problem "
                        "group-normalization-strides): reorder the data into dense memory first "
