@@ -482,3 +482,27 @@ def test_good_call_after_refused_ones(cl_context, ooo_stream, matmul, mm_args):
     assert isinstance(event, cl.Event)
     event.wait()
     np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
+
+
+def test_a_bias_with_runtime_dims_is_checked_when_executed(engine, stream, execute):
+    """A matmul whose bias has runtime dimensions is created: its layout is
+    known only at execute, so the check that GPU implementations read a bias
+    as dense from its handle on (known problem dense-bias-post-op-inputs)
+    runs on the memory given there. Dense bias memory computes right; bias
+    memory with gaps between rows is refused, the destination untouched."""
+    R = dnnl.RUNTIME_DIM_VAL
+    pd = dnnl.matmul.primitive_desc(engine, md([R, K]), md([K, N]), md([R, N]), md([R, N]))
+    prim = dnnl.matmul(pd)
+    bias = (np.arange(M * N, dtype=np.float32).reshape(M, N) % 3) - 1
+    args = {dnnl.ARG_SRC: filled(engine, md([M, K]), SRC),
+            dnnl.ARG_WEIGHTS: filled(engine, md([K, N]), WEIGHTS),
+            dnnl.ARG_BIAS: filled(engine, md([M, N]), bias),
+            dnnl.ARG_DST: filled(engine, md([M, N]), SENTINEL)}
+    execute(prim, stream, args)
+    np.testing.assert_array_equal(read(args[dnnl.ARG_DST]), SRC @ WEIGHTS + bias)
+
+    gapped = dnnl.memory.desc([M, N], DT.f32, [2 * N, 1])  # every other row of a buffer
+    args[dnnl.ARG_BIAS] = dnnl.memory(gapped, engine)
+    args[dnnl.ARG_DST] = filled(engine, md([M, N]), SENTINEL)
+    assert_refused(lambda: execute(prim, stream, args), stream, args[dnnl.ARG_DST],
+                   "ARG_BIAS", "dense-bias-post-op-inputs")

@@ -1,4 +1,5 @@
 #include "common/workarounds.hpp"
+#include "common/data_types.hpp"
 #include "common/post_ops.hpp"
 
 #include <algorithm>
@@ -50,8 +51,14 @@ bool dense_from_the_handle(const_dnnl_memory_desc_t md) {
     dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
     dnnl_memory_desc_query(md, dnnl_query_data_type, &data_type);
     size_t elements = 1;
-    for (int i = 0; i < ndims; ++i) elements *= static_cast<size_t>((*padded)[i]);
-    return dnnl_memory_desc_get_size(md) == elements * dnnl_data_type_size(data_type);
+    for (int i = 0; i < ndims; ++i) {
+        // Runtime dims are known only at execute: nothing to check here.
+        if ((*padded)[i] == DNNL_RUNTIME_DIM_VAL) return true;
+        elements *= static_cast<size_t>((*padded)[i]);
+    }
+    // By bits: 4-bit types hold two elements a byte (dnnl_data_type_size says 1).
+    size_t bits = data_types::bits(data_type);
+    return dnnl_memory_desc_get_size(md) == (elements * bits + 7) / 8;
 }
 
 // The descriptor `pd` gives for (what, index), in place (see above).
@@ -75,25 +82,46 @@ bool row_major(const dnnl::memory::desc &md) {
     return true;
 }
 
-// Why a descriptor's bias or binary post-op inputs would be read wrong: GPU
-// implementations read them as dense from the handle on (matmul, convolution,
-// inner product, eltwise and binary measured, with every implementation they
-// offered but one matmul variant).
-std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
-    auto refuse = [](const std::string &what) {
-        return what + " is not dense from its handle on, and oneDNN's GPU implementations "
-                      "read it as if it were (known problem dense-bias-post-op-inputs): copy it "
-                      "into dense memory first (dnnl.ops does so)";
-    };
-    if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, DNNL_ARG_BIAS)))
-        return refuse("the bias");
+// The arguments GPU implementations read as dense from the handle on
+// (matmul, convolution, inner product, eltwise and binary measured, with
+// every implementation they offered but one matmul variant): the bias and
+// every binary post-op input.
+std::vector<int> dense_operand_args(const dnnl::primitive_desc_base &pd) {
+    std::vector<int> args {DNNL_ARG_BIAS};
     const_dnnl_post_ops_t ops = post_ops_of(pd.get());
-    if (!ops) return "";
-    for (int i = 0; i < dnnl_post_ops_len(ops); ++i)
-        for (int arg : binary_post_op_inputs(ops, i))
-            if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, arg)))
-                return refuse("the input of binary post-op " + std::to_string(i));
+    for (int i = 0; ops && i < dnnl_post_ops_len(ops); ++i)
+        for (int arg : binary_post_op_inputs(ops, i)) args.push_back(arg);
+    return args;
+}
+
+// The refusal for such an argument that is not dense from its handle on.
+std::string not_dense(int arg) {
+    std::string what = arg == DNNL_ARG_BIAS
+            ? std::string("the bias")
+            : "the input of binary post-op "
+                    + std::to_string(arg / DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE - 1);
+    return what + " is not dense from its handle on, and oneDNN's GPU implementations "
+                  "read it as if it were (known problem dense-bias-post-op-inputs): copy it "
+                  "into dense memory first (dnnl.ops does so)";
+}
+
+// Why a descriptor's bias or binary post-op inputs would be read wrong.
+// (Those with runtime dims pass here: their memory is checked at execute.)
+std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
+    for (int arg : dense_operand_args(pd))
+        if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, arg))) return not_dense(arg);
     return "";
+}
+
+bool has_runtime_dims(const_dnnl_memory_desc_t md) {
+    int ndims = 0;
+    const dnnl_dims_t *dims = nullptr;
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+            || dnnl_memory_desc_query(md, dnnl_query_dims, &dims) != dnnl_success)
+        return false;
+    for (int i = 0; i < ndims; ++i)
+        if ((*dims)[i] == DNNL_RUNTIME_DIM_VAL) return true;
+    return false;
 }
 
 // Forward softmax: ocl:xe and ocl:reusable read their data as the plain
@@ -239,6 +267,18 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
     return "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong sources when "
            "they differ (known problem sum-many-inputs-scales); use a first scale other than "
            "1, equal scales, or binary primitives";
+}
+
+std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd) {
+    std::vector<int> args;
+    if (!pd || !is_gpu(pd) || !applies("dense-bias-post-op-inputs")) return args;
+    for (int arg : dense_operand_args(pd))
+        if (has_runtime_dims(md_of(pd, dnnl::query::exec_arg_md, arg))) args.push_back(arg);
+    return args;
+}
+
+std::string not_dense_at_execute(int arg, const dnnl::memory::desc &given) {
+    return dense_from_the_handle(given.get()) ? "" : not_dense(arg);
 }
 
 bool post_op_input_missing(const dnnl::primitive_desc_base &pd, int arg) {

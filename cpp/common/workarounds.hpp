@@ -54,6 +54,12 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
 // ---- execution: a reorder implementation that copies nothing between
 // buffer and USM memory (the caller refuses such executions).
 bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
+// The arguments of `pd` read as dense from the handle on whose layout is
+// known only at execute (runtime dims; known problem
+// dense-bias-post-op-inputs): known_wrong cannot check them, so the caller
+// asks not_dense_at_execute of the memory given for each (its refusal, or "").
+std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd);
+std::string not_dense_at_execute(int arg, const dnnl::memory::desc &given);
 
 // ---- queries: whether the exec_arg_md query for `arg` asks for an input
 // its post-op does not have (the caller answers the zero descriptor, as

@@ -231,6 +231,7 @@ const argument_checks &primitive_object::checks() const {
         auto checks = std::make_shared<argument_checks>();
         checks->args = expected_args(pd, quantization_args);
         checks->copies_within_one_memory_kind = workarounds::copies_within_one_memory_kind(pd);
+        checks->dense_at_execute = workarounds::dense_at_execute(pd);
         checks_ = std::move(checks);
     }
     return *checks_;
@@ -393,6 +394,12 @@ std::vector<dnnl_exec_arg_t> execution_args(
                 throw_invalid_argument(arg_name(arg) + " has a memory descriptor other than "
                         "the primitive's, " + why + " (query the primitive's with its "
                         "descriptor's *_desc() or query_md(exec_arg_md, arg))");
+        }
+        if (!checks.dense_at_execute.empty()
+                && std::find(checks.dense_at_execute.begin(), checks.dense_at_execute.end(), arg)
+                        != checks.dense_at_execute.end()) {
+            std::string why = workarounds::not_dense_at_execute(arg, mem.desc);
+            if (!why.empty()) throw_invalid_argument(arg_name(arg) + ": " + why);
         }
         for (int i = 0; i < mem.num_handles; ++i)
             if (!mem.memory.get_data_handle(i))

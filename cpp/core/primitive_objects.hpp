@@ -64,6 +64,9 @@ struct argument_checks {
     // reorder-direct-copy-memory-kinds, common/workarounds): such executions
     // are refused.
     bool copies_within_one_memory_kind = false;
+    // Arguments whose memory must be dense from its handle on, checked at
+    // each execute (workarounds::dense_at_execute: runtime dims).
+    std::vector<int> dense_at_execute;
 };
 
 struct primitive_object {
