@@ -598,7 +598,10 @@ def ops_call_row(device, context, queue, repeats, warmup):
     desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
     relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
         engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc))
-    as_memory, execute, marker = dnnl.arrays.as_memory, oi.execute, cl.enqueue_marker
+    as_memory, execute = dnnl.arrays.as_memory, oi.execute
+    # The marker call ops makes (pyopencl's one-call form when it has one),
+    # so that the row measures ops' own work, not the choice of marker call.
+    marker = getattr(cl._cl, "_enqueue_marker_with_wait_list", cl.enqueue_marker)
     arg_src, arg_dst = dnnl.ARG_SRC, dnnl.ARG_DST
 
     def by_hand():
@@ -903,9 +906,9 @@ def persistent_cache_row():
 
 
 def single_row(name, iterations, warmup, matmul_size):
-    """--only NAME's Python side, for a row with a C++ side: ({NAME: µs},
-    notes, digests), set up for that row alone (single_row_cpp is the
-    other side)."""
+    """--only NAME's Python side: ({NAME: µs}, notes, digests), set up for
+    that row alone (single_row_cpp is the C++ side; the ops call row's
+    reference is in the notes)."""
     device, context = intel_gpu_context()
     queue = cl.CommandQueue(context, device)
     repeats = max(iterations // BATCH, 5)
@@ -922,8 +925,13 @@ def single_row(name, iterations, warmup, matmul_size):
     elif name == GRAPH_ROW:
         py, notes["allocations per execute"], digests[name], _ = graph_row(
             device, context, queue, graph_repeats_of(iterations), warmup)
-    else:
+    elif name == POOL_ROW:
         py, digests[name] = pool_row(device, context, queue, graph_repeats_of(iterations), warmup)
+    elif name == OPS_CALL_ROW:
+        py, notes[PYTHON_REFERENCES[name]], digests[name] = ops_call_row(
+            device, context, queue, repeats, warmup)
+    else:
+        raise ValueError(f"no Python side of its own for --only {name!r}")
     return {name: py}, notes, digests
 
 
@@ -952,9 +960,10 @@ def python_side(args):
     command = [sys.executable, os.path.abspath(__file__), "--python-side",
                "--iterations", str(args.iterations), "--warmup", str(args.warmup),
                "--matmul-size", str(args.matmul_size)] + (["--only", args.only] if args.only else [])
-    out = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    # stderr passes through (warnings show as they happen); stdout is the JSON
+    out = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=1800)
     if out.returncode != 0:
-        raise RuntimeError(f"the Python side's process failed: {out.stderr[-2000:]}")
+        raise RuntimeError(f"the Python side's process failed (exit {out.returncode}; its errors above)")
     report = json.loads(out.stdout.strip().splitlines()[-1])
     return report["rows"], report["notes"], report["digests"]
 
@@ -1088,13 +1097,9 @@ def measure_rounds(args):
             else:
                 notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
             rows[FRESH_COLD_ROW], cpp[FRESH_COLD_ROW] = fresh_cold_rows(python_first=round_index % 2 == 1)
-        elif args.only == OPS_CALL_ROW:
-            device, context = intel_gpu_context()
-            queue = cl.CommandQueue(context, device)
-            notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
-            rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]], digest_ = ops_call_row(
-                device, context, queue, max(args.iterations // BATCH, 5), args.warmup)
-            check_outputs("Python", {OPS_CALL_ROW: digest_}, expected)
+        elif args.only == OPS_CALL_ROW:  # both of its sides are Python: one fresh process
+            rows, notes, digests = python_side(args)
+            check_outputs("Python", digests, expected)
         elif args.only != PERSISTENT_CACHE_ROW:
             # the sides take turns going first, as in the full run
             if round_index % 2 == 0:

@@ -254,12 +254,12 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
         array = arrays[index]
         try:
             args[arg] = _memory(array, engine, facts, key)
+            events = array.events
+            if events:
+                deps += events
         except (TypeError, ValueError) as e:  # as memory_of, inline: this runs every call
             prefix(e, f"{name}: ")
             raise
-        events = array.events
-        if events:
-            deps += events
     if out is None:
         out = new_array(queue, ctx.cl_context, dst_dims, entry.dst_dtype, first.allocator)
         memory = _memory_on_new(out, engine, entry.dst_facts)
