@@ -484,14 +484,20 @@ def test_good_call_after_refused_ones(cl_context, ooo_stream, matmul, mm_args):
     np.testing.assert_array_equal(read(mm_args[dnnl.ARG_DST]), SRC @ WEIGHTS)
 
 
-def test_a_bias_with_runtime_dims_is_checked_when_executed(engine, stream, execute):
-    """A matmul whose bias has runtime dimensions is created: its layout is
-    known only at execute, so the check that GPU implementations read a bias
-    as dense from its handle on (known problem dense-bias-post-op-inputs)
-    runs on the memory given there. Dense bias memory computes right; bias
-    memory with gaps between rows is refused, the destination untouched."""
+@pytest.mark.parametrize("runtime", ["dims", "strides"])
+def test_a_bias_with_runtime_dims_is_checked_when_executed(engine, stream, execute, runtime):
+    """A matmul whose bias has runtime dimensions (or strides) is created:
+    its layout is known only at execute, so the check that GPU
+    implementations read a bias as dense from its handle on (known problem
+    dense-bias-post-op-inputs) runs on the memory given there. Dense bias
+    memory computes right; bias memory with gaps between rows is refused,
+    the destination untouched."""
     R = dnnl.RUNTIME_DIM_VAL
-    pd = dnnl.matmul.primitive_desc(engine, md([R, K]), md([K, N]), md([R, N]), md([R, N]))
+    if runtime == "dims":
+        pd = dnnl.matmul.primitive_desc(engine, md([R, K]), md([K, N]), md([R, N]), md([R, N]))
+    else:
+        pd = dnnl.matmul.primitive_desc(engine, md([M, K]), md([K, N]),
+                                        dnnl.memory.desc([M, N], DT.f32, [R, R]), md([M, N]))
     prim = dnnl.matmul(pd)
     bias = (np.arange(M * N, dtype=np.float32).reshape(M, N) % 3) - 1
     args = {dnnl.ARG_SRC: filled(engine, md([M, K]), SRC),

@@ -28,6 +28,19 @@ bool is_gpu(const dnnl::primitive_desc_base &pd) {
     return pd.get_engine().get_kind() == dnnl::engine::kind::gpu;
 }
 
+// Whether `md` leaves its layout to execution: a runtime dim or stride
+// (DNNL_RUNTIME_DIM_VAL). Such a descriptor cannot be checked here.
+bool has_runtime_values(const_dnnl_memory_desc_t md, int ndims) {
+    const dnnl_dims_t *dims = nullptr, *strides = nullptr;
+    dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
+    dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
+    for (int i = 0; i < ndims; ++i)
+        if ((dims && (*dims)[i] == DNNL_RUNTIME_DIM_VAL)
+                || (strides && (*strides)[i] == DNNL_RUNTIME_DIM_VAL))
+            return true;
+    return false;
+}
+
 // Every element of `md` lies where a dense layout puts it, from the handle
 // on: no gaps between them and no sub-memory offset. Read through the C API
 // in place: these checks run at every primitive descriptor creation, and the
@@ -40,8 +53,8 @@ bool dense_from_the_handle(const_dnnl_memory_desc_t md) {
         return true; // a zero descriptor: nothing is read
     dnnl_format_kind_t format_kind = dnnl_format_kind_undef;
     if (dnnl_memory_desc_query(md, dnnl_query_format_kind, &format_kind) != dnnl_success
-            || format_kind != dnnl_blocked)
-        return true;
+            || format_kind != dnnl_blocked || has_runtime_values(md, ndims))
+        return true; // (runtime values: known only at execute, see dense_at_execute)
     dnnl_dim_t offset = 0;
     if (dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset) == dnnl_success
             && offset != 0)
@@ -51,11 +64,7 @@ bool dense_from_the_handle(const_dnnl_memory_desc_t md) {
     dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
     dnnl_memory_desc_query(md, dnnl_query_data_type, &data_type);
     size_t elements = 1;
-    for (int i = 0; i < ndims; ++i) {
-        // Runtime dims are known only at execute: nothing to check here.
-        if ((*padded)[i] == DNNL_RUNTIME_DIM_VAL) return true;
-        elements *= static_cast<size_t>((*padded)[i]);
-    }
+    for (int i = 0; i < ndims; ++i) elements *= static_cast<size_t>((*padded)[i]);
     // By bits: 4-bit types hold two elements a byte (dnnl_data_type_size says 1).
     size_t bits = data_types::bits(data_type);
     return dnnl_memory_desc_get_size(md) == (elements * bits + 7) / 8;
@@ -106,22 +115,11 @@ std::string not_dense(int arg) {
 }
 
 // Why a descriptor's bias or binary post-op inputs would be read wrong.
-// (Those with runtime dims pass here: their memory is checked at execute.)
+// (Those with runtime values pass here: their memory is checked at execute.)
 std::string dense_operands_problem(const dnnl::primitive_desc_base &pd) {
     for (int arg : dense_operand_args(pd))
         if (!dense_from_the_handle(md_of(pd, dnnl::query::exec_arg_md, arg))) return not_dense(arg);
     return "";
-}
-
-bool has_runtime_dims(const_dnnl_memory_desc_t md) {
-    int ndims = 0;
-    const dnnl_dims_t *dims = nullptr;
-    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
-            || dnnl_memory_desc_query(md, dnnl_query_dims, &dims) != dnnl_success)
-        return false;
-    for (int i = 0; i < ndims; ++i)
-        if ((*dims)[i] == DNNL_RUNTIME_DIM_VAL) return true;
-    return false;
 }
 
 // Forward softmax: ocl:xe and ocl:reusable read their data as the plain
@@ -273,7 +271,11 @@ std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd) {
     std::vector<int> args;
     if (!pd || !is_gpu(pd) || !applies("dense-bias-post-op-inputs")) return args;
     for (int arg : dense_operand_args(pd))
-        if (has_runtime_dims(md_of(pd, dnnl::query::exec_arg_md, arg))) args.push_back(arg);
+        if (const_dnnl_memory_desc_t md = md_of(pd, dnnl::query::exec_arg_md, arg)) {
+            int ndims = 0;
+            dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
+            if (has_runtime_values(md, ndims)) args.push_back(arg);
+        }
     return args;
 }
 
