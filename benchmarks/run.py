@@ -598,10 +598,13 @@ def ops_call_row(device, context, queue, repeats, warmup):
     desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
     relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
         engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc))
+    from dnnl_ocl_interop.ops import _operands
+
     as_memory, execute = dnnl.arrays.as_memory, oi.execute
-    # The marker call ops makes (pyopencl's one-call form when it has one),
-    # so that the row measures ops' own work, not the choice of marker call.
-    marker = getattr(cl._cl, "_enqueue_marker_with_wait_list", cl.enqueue_marker)
+    # The marker call ops makes (taken from ops), so that the row measures
+    # ops' own work, not the choice of marker call.
+    _operands._load_pyopencl()
+    marker = _operands._enqueue_marker
     arg_src, arg_dst = dnnl.ARG_SRC, dnnl.ARG_DST
 
     def by_hand():
@@ -609,7 +612,7 @@ def ops_call_row(device, context, queue, repeats, warmup):
         dst, dst_events = as_memory(y, engine)
         event = execute(relu, stream, {arg_src: src, arg_dst: dst}, src_events + dst_events)
         if event is None:
-            event = marker(queue)
+            event = marker(queue, None)
         del y.events[:]  # the primitive waited for them
         y.add_event(event)
 
