@@ -15,6 +15,8 @@ and out with dnnl.usm.memcpy; every expected value is computed with NumPy.
 Allocator engines are in test_graph_allocator.py.
 """
 
+import re
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -661,20 +663,26 @@ def test_execute_stream_on_another_engine(matmul_relu_case, cl_device, cl_contex
 
 
 @pytest.mark.parametrize("which", ["inputs", "outputs"])
-@pytest.mark.parametrize("bad", [None, 5, "tensors", "element"])
+@pytest.mark.parametrize("bad", [None, 5, "tensors", "element", "element of a tuple"])
 def test_execute_non_list_arguments(matmul_relu_case, stream, which, bad):
+    """A value that is not a list (or tuple) of tensors, or an element that
+    is not a tensor, is a TypeError naming the argument (and the element)."""
     compiled, _, (ta, tb, td) = matmul_relu_case
     ins, outs = [ta, tb], [td]
-    value = bad
-    if bad == "element":
+    value, named = bad, which
+    if isinstance(bad, str) and bad.startswith("element"):
         value = [ta, 5] if which == "inputs" else [5]
+        named = f"{which}[{len(value) - 1}]"
+        if bad.endswith("tuple"):
+            value = tuple(value)
     if which == "inputs":
         ins = value
     else:
         outs = value
-    with pytest.raises(TypeError):
+    pattern = re.escape(named) + " must be"
+    with pytest.raises(TypeError, match=pattern):
         compiled.execute(stream, ins, outs)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=pattern):
         goi.execute(compiled, stream, ins, outs)
 
 

@@ -498,17 +498,19 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                            std::vector<g::tensor> &into) {
         if (!PyList_Check(list.ptr()) && !PyTuple_Check(list.ptr()))
             throw_type_error(what, "a list of dnnl.graph.tensor", list);
-        auto seq = py::reinterpret_borrow<py::sequence>(list);
-        if (seq.size() != ports.size())
-            throw_invalid_argument(std::string(what) + ": " + std::to_string(seq.size())
+        // Items borrowed in place (a list or tuple), each loaded once.
+        const auto count = static_cast<size_t>(PySequence_Fast_GET_SIZE(list.ptr()));
+        if (count != ports.size())
+            throw_invalid_argument(std::string(what) + ": " + std::to_string(count)
                     + " tensors for " + std::to_string(ports.size()) + " ports");
         into.assign(ports.size(), g::tensor());
-        for (size_t i = 0; i < seq.size(); ++i) {
+        for (size_t i = 0; i < count; ++i) {
             // Built only for an error: this loop runs on every execute().
             auto name = [&] { return std::string(what) + "[" + std::to_string(i) + "]"; };
-            if (!py::isinstance<tensor_object>(seq[i]))
-                throw_type_error(name(), "a dnnl.graph.tensor", seq[i]);
-            const auto &t = seq[i].cast<const tensor_object &>();
+            py::handle item = PySequence_Fast_GET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i));
+            py::detail::make_caster<tensor_object> caster;
+            if (!caster.load(item, false)) throw_type_error(name(), "a dnnl.graph.tensor", item);
+            const auto &t = py::detail::cast_op<const tensor_object &>(caster);
             const lt &given = t.logical;
             bool scalar = is_host_scalar(given);
             if (!scalar && t.engine.get() != cp.engine.get())
