@@ -54,6 +54,13 @@ CHILD_ENGINE = textwrap.dedent("""
     engine = dnnl.ocl_interop.make_engine(device, context)
 """)
 
+# The same, then `oi` (dnnl.ocl_interop) and `stream` on an in-order `queue`.
+CHILD_STREAM = CHILD_ENGINE + textwrap.dedent("""
+    oi = dnnl.ocl_interop
+    queue = cl.CommandQueue(context, device)
+    stream = oi.make_stream(engine, queue)
+""")
+
 
 # ------------------------------------------------------- memory descriptors
 

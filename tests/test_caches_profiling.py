@@ -21,7 +21,9 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import emulation
-from helpers import CHILD_ENGINE, oi, plain_desc
+from helpers import CHILD_ENGINE, CHILD_STREAM, oi, plain_desc
+from shared_primitives import SHARED_PRIMITIVES
+from shared_primitives import load as load_shared_primitives
 
 ALG = dnnl.algorithm
 TIME = dnnl.profiling_data_kind.time
@@ -33,69 +35,21 @@ def _rng_array(shape, seed):
 
 # ------------------------------------------- primitives shared with the child
 #
-# The parent and the fresh process build their descriptors from this one
-# source, so the descriptors are equal by construction.
+# The parent and the fresh process build their descriptors from one source
+# (shared_primitives.py), so the descriptors are equal by construction. Each
+# is named after its primitive class.
 
-_PRIMITIVES = textwrap.dedent("""
-    def make_descriptors(dnnl, engine):
-        '''{name: (family, primitive_desc, {ARG_*: memory.desc})}.'''
-        DT, TAG = dnnl.memory.data_type, dnnl.memory.format_tag
-        desc = lambda dims, tag: dnnl.memory.desc(dims, DT.f32, tag)
-        ops = dnnl.post_ops()
-        ops.append_eltwise(dnnl.algorithm.eltwise_relu, 0.0, 0.0)
-        attr = dnnl.primitive_attr()
-        attr.set_post_ops(ops)
-        src, wei, bias, dst = (desc([6, 20], TAG.ab), desc([20, 9], TAG.ab),
-                               desc([1, 9], TAG.ab), desc([6, 9], TAG.ab))
-        matmul = dnnl.matmul.primitive_desc(engine, src, wei, bias, dst, attr)
-        c_src, c_wei, c_dst = (desc([2, 3, 9, 9], TAG.nchw), desc([4, 3, 3, 3], TAG.oihw),
-                               desc([2, 4, 9, 9], TAG.nchw))
-        conv = dnnl.convolution_forward.primitive_desc(
-            engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.convolution_direct,
-            c_src, c_wei, c_dst, [1, 1], [1, 1], [1, 1])
-        return {
-            "matmul": (dnnl.matmul, matmul, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: wei,
-                                             dnnl.ARG_BIAS: bias, dnnl.ARG_DST: dst}),
-            "convolution_forward": (dnnl.convolution_forward, conv,
-                                    {dnnl.ARG_SRC: c_src, dnnl.ARG_WEIGHTS: c_wei,
-                                     dnnl.ARG_DST: c_dst}),
-        }
-
-    def run(dnnl, primitive, stream, engine, arg_descs, inputs):
-        '''Executes `primitive` on `inputs` ({ARG_*: array}); the ARG_DST array.'''
-        mems = {arg: dnnl.memory(d, engine) for arg, d in arg_descs.items()}
-        for arg, array in inputs.items():
-            dnnl.arrays.write(mems[arg], array)
-        primitive.execute(stream, mems)
-        stream.wait()
-        return dnnl.arrays.read(mems[dnnl.ARG_DST])
-""")
-
-_shared: dict = {}
-exec(_PRIMITIVES, _shared)
-make_descriptors, run_primitive = _shared["make_descriptors"], _shared["run"]
+_shared = load_shared_primitives()
+descriptors, make_inputs, run_primitive = _shared["descriptors"], _shared["inputs"], _shared["run"]
 
 
-def _inputs(arg_descs, seed):
-    return {arg: _rng_array(d.get_dims(), seed + arg)
-            for arg, d in arg_descs.items() if arg != dnnl.ARG_DST}
-
-
-_CHILD = _PRIMITIVES + textwrap.dedent("""
+_CHILD = SHARED_PRIMITIVES + CHILD_STREAM + textwrap.dedent("""
     import sys
-    import numpy as np
-    import dnnl_ocl_interop as dnnl
-    dnnl.emulation.ensure_device()
-    import pyopencl as cl
 
     folder = sys.argv[1]
-    device = [d for p in cl.get_platforms() if "Intel" in p.vendor
-              for d in p.get_devices() if d.type & cl.device_type.GPU][0]
-    context = cl.Context([device])
-    engine = dnnl.ocl_interop.make_engine(device, context)
-    stream = dnnl.ocl_interop.make_stream(engine, cl.CommandQueue(context, device))
     dnnl.set_verbose(2)  # creation lines say where each primitive came from
-    for name, (family, pd, arg_descs) in make_descriptors(dnnl, engine).items():
+    for name, (pd, arg_descs) in descriptors(dnnl, engine).items():
+        family = getattr(dnnl, name)
         with open(f"{folder}/{name}.id", "rb") as f:
             assert pd.get_cache_blob_id() == f.read(), f"{name}: another cache blob id"
         with open(f"{folder}/{name}.blob", "rb") as f:
@@ -117,10 +71,10 @@ def _create_lines(output, kind):
 
 def test_cache_blob_round_trip_in_a_fresh_process(engine, stream, tmp_path):
     expected, kinds = {}, {}
-    for name, (family, pd, arg_descs) in make_descriptors(dnnl, engine).items():
+    for name, (pd, arg_descs) in descriptors(dnnl, engine).items():
         kinds[name] = pd.get_kind().name  # as verbose lines name it
-        primitive = family(pd)
-        inputs = _inputs(arg_descs, seed=len(name))
+        primitive = getattr(dnnl, name)(pd)
+        inputs = make_inputs(dnnl, arg_descs, len(name))
         expected[name] = run_primitive(dnnl, primitive, stream, engine, arg_descs, inputs)
         (tmp_path / f"{name}.id").write_bytes(pd.get_cache_blob_id())
         (tmp_path / f"{name}.blob").write_bytes(primitive.get_cache_blob())
@@ -154,12 +108,12 @@ def test_cache_blob_ids_identify_descriptors(engine):
 def test_cache_blob_is_loaded_in_process_too(engine, stream):
     """A blob also works in its own process, from bytes or a bytearray; with
     None the primitive is compiled."""
-    family, pd, arg_descs = make_descriptors(dnnl, engine)["matmul"]
-    inputs = _inputs(arg_descs, seed=3)
-    blob = family(pd).get_cache_blob()
-    expected = run_primitive(dnnl, family(pd), stream, engine, arg_descs, inputs)
+    pd, arg_descs = descriptors(dnnl, engine)["matmul"]
+    inputs = make_inputs(dnnl, arg_descs, 3)
+    blob = dnnl.matmul(pd).get_cache_blob()
+    expected = run_primitive(dnnl, dnnl.matmul(pd), stream, engine, arg_descs, inputs)
     for given in (blob, bytearray(blob), None):
-        primitive = family(pd, given)
+        primitive = dnnl.matmul(pd, given)
         assert isinstance(primitive, dnnl.matmul)
         result = run_primitive(dnnl, primitive, stream, engine, arg_descs, inputs)
         assert result.tobytes() == expected.tobytes()

@@ -57,7 +57,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (ALG, INFERENCE, MF, OOO, allocated_inputs, attention_partition,
+from helpers import (ALG, CHILD_STREAM, INFERENCE, MF, OOO, allocated_inputs, attention_partition,
                      attention_reference, compile_partition, compiled_partition_cache_capacity,
                      download, empty_onednn_caches, first_sub_device, g, goi, oi, plain_desc,
                      upload, usm)
@@ -842,19 +842,8 @@ def test_compiled_partition_cache_can_be_emptied_from_python(cl_device, partitio
     assert context.reference_count == 1
 
 
-_DROP_BEFORE_WAIT = """
-import sys
+_DROP_BEFORE_WAIT = CHILD_STREAM + """
 import numpy as np
-import dnnl_ocl_interop as dnnl
-dnnl.emulation.ensure_device()
-import pyopencl as cl
-oi = dnnl.ocl_interop
-device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
-              for d in p.get_devices(cl.device_type.GPU))
-context = cl.Context([device])
-queue = cl.CommandQueue(context, device)
-engine = oi.make_engine(device, context)
-stream = oi.make_stream(engine, queue)
 other_queue = cl.CommandQueue(context, device)  # not ordered after the matmuls
 n = 384
 square = dnnl.memory.desc([n, n], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)

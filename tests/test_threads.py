@@ -36,7 +36,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (ALG, DT, INFERENCE, MF, OOO, TAG, attention_partition, attention_reference,
+from helpers import (ALG, CHILD_STREAM, DT, INFERENCE, MF, OOO, TAG, attention_partition, attention_reference,
                      compile_partition, compiled_partition_cache_capacity, download, g, goi, oi,
                      plain_desc, upload, usm)
 
@@ -472,20 +472,10 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
 # only if it let that thread run, that is, released the GIL. In a child, so
 # that a wait keeping the GIL (a deadlock) fails the test by its timeout
 # instead of hanging the run.
-_GATED_WAIT = r"""
+_GATED_WAIT = CHILD_STREAM + r"""
 import threading
 import time
-import dnnl_ocl_interop as dnnl
-dnnl.emulation.ensure_device()
 import numpy as np
-import pyopencl as cl
-oi = dnnl.ocl_interop
-device = next(d for p in cl.get_platforms() if "Intel" in p.vendor
-              for d in p.get_devices(cl.device_type.GPU))
-context = cl.Context([device])
-queue = cl.CommandQueue(context, device)
-engine = oi.make_engine(device, context)
-stream = oi.make_stream(engine, queue)
 desc = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
 relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
     engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc))
