@@ -40,6 +40,7 @@
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
@@ -126,6 +127,28 @@ void fill(dnnl::memory &m) {
     float *p = static_cast<float *>(m.map_data());
     for (size_t i = 0; i < m.get_desc().get_size() / sizeof(float); ++i) p[i] = pattern(i);
     m.unmap_data(p);
+}
+
+// The start of a segment of rows when run.py runs both sides taking turns
+// (benchmarks/turns.py, which has the protocol): says the segment's name and
+// waits for the driver's go. Returns at once when this process runs alone.
+void turn(const char *segment) {
+    static int read_fd = -2, write_fd = -1;
+    if (read_fd == -2) {
+        const char *spec = std::getenv("DNNL_OCL_INTEROP_BENCHMARK_TURNS");
+        if (!spec || std::sscanf(spec, "%d,%d", &read_fd, &write_fd) != 2) read_fd = -1;
+    }
+    if (read_fd < 0) return;
+    std::string said = std::string(segment) + "\n";
+    if (write(write_fd, said.data(), said.size()) != static_cast<ssize_t>(said.size()))
+        throw std::runtime_error("turns: cannot write to the driver");
+    char go[3] = {};
+    for (size_t got = 0; got < sizeof(go);) { // "go\n"
+        ssize_t n = read(read_fd, go + got, sizeof(go) - got);
+        if (n <= 0) throw std::runtime_error("turns: the driver went away");
+        got += static_cast<size_t>(n);
+    }
+    if (std::memcmp(go, "go\n", 3) != 0) throw std::runtime_error("turns: not a go");
 }
 
 // A digest of a row's output, for run.py to check against NumPy.
@@ -708,6 +731,7 @@ int main(int argc, char **argv) try {
     stream s_in = ocl_interop::make_stream(eng, in_order);
     stream s_ooo = ocl_interop::make_stream(eng, out_of_order);
 
+    turn("per-call rows");
     // A call that touches no device.
     memory::desc tiny({64}, memory::data_type::f32, memory::format_tag::a);
     memory tiny_src(tiny, eng), tiny_dst(tiny, eng);
@@ -778,6 +802,7 @@ int main(int argc, char **argv) try {
     rows["execute(out-of-order)"] = samples_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
     check_output("execute(out-of-order)", read(tiny_dst));
 
+    turn("primitive creation");
     // Primitive creation (descriptor and primitive): from oneDNN's primitive
     // cache, and cold (cache off: kernels compiled every time).
     auto create_relu = [&] {
@@ -791,8 +816,10 @@ int main(int argc, char **argv) try {
     rows["primitive creation (cold)"] = fastest_us(5, create_relu); // as run.py: see there
     set_primitive_cache_capacity(capacity);
 
+    turn("small network");
     rows["small network"] = small_network_us(eng, s_in, 3, 15);
 
+    turn("execute and wait");
     // execute, then a wait, beside nothing: the C++ counterpart of the
     // Python row "execute beside a busy thread" (whose own reference is
     // Python's execute alone; printed for information).
@@ -801,6 +828,7 @@ int main(int argc, char **argv) try {
         s_in.wait();
     });
 
+    turn("chain of 100 executes");
     // A chain of 100 executes linked by events, waited once.
     auto chain = [&] {
         cl_event previous = ocl_interop::execute(relu, s_ooo, relu_args);
@@ -816,6 +844,7 @@ int main(int argc, char **argv) try {
     rows["chain of 100 executes"] = samples_us(std::max(repeats, 15), 1, chain);
     check_output("chain of 100 executes", read(tiny_dst));
 
+    turn("large matmul");
     // A large f32 matmul.
     large_matmul big(eng, matmul_size);
     auto run_matmul = [&] { big.run(s_in); };
@@ -826,9 +855,11 @@ int main(int argc, char **argv) try {
     // A graph partition whose allocator is called on every execution, with
     // the C allocator and with the C pool.
     using namespace dnnl::graph;
+    turn("graph execute with allocator");
     attention_partition attention(device, context, in_order);
     rows["graph execute with allocator"] = graph_samples(attention, std::max(repeats * 2, 30), warmup / 10 + 1);
     attention.check_output_of("graph execute with allocator", attention.outs);
+    turn("graph execute with caching pool");
     {
         attention_partition pooled(device, context, in_order, c_pool_malloc, c_pool_free);
         rows["graph execute with caching pool"] = graph_samples(pooled, std::max(repeats * 2, 30), warmup / 10 + 1);
@@ -842,6 +873,7 @@ int main(int argc, char **argv) try {
     memory::desc mid({128, 128}, memory::data_type::f32, memory::format_tag::ab);
     matmul mm_mid(matmul::primitive_desc(eng, mid, mid, mid));
     for (int n : {1, 2, 4}) {
+        turn(("threads " + std::to_string(n)).c_str());
         std::vector<cl_command_queue> queues;
         std::vector<stream> streams;
         std::vector<std::unordered_map<int, memory>> margs;
@@ -870,6 +902,7 @@ int main(int argc, char **argv) try {
         for (auto q : queues) clReleaseCommandQueue(q);
     }
 
+    turn("opencl kernel enqueue");
     // For reference: enqueue of a trivial OpenCL kernel (each adds 1 to the
     // zeroed buffer: the check counts the enqueues).
     const char *source = "__kernel void touch(__global float *a) { a[get_global_id(0)] += 1.0f; }";
@@ -898,6 +931,7 @@ int main(int argc, char **argv) try {
             "clEnqueueReadBuffer");
     check_output("opencl kernel enqueue", touched);
 
+    turn("end");
     print_report(rows);
 
     usm_free(context, usm);

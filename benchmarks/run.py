@@ -66,6 +66,9 @@ DEVICE = dnnl.emulation.ensure_device()  # before the first OpenCL call
 import numpy as np  # noqa: E402
 import pyopencl as cl  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from turns import END, take_turns, turn  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "benchmarks")
 BASELINE = os.path.join(BUILD, "dnnl_ocl_interop_baseline")
@@ -239,13 +242,23 @@ def build_baseline():
                    stdout=subprocess.DEVNULL)
 
 
-def run_baseline(iterations, warmup, matmul_size, row=None):
-    """(rows {name: median µs}, output digests {name: digest}) of one
-    baseline run (all rows, or `row` alone)."""
-    out = subprocess.run([BASELINE, str(iterations), str(warmup), str(matmul_size)] + ([row] if row else []),
-                         capture_output=True, text=True, check=True, timeout=1800)
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+def baseline_command(iterations, warmup, matmul_size, row=None):
+    """The baseline program's command line (all rows, or `row` alone)."""
+    return [BASELINE, str(iterations), str(warmup), str(matmul_size)] + ([row] if row else [])
+
+
+def baseline_report(stdout):
+    """(rows {name: median µs}, output digests {name: digest}) of the
+    baseline's output."""
+    report = json.loads(stdout.strip().splitlines()[-1])
     return {name: median_of(samples) for name, samples in report["rows"].items()}, report["checks"]
+
+
+def run_baseline(iterations, warmup, matmul_size, row=None):
+    """baseline_report of one baseline run (all rows, or `row` alone)."""
+    out = subprocess.run(baseline_command(iterations, warmup, matmul_size, row),
+                         capture_output=True, text=True, check=True, timeout=1800)
+    return baseline_report(out.stdout)
 
 
 # Cold creation again, each side in a fresh process doing nothing else:
@@ -324,6 +337,7 @@ def python_rows(iterations, warmup, matmul_size):
     engine = oi.make_engine(device, context)
     s_in, s_ooo = oi.make_stream(engine, in_order), oi.make_stream(engine, out_of_order)
 
+    turn("per-call rows")  # segments: the baseline's, in the same order (turns.py)
     empty = dnnl._core._empty
     for _ in range(warmup):
         empty()
@@ -379,6 +393,7 @@ def python_rows(iterations, warmup, matmul_size):
         dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
             engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
 
+    turn("primitive creation")
     for _ in range(warmup):
         create_relu()
     rows["primitive creation (cached)"] = median_us(repeats, BATCH, create_relu)
@@ -389,8 +404,10 @@ def python_rows(iterations, warmup, matmul_size):
     rows["primitive creation (cold)"] = fastest_us(5, create_relu)
     dnnl.set_primitive_cache_capacity(capacity)
 
+    turn("small network")  # and the same network with ops, judged against it
     rows["small network"], digests["small network"] = network_row(engine, s_in)
     rows[OPS_NETWORK_ROW], digests[OPS_NETWORK_ROW] = ops_network_row(in_order)
+    turn("execute and wait")  # the baseline's reference for the busy-thread row; Python's own rows
     rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]], digests[OPS_CALL_ROW] = \
         ops_call_row(device, context, in_order, repeats, warmup)
 
@@ -425,24 +442,29 @@ def python_rows(iterations, warmup, matmul_size):
             previous = execute(relu, s_ooo, relu_args, [previous])
         previous.wait()
 
+    turn("chain of 100 executes")
     for _ in range(3):
         chain()
     rows["chain of 100 executes"] = median_us(max(repeats, 15), 1, chain)
     digests["chain of 100 executes"] = relu_output()
 
+    turn("large matmul")
     run_matmul, matmul_output = large_matmul(engine, s_in, matmul_size)
     run_matmul()
     rows["large matmul"] = median_us(9, 1, run_matmul)
     digests["large matmul"] = digest(matmul_output())
 
     graph_repeats = graph_repeats_of(iterations)
+    turn(GRAPH_ROW)
     rows[GRAPH_ROW], notes["allocations per execute"], digests[GRAPH_ROW], graph_parts = graph_row(
         device, context, in_order, graph_repeats, warmup)
+    turn(POOL_ROW)
     rows[POOL_ROW], digests[POOL_ROW] = pool_row(device, context, in_order, graph_repeats, warmup)
     thread_rows_, thread_digests = thread_rows(engine, context, device, graph_parts)
     rows.update(thread_rows_)
     digests.update(thread_digests)
 
+    turn("opencl kernel enqueue")
     program = cl.Program(context, "__kernel void touch(__global float *a) "
                                   "{ a[get_global_id(0)] += 1.0f; }").build()
     kernel = program.touch
@@ -823,6 +845,7 @@ def thread_rows(engine, context, device, graph_parts):
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
     rows, digests = {}, {}
     for n in THREAD_COUNTS:
+        turn(f"threads {n}")
         queues = [cl.CommandQueue(context, device) for _ in range(n)]
         streams = [oi.make_stream(engine, q) for q in queues]
         margs = [{arg: filled_memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
@@ -956,19 +979,41 @@ def graph_repeats_of(iterations):
     return max(max(iterations // BATCH, 5) * 2, 30)
 
 
+def python_side_command(args):
+    """The command line of one round's Python side: this script with
+    --python-side and the round's options."""
+    return [sys.executable, os.path.abspath(__file__), "--python-side",
+            "--iterations", str(args.iterations), "--warmup", str(args.warmup),
+            "--matmul-size", str(args.matmul_size)] + (["--only", args.only] if args.only else [])
+
+
+def python_side_report(stdout):
+    """(rows, notes, digests) of a Python side's output."""
+    report = json.loads(stdout.strip().splitlines()[-1])
+    return report["rows"], report["notes"], report["digests"]
+
+
 def python_side(args):
-    """One round's Python side, in a fresh process (this script with
-    --python-side and the round's options): (rows, notes, digests) of
-    python_rows, or of single_row for --only."""
-    command = [sys.executable, os.path.abspath(__file__), "--python-side",
-               "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-               "--matmul-size", str(args.matmul_size)] + (["--only", args.only] if args.only else [])
+    """One round's Python side, in a fresh process: (rows, notes, digests)
+    of python_rows, or of single_row for --only."""
     # stderr passes through (warnings show as they happen); stdout is the JSON
-    out = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=1800)
+    out = subprocess.run(python_side_command(args), stdout=subprocess.PIPE, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"the Python side's process failed (exit {out.returncode}; its errors above)")
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    return report["rows"], report["notes"], report["digests"]
+    return python_side_report(out.stdout)
+
+
+def both_sides_in_turns(args, round_index):
+    """One round of the full run: the baseline and the Python side started
+    at once, taking turns segment by segment (turns.py); the side going
+    first alternates from segment to segment, shifted by one every round.
+    Returns (C++ rows, C++ digests, Python rows, notes, Python digests)."""
+    def first_of(segment_index):
+        return "C++" if (segment_index + round_index) % 2 == 0 else "Python"
+
+    outputs, _ = take_turns({"C++": baseline_command(args.iterations, args.warmup, args.matmul_size),
+                             "Python": python_side_command(args)}, first_of)
+    return (*baseline_report(outputs["C++"]), *python_side_report(outputs["Python"]))
 
 
 def print_python_side(args):
@@ -976,6 +1021,7 @@ def print_python_side(args):
     (rows, notes, digests) as one JSON line for python_side."""
     if args.only is None:
         rows, notes, digests = python_rows(args.iterations, args.warmup, args.matmul_size)
+        turn(END)
     else:
         rows, notes, digests = single_row(args.only, args.iterations, args.warmup, args.matmul_size)
     print(json.dumps({"rows": rows, "notes": notes, "digests": digests}))
@@ -1088,13 +1134,10 @@ def measure_rounds(args):
         cpp, rows, notes = {}, {}, {}
         if args.only in (None, FRESH_COLD_ROW):
             if args.only is None:
-                # Each side runs first in every other round: neither gets the
-                # machine's state after the other's work every time.
-                if round_index % 2 == 0:
-                    cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
-                rows, notes, digests = python_side(args)
-                if round_index % 2 == 1:
-                    cpp, cpp_digests = run_baseline(args.iterations, args.warmup, args.matmul_size)
+                # Both sides of a row back to back, each going first in turn:
+                # neither gets the machine's state after the other's work
+                # every time, and a state lasting seconds meets both.
+                cpp, cpp_digests, rows, notes, digests = both_sides_in_turns(args, round_index)
                 check_outputs("C++", cpp_digests, expected)
                 check_outputs("Python", digests, expected)
             else:

@@ -1,0 +1,85 @@
+"""Both sides of a benchmark round taking turns (benchmarks/turns.py): one
+side runs a segment while the other waits, in the order asked for, and a
+side that says another segment, ends early or fails stops the round with
+an error."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import load_script
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+turns = load_script("benchmark_turns", BENCHMARKS / "turns.py")
+
+# A side: names each segment of argv[1] (comma-separated), spends 50 ms in
+# each, and prints when each ran (CLOCK_MONOTONIC is the same clock in
+# every process).
+_SIDE = textwrap.dedent("""
+    import json, sys, time
+    sys.path.insert(0, %r)
+    from turns import END, turn
+    ran = []
+    for segment in sys.argv[1].split(","):
+        turn(segment)
+        start = time.monotonic()
+        time.sleep(0.05)
+        ran.append((segment, start, time.monotonic()))
+    if sys.argv[2:] != ["no end"]:
+        turn(END)
+    print(json.dumps(ran))
+""" % str(BENCHMARKS))
+
+
+def _side(segments, *extra):
+    return [sys.executable, "-c", _SIDE, ",".join(segments), *extra]
+
+
+def test_sides_take_turns_in_the_order_asked():
+    segments = ["a", "b", "c", "d"]
+    firsts = ["left", "right", "right", "left"]
+    outputs, said = turns.take_turns({"left": _side(segments), "right": _side(segments)},
+                                     lambda index: firsts[index], timeout=60)
+    assert said == segments
+    ran = {name: json.loads(out) for name, out in outputs.items()}
+    spans = sorted((start, end, name, segment) for name, runs in ran.items()
+                   for segment, start, end in runs)
+    # never both at once: each span ends before the next one starts
+    for (_, end, *_), (start, _, *_) in zip(spans, spans[1:]):
+        assert end <= start
+    # segment by segment, the side asked for first, then the other
+    order = [(segment, name) for _, _, name, segment in spans]
+    expected = []
+    for segment, first in zip(segments, firsts):
+        expected += [(segment, first), (segment, "right" if first == "left" else "left")]
+    assert order == expected
+
+
+def test_sides_naming_different_segments_stop_the_round():
+    with pytest.raises(RuntimeError, match="different segments: left 'b', right 'x'"):
+        turns.take_turns({"left": _side(["a", "b"]), "right": _side(["a", "x"])},
+                         lambda index: "left", timeout=60)
+
+
+def test_a_side_ending_early_stops_the_round():
+    with pytest.raises(RuntimeError, match=r"right side's process ended \(exit 0\) before 'end'"):
+        turns.take_turns({"left": _side(["a", "b"]), "right": _side(["a", "b"], "no end")},
+                         lambda index: "left", timeout=60)
+
+
+def test_a_failing_side_stops_the_round():
+    failing = [sys.executable, "-c", "raise SystemExit(3)"]
+    with pytest.raises(RuntimeError, match=r"right side's process ended \(exit 3\)"):
+        turns.take_turns({"left": _side(["a"]), "right": failing}, lambda index: "left", timeout=60)
+
+
+def test_a_side_run_alone_does_not_wait():
+    out = subprocess.run(_side(["a", "b"]), capture_output=True, text=True, timeout=60,
+                         env={k: v for k, v in os.environ.items() if k != turns.ENV})
+    assert out.returncode == 0, out.stderr
+    assert [segment for segment, _, _ in json.loads(out.stdout)] == ["a", "b"]
