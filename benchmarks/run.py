@@ -9,11 +9,16 @@ difference and the ratio, and the goal each row is judged by.
     python benchmarks/run.py [--json PATH] [--plot PATH] [--iterations N] [--matmul-size N] [--rounds N]
                              [--only NAME]
 
-C++ and Python take turns for --rounds rounds, each side of each round in a
-fresh process (the baseline program; this script with --python-side): the
-same work in processes taking turns differs between them at the same
-moment, at times by half, for seconds (benchmarks/process_turns.py), so
-each side samples processes as it samples rounds. Each round measures a
+Each of --rounds rounds starts both sides at once, each in a fresh process
+(the baseline program; this script with --python-side), and they take
+turns segment by segment (benchmarks/turns.py): both sides of a row run
+back to back while the other side waits, the first alternating by segment
+and by round. The machine's speed changes for seconds at a time (threaded
+work at times 2.5 times slower), and the same work in two processes at the
+same moment can differ by half (benchmarks/process_turns.py): so each side
+samples processes as it samples rounds, and a row's two sides are
+measured seconds apart rather than a whole side apart. (--only NAME runs
+its row's sides one after the other, each in a fresh process.) Each round measures a
 row's median time per call (one median definition for both sides: the baseline
 prints its samples, median_of takes the median of each side's); a row is
 judged on the per-round differences (or ratios) of Python and C++: their
