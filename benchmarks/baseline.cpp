@@ -22,6 +22,7 @@
 // baseline_main(argc, argv) from inside a Python process
 // (benchmarks/in_process.py).
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -40,6 +41,7 @@
 
 #define CL_TARGET_OPENCL_VERSION 300
 #include <sys/resource.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <CL/cl.h>
@@ -137,14 +139,24 @@ void turn(const char *segment) {
     if (read_fd == -2) {
         const char *spec = std::getenv("DNNL_OCL_INTEROP_BENCHMARK_TURNS");
         if (!spec || std::sscanf(spec, "%d,%d", &read_fd, &write_fd) != 2) read_fd = -1;
+        if (read_fd >= 0) { // not for this process's own children
+            fcntl(read_fd, F_SETFD, FD_CLOEXEC);
+            fcntl(write_fd, F_SETFD, FD_CLOEXEC);
+        }
+        unsetenv("DNNL_OCL_INTEROP_BENCHMARK_TURNS");
     }
     if (read_fd < 0) return;
     std::string said = std::string(segment) + "\n";
-    if (write(write_fd, said.data(), said.size()) != static_cast<ssize_t>(said.size()))
-        throw std::runtime_error("turns: cannot write to the driver");
+    for (size_t put = 0; put < said.size();) {
+        ssize_t n = write(write_fd, said.data() + put, said.size() - put);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error("turns: cannot write to the driver");
+        put += static_cast<size_t>(n);
+    }
     char go[3] = {};
     for (size_t got = 0; got < sizeof(go);) { // "go\n"
         ssize_t n = read(read_fd, go + got, sizeof(go) - got);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) throw std::runtime_error("turns: the driver went away");
         got += static_cast<size_t>(n);
     }
@@ -872,8 +884,8 @@ int main(int argc, char **argv) try {
     const int thread_calls = 20, thread_repeats = 7;
     memory::desc mid({128, 128}, memory::data_type::f32, memory::format_tag::ab);
     matmul mm_mid(matmul::primitive_desc(eng, mid, mid, mid));
+    turn("thread rows");
     for (int n : {1, 2, 4}) {
-        turn(("threads " + std::to_string(n)).c_str());
         std::vector<cl_command_queue> queues;
         std::vector<stream> streams;
         std::vector<std::unordered_map<int, memory>> margs;

@@ -465,6 +465,7 @@ def python_rows(iterations, warmup, matmul_size):
         device, context, in_order, graph_repeats, warmup)
     turn(POOL_ROW)
     rows[POOL_ROW], digests[POOL_ROW] = pool_row(device, context, in_order, graph_repeats, warmup)
+    turn("thread rows")
     thread_rows_, thread_digests = thread_rows(engine, context, device, graph_parts)
     rows.update(thread_rows_)
     digests.update(thread_digests)
@@ -850,7 +851,6 @@ def thread_rows(engine, context, device, graph_parts):
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
     rows, digests = {}, {}
     for n in THREAD_COUNTS:
-        turn(f"threads {n}")
         queues = [cl.CommandQueue(context, device) for _ in range(n)]
         streams = [oi.make_stream(engine, q) for q in queues]
         margs = [{arg: filled_memory(mid, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
@@ -1152,7 +1152,7 @@ def measure_rounds(args):
             rows, notes, digests = python_side(args)
             check_outputs("Python", digests, expected)
         elif args.only != PERSISTENT_CACHE_ROW:
-            # the sides take turns going first, as in the full run
+            # one side after the other, each going first in every other round
             if round_index % 2 == 0:
                 cpp[args.only], cpp_digests = single_row_cpp(args.only, args.iterations, args.warmup,
                                                              args.matmul_size)

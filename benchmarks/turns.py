@@ -33,9 +33,11 @@ def turn(segment):
     when the process runs alone)."""
     global _channel
     if _channel is None:
-        spec = os.environ.get(ENV)
+        spec = os.environ.pop(ENV, None)  # not for this process's own children
         if spec:
             read_fd, write_fd = (int(fd) for fd in spec.split(","))
+            for fd in (read_fd, write_fd):
+                os.set_inheritable(fd, False)
             _channel = (os.fdopen(read_fd, "r"), os.fdopen(write_fd, "w"))
         else:
             _channel = False
@@ -56,15 +58,23 @@ class _side:
         to_side, self._go = os.pipe()         # the side reads, the driver writes
         self._said, from_side = os.pipe()     # the side writes, the driver reads
         env = {**os.environ, ENV: f"{to_side},{from_side}"}
-        self.process = subprocess.Popen(argv, env=env, pass_fds=(to_side, from_side),
-                                        stdout=subprocess.PIPE, text=True)
-        os.close(to_side)
-        os.close(from_side)
+        try:
+            self.process = subprocess.Popen(argv, env=env, pass_fds=(to_side, from_side),
+                                            stdout=subprocess.PIPE, text=True)
+        except BaseException:
+            os.close(self._go)
+            os.close(self._said)
+            raise
+        finally:
+            os.close(to_side)
+            os.close(from_side)
         self._buffer = b""
         # Read stdout as it comes: a side printing much before END must not
         # block on a full pipe while the driver waits for its next segment.
+        # (A daemon: a driver stopped by an error must still be able to exit.)
         self.stdout = []
-        self._reader = threading.Thread(target=lambda: self.stdout.append(self.process.stdout.read()))
+        self._reader = threading.Thread(target=lambda: self.stdout.append(self.process.stdout.read()),
+                                        daemon=True)
         self._reader.start()
 
     def next_segment(self, timeout):
@@ -94,12 +104,13 @@ class _side:
         return self.stdout[0]
 
     def close(self):
+        """The driver's ends of the pipes, and the side's stdout (its reader
+        has ended)."""
         for fd in (self._go, self._said):
-            try:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         self._go = self._said = -1
+        self.process.stdout.close()
 
     def kill(self):
         if self.process.poll() is None:
@@ -115,10 +126,12 @@ def take_turns(commands, first_of, timeout=1800):
     index-th segment first. Returns ({side name: its stdout}, the segments
     in order). Raises RuntimeError when the sides name different segments,
     when one ends early or fails, or names nothing for `timeout` seconds."""
-    sides = {name: _side(name, argv) for name, argv in commands.items()}
-    if len(sides) != 2:
+    if len(commands) != 2:
         raise ValueError("take_turns runs exactly two sides")
+    sides = {}
     try:
+        for name, argv in commands.items():
+            sides[name] = _side(name, argv)
         segments = []
         said = {name: side.next_segment(timeout) for name, side in sides.items()}
         while True:

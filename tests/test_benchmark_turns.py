@@ -83,3 +83,32 @@ def test_a_side_run_alone_does_not_wait():
                          env={k: v for k, v in os.environ.items() if k != turns.ENV})
     assert out.returncode == 0, out.stderr
     assert [segment for segment, _, _ in json.loads(out.stdout)] == ["a", "b"]
+
+
+def test_the_baseline_and_run_py_name_the_same_segments_in_order():
+    """The two sides of a full-run round must name the same segments in the
+    same order (a mismatch stops the round only once the baseline is built
+    and run): read from baseline.cpp's and run.py's turn() calls, in source
+    order (run.py's rows are in python_rows, in order; END after it)."""
+    import re
+    cpp = re.findall(r'\bturn\("([^"]+)"\)', (BENCHMARKS / "baseline.cpp").read_text())
+    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+    names = {"GRAPH_ROW": run.GRAPH_ROW, "POOL_ROW": run.POOL_ROW, "END": turns.END}
+    python = [literal or names[constant] for literal, constant in
+              re.findall(r'^\s+turn\((?:"([^"]+)"|([A-Z_]+))\)', (BENCHMARKS / "run.py").read_text(), re.M)]
+    assert cpp[-1] == turns.END and len(cpp) > 5
+    assert python == cpp
+
+
+def test_a_side_that_cannot_start_leaves_nothing_behind():
+    """The other side is stopped, and no pipe, process or reader thread is
+    left (a driver failing at the start could not exit before)."""
+    import threading
+    fds, threads = len(os.listdir("/proc/self/fd")), threading.active_count()
+    with pytest.raises(FileNotFoundError):
+        turns.take_turns({"left": _side(["a"]), "right": ["/nonexistent/side"]},
+                         lambda index: "left", timeout=60)
+    assert threading.active_count() == threads
+    assert len(os.listdir("/proc/self/fd")) == fds
+    with pytest.raises(ValueError, match="exactly two sides"):
+        turns.take_turns({"left": _side(["a"])}, lambda index: "left")

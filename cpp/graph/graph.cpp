@@ -507,7 +507,10 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
         for (size_t i = 0; i < count; ++i) {
             // Built only for an error: this loop runs on every execute().
             auto name = [&] { return std::string(what) + "[" + std::to_string(i) + "]"; };
-            py::handle item = PySequence_Fast_GET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i));
+            // A reference of its own: a failed load may run Python code (a
+            // metaclass's __getattr__) that empties the list.
+            auto item = py::reinterpret_borrow<py::object>(
+                    PySequence_Fast_GET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i)));
             py::detail::make_caster<tensor_object> caster;
             if (!caster.load(item, false)) throw_type_error(name(), "a dnnl.graph.tensor", item);
             const auto &t = py::detail::cast_op<const tensor_object &>(caster);
