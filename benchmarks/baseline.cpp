@@ -22,8 +22,8 @@
 // baseline_main(argc, argv) from inside a Python process
 // (benchmarks/in_process.py).
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -40,8 +40,8 @@
 #include <vector>
 
 #define CL_TARGET_OPENCL_VERSION 300
-#include <sys/resource.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CL/cl.h>

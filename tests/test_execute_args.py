@@ -485,7 +485,7 @@ def test_good_call_after_refused_ones(cl_context, ooo_stream, matmul, mm_args):
 
 
 @pytest.mark.parametrize("runtime", ["dims", "strides"])
-def test_a_bias_with_runtime_dims_is_checked_when_executed(engine, stream, execute, runtime):
+def test_a_bias_with_a_runtime_layout_is_checked_when_executed(engine, stream, execute, runtime):
     """A matmul whose bias has runtime dimensions (or strides) is created:
     its layout is known only at execute, so the check that GPU
     implementations read a bias as dense from its handle on (known problem

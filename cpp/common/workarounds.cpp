@@ -1,5 +1,6 @@
 #include "common/workarounds.hpp"
 #include "common/data_types.hpp"
+#include "common/memory_descs.hpp"
 #include "common/post_ops.hpp"
 
 #include <algorithm>
@@ -28,19 +29,6 @@ bool is_gpu(const dnnl::primitive_desc_base &pd) {
     return pd.get_engine().get_kind() == dnnl::engine::kind::gpu;
 }
 
-// Whether `md` leaves its layout to execution: a runtime dim or stride
-// (DNNL_RUNTIME_DIM_VAL). Such a descriptor cannot be checked here.
-bool has_runtime_values(const_dnnl_memory_desc_t md, int ndims) {
-    const dnnl_dims_t *dims = nullptr, *strides = nullptr;
-    dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
-    dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
-    for (int i = 0; i < ndims; ++i)
-        if ((dims && (*dims)[i] == DNNL_RUNTIME_DIM_VAL)
-                || (strides && (*strides)[i] == DNNL_RUNTIME_DIM_VAL))
-            return true;
-    return false;
-}
-
 // Every element of `md` lies where a dense layout puts it, from the handle
 // on: no gaps between them and no sub-memory offset. Read through the C API
 // in place: these checks run at every primitive descriptor creation, and the
@@ -53,7 +41,7 @@ bool dense_from_the_handle(const_dnnl_memory_desc_t md) {
         return true; // a zero descriptor: nothing is read
     dnnl_format_kind_t format_kind = dnnl_format_kind_undef;
     if (dnnl_memory_desc_query(md, dnnl_query_format_kind, &format_kind) != dnnl_success
-            || format_kind != dnnl_blocked || has_runtime_values(md, ndims))
+            || format_kind != dnnl_blocked || has_runtime_values(md))
         return true; // (runtime values: known only at execute, see dense_at_execute)
     dnnl_dim_t offset = 0;
     if (dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset) == dnnl_success
@@ -271,11 +259,8 @@ std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd) {
     std::vector<int> args;
     if (!pd || !is_gpu(pd) || !applies("dense-bias-post-op-inputs")) return args;
     for (int arg : dense_operand_args(pd))
-        if (const_dnnl_memory_desc_t md = md_of(pd, dnnl::query::exec_arg_md, arg)) {
-            int ndims = 0;
-            dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
-            if (has_runtime_values(md, ndims)) args.push_back(arg);
-        }
+        if (const_dnnl_memory_desc_t md = md_of(pd, dnnl::query::exec_arg_md, arg))
+            if (has_runtime_values(md)) args.push_back(arg);
     return args;
 }
 

@@ -55,7 +55,7 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
 // buffer and USM memory (the caller refuses such executions).
 bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
 // The arguments of `pd` read as dense from the handle on whose layout is
-// known only at execute (runtime dims; known problem
+// known only at execute (runtime dims or strides; known problem
 // dense-bias-post-op-inputs): known_wrong cannot check them, so the caller
 // asks not_dense_at_execute of the memory given for each (its refusal, or "").
 std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd);

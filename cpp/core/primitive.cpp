@@ -11,6 +11,7 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
+#include "common/memory_descs.hpp"
 #include "common/post_ops.hpp"
 #include "common/verbose.hpp"
 #include "core/primitive_objects.hpp"
@@ -74,10 +75,6 @@ bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
     return true;
 }
 
-bool has_runtime_values(const dnnl::memory::dims &values) {
-    return std::find(values.begin(), values.end(), DNNL_RUNTIME_DIM_VAL) != values.end();
-}
-
 // Bytes from the memory's handle that a descriptor addresses.
 size_t extent(const dnnl::memory::desc &md) {
     return md.get_size() + md.get_submemory_offset() * dnnl::memory::data_type_size(md.get_data_type());
@@ -89,7 +86,7 @@ size_t extent(const dnnl::memory::desc &md) {
 // refuses only what would make oneDNN address past the storage: why, or ""
 // when `given` fits.
 std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::memory::desc &given) {
-    if (has_runtime_values(expected.get_dims()) || has_runtime_values(expected.get_strides())) {
+    if (has_runtime_values(expected.get())) {
         if (given.get_ndims() != expected.get_ndims()
                 || given.get_data_type() != expected.get_data_type())
             return "whose number of dimensions or data type differs from the primitive's "

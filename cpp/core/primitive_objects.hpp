@@ -65,7 +65,7 @@ struct argument_checks {
     // are refused.
     bool copies_within_one_memory_kind = false;
     // Arguments whose memory must be dense from its handle on, checked at
-    // each execute (workarounds::dense_at_execute: runtime dims).
+    // each execute (workarounds::dense_at_execute: runtime dims or strides).
     std::vector<int> dense_at_execute;
 };
 
