@@ -75,6 +75,23 @@ samples_t samples_us(int repeats, int batch, const std::function<void()> &call,
     return samples;
 }
 
+// A side that has waited its turn comes back slower for its first tens of
+// milliseconds (run.py's WARM_UP_SECONDS, which says how it was measured;
+// tests/test_benchmark_turns.py checks the two are equal). Rows timed over a
+// short span right after a turn run `call` in batches of `batch` (each
+// followed by `after_batch`) for this long, and at least `least` calls.
+constexpr double WARM_UP_SECONDS = 0.3;
+void warm_up(const std::function<void()> &call, const std::function<void()> &after_batch = [] {},
+        int batch = 1, int least = 1) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int calls = 0; calls < least
+            || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < WARM_UP_SECONDS;
+            calls += batch) {
+        for (int i = 0; i < batch; ++i) call();
+        after_batch();
+    }
+}
+
 // The fastest of `repeats` calls (for work of a second or so), as one sample.
 samples_t fastest_us(int repeats, const std::function<void()> &call) {
     double best = 0;
@@ -476,11 +493,10 @@ struct attention_partition {
     }
 };
 
-// The graph rows' timing: WARMUP executes, then `repeats` batches of 20
+// The graph rows' timing: a warm-up of at least WARMUP executes, then `repeats` batches of 20
 // executes and a wait.
 samples_t graph_samples(attention_partition &work, int repeats, int warmup) {
-    for (int i = 0; i < warmup; ++i) work.run();
-    work.gs.wait();
+    warm_up([&] { work.run(); }, [&] { work.gs.wait(); }, 20, warmup);
     return samples_us(repeats, 20, [&] { work.run(); }, [&] { work.gs.wait(); });
 }
 
@@ -577,7 +593,7 @@ samples_t small_network_us(const dnnl::engine &eng, dnnl::stream &s_in, int warm
         fc.execute(s_in, {{DNNL_ARG_SRC, y2}, {DNNL_ARG_WEIGHTS, fw}, {DNNL_ARG_BIAS, fb}, {DNNL_ARG_DST, y3}});
         s_in.wait();
     };
-    for (int i = 0; i < warmup; ++i) run_network();
+    warm_up(run_network, [] {}, 1, warmup);
     samples_t us = samples_us(repeats, 1, run_network);
     check_output("small network", read(y3));
     return us;
@@ -594,7 +610,7 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
         dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
         large_matmul work(eng, matmul_size);
-        for (int i = 0; i < warmup; ++i) work.run(s_in);
+        warm_up([&] { work.run(s_in); }, [] {}, 1, warmup);
         us = samples_us(iterations, 1, [&] { work.run(s_in); });
         work.check();
     } else if (row == "graph execute with allocator" || row == "graph execute with caching pool") {
@@ -852,7 +868,7 @@ int main(int argc, char **argv) try {
         clWaitForEvents(1, &previous);
         clReleaseEvent(previous);
     };
-    for (int i = 0; i < 3; ++i) chain();
+    warm_up(chain, [] {}, 1, 3);
     rows["chain of 100 executes"] = samples_us(std::max(repeats, 15), 1, chain);
     check_output("chain of 100 executes", read(tiny_dst));
 
@@ -860,7 +876,7 @@ int main(int argc, char **argv) try {
     // A large f32 matmul.
     large_matmul big(eng, matmul_size);
     auto run_matmul = [&] { big.run(s_in); };
-    run_matmul();
+    warm_up(run_matmul);
     rows["large matmul"] = samples_us(9, 1, run_matmul);
     big.check();
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,29 @@ def test_the_baseline_and_run_py_name_the_same_segments_in_order():
               re.findall(r'^\s+turn\((?:"([^"]+)"|([A-Z_]+))\)', (BENCHMARKS / "run.py").read_text(), re.M)]
     assert cpp[-1] == turns.END and len(cpp) > 5
     assert python == cpp
+
+
+def test_both_sides_warm_up_for_the_same_time():
+    """A row timed right after a turn warms up for WARM_UP_SECONDS first, on
+    both sides: baseline.cpp's constant is run.py's."""
+    import re
+    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+    cpp = re.findall(r"constexpr double WARM_UP_SECONDS = ([0-9.]+);", (BENCHMARKS / "baseline.cpp").read_text())
+    assert cpp and float(cpp[0]) == run.WARM_UP_SECONDS > 0
+
+
+def test_warm_up_runs_for_its_time_and_at_least_the_calls_asked(monkeypatch):
+    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+    monkeypatch.setattr(run, "WARM_UP_SECONDS", 0.05)
+    log = []
+    start = time.perf_counter()
+    run.warm_up(lambda: log.append("call"), lambda: log.append("after"), batch=2, least=1)
+    assert time.perf_counter() - start >= 0.05
+    assert log[:3] == ["call", "call", "after"] and log[-1] == "after" and len(log) % 3 == 0
+    monkeypatch.setattr(run, "WARM_UP_SECONDS", 0)
+    log.clear()
+    run.warm_up(lambda: log.append("call"), batch=2, least=5)
+    assert len(log) == 6  # three batches: the first count of calls >= 5
 
 
 def test_a_side_that_cannot_start_leaves_nothing_behind():
