@@ -215,10 +215,12 @@ std::vector<float> read_usm(cl_command_queue queue, const void *ptr, size_t byte
 // the calls, ending with a wait on its own stream), released together:
 // `repeats` samples of the wall time per call, `calls` calls in all, from
 // the first thread's start of work to the last one's end (each thread reads
-// the clock itself). The threads are made once and run one untimed round
-// first, as run.py's threaded_us: threads at work are measured, not a
-// thread's first calls nor waking and joining threads.
-samples_t threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work) {
+// the clock itself). The threads are made once and run untimed rounds for
+// `warm_up_seconds` first (at least one), as run.py's threaded_us: threads at
+// work are measured, not a thread's first calls nor waking and joining
+// threads.
+samples_t threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work,
+        double warm_up_seconds = WARM_UP_SECONDS) {
     using clock = std::chrono::steady_clock;
     std::mutex m;
     std::condition_variable cv;
@@ -242,7 +244,9 @@ samples_t threaded_us(int threads, int calls, int repeats, const std::function<v
             }
         });
     samples_t samples;
-    for (int r = 0; r <= repeats; ++r) { // round 0: untimed
+    const auto warm_start = clock::now();
+    bool warming = true;
+    while (static_cast<int>(samples.size()) < repeats) {
         {
             std::lock_guard<std::mutex> lock(m);
             running = threads;
@@ -253,7 +257,10 @@ samples_t threaded_us(int threads, int calls, int repeats, const std::function<v
             std::unique_lock<std::mutex> lock(m);
             cv.wait(lock, [&] { return running == 0; });
         }
-        if (r == 0) continue;
+        if (warming) { // untimed rounds for warm_up_seconds, at least one
+            warming = std::chrono::duration<double>(clock::now() - warm_start).count() < warm_up_seconds;
+            continue;
+        }
         auto first = spans[0].first, last = spans[0].second;
         for (auto &span : spans) {
             first = std::min(first, span.first);
@@ -545,8 +552,10 @@ samples_t graph_threads_us(attention_partition &work, int n, int calls, int repe
     };
     partitions(0);
     usage_meter meter;
-    samples_t us = threaded_us(n, n * calls, repeats, partitions);
-    if (usage) *usage = meter.per_call(double(n) * calls * (repeats + 1)); // threaded_us's untimed round too
+    // With usage asked for: one untimed round (no warm-up time), counted in
+    // the usage per call.
+    samples_t us = threaded_us(n, n * calls, repeats, partitions, usage ? 0.0 : WARM_UP_SECONDS);
+    if (usage) *usage = meter.per_call(double(n) * calls * (repeats + 1));
     if (last_output)
         *last_output = read_usm(queues.back(), outs.back()[0].get_data_handle(),
                 outs.back()[0].get_logical_tensor().get_mem_size());

@@ -776,13 +776,14 @@ def attention_partition(device, context, queue, malloc=None, free=None, allocato
     return run, stream, calls, (engine, compiled, part, tensors, (ins, outs))
 
 
-def threaded_us(threads, calls, repeats, work):
+def threaded_us(threads, calls, repeats, work, warm_up_seconds=None):
     """Throughput of `threads` threads each running work(t) (its share of
     the calls, ending with a wait on its own stream), released together:
     median over `repeats` of the wall time per call, `calls` in all, from
     the first thread's start of work to the last one's end (each thread
-    reads the clock itself). The threads are made once and run one untimed
-    round first, as baseline.cpp's: what is measured is threads at work, not
+    reads the clock itself). The threads are made once and run untimed
+    rounds for `warm_up_seconds` (WARM_UP_SECONDS by default; at least one
+    round) first, as baseline.cpp's: what is measured is threads at work, not
     a thread's first calls (a new thread's first graph execute costs 60 µs
     more than later ones in Python, 20 µs in C++: docs/benchmarks.md), nor
     waking and joining threads."""
@@ -807,15 +808,19 @@ def threaded_us(threads, calls, repeats, work):
     for th in pool:
         th.start()
     samples = []
+    warm_start, warming = time.perf_counter(), True
+    warm_up_seconds = WARM_UP_SECONDS if warm_up_seconds is None else warm_up_seconds
     try:
-        for sample in range(repeats + 1):  # the first: untimed
+        while len(samples) < repeats:
             start_gate.wait()
             end_gate.wait()
             if failures:
                 raise failures[0]
-            if sample:
-                first, last = min(s for s, _ in spans), max(e for _, e in spans)
-                samples.append((last - first) / 1e3 / calls)
+            if warming:  # untimed rounds for warm_up_seconds, at least one
+                warming = time.perf_counter() - warm_start < warm_up_seconds
+                continue
+            first, last = min(s for s, _ in spans), max(e for _, e in spans)
+            samples.append((last - first) / 1e3 / calls)
     finally:
         stop.append(True)
         start_gate.wait()

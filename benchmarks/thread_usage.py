@@ -107,8 +107,9 @@ def python_side(samples, allocator=None):
         partitions, queues, sets = run.graph_thread_work(context, device, parts, n)
         partitions(0)
         before = usage_now()
-        us = run.threaded_us(n, n * CALLS, samples, partitions)
-        # (threaded_us runs one untimed round before its samples)
+        # One untimed round before the samples (no warm-up time), counted
+        # in the usage per call.
+        us = run.threaded_us(n, n * CALLS, samples, partitions, warm_up_seconds=0)
         result[n] = {"us": us, **usage_per_call(before, usage_now(), n * CALLS * (samples + 1))}
         run.check_digest("Python", run.thread_row("graph throughput", n),
                          run.attention_output(None, queues[-1], sets[-1]),
