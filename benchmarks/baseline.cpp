@@ -909,8 +909,7 @@ int main(int argc, char **argv) try {
     const int thread_calls = 20, thread_repeats = 7;
     memory::desc mid({128, 128}, memory::data_type::f32, memory::format_tag::ab);
     matmul mm_mid(matmul::primitive_desc(eng, mid, mid, mid));
-    turn("thread rows");
-    for (int n : {1, 2, 4}) {
+    for (int n : {1, 2, 4}) { // each row its own turn: its two sides less than a second apart
         std::vector<cl_command_queue> queues;
         std::vector<stream> streams;
         std::vector<std::unordered_map<int, memory>> margs;
@@ -928,9 +927,11 @@ int main(int argc, char **argv) try {
         };
         matmuls(0);
         std::string suffix = std::to_string(n) + (n == 1 ? " thread" : " threads");
+        turn("matmul throughput");
         rows["matmul throughput, " + suffix]
                 = threaded_us(n, n * thread_calls, thread_repeats, matmuls);
         std::vector<float> graph_output;
+        turn("graph throughput");
         rows["graph throughput, " + suffix]
                 = graph_threads_us(attention, n, thread_calls, thread_repeats, nullptr, &graph_output);
         check_output("matmul throughput, " + suffix, read(margs[n - 1][DNNL_ARG_DST]));

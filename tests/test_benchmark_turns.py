@@ -90,13 +90,20 @@ def test_the_baseline_and_run_py_name_the_same_segments_in_order():
     """The two sides of a full-run round must name the same segments in the
     same order (a mismatch stops the round only once the baseline is built
     and run): read from baseline.cpp's and run.py's turn() calls, in source
-    order (run.py's rows are in python_rows, in order; END after it)."""
+    order (run.py's rows are in python_rows, in order, with the thread rows'
+    turns in thread_rows, where python_rows calls it; END after it)."""
+    import inspect
     import re
     cpp = re.findall(r'\bturn\("([^"]+)"\)', (BENCHMARKS / "baseline.cpp").read_text())
     run = load_script("benchmark_run", BENCHMARKS / "run.py")
     names = {"GRAPH_ROW": run.GRAPH_ROW, "POOL_ROW": run.POOL_ROW, "END": turns.END}
-    python = [literal or names[constant] for literal, constant in
-              re.findall(r'^\s+turn\((?:"([^"]+)"|([A-Z_]+))\)', (BENCHMARKS / "run.py").read_text(), re.M)]
+
+    def turns_in(source):
+        return [literal or names[constant] for literal, constant in
+                re.findall(r'^\s+turn\((?:"([^"]+)"|([A-Z_]+))\)', source, re.M)]
+    before, after = inspect.getsource(run.python_rows).split("thread_rows(", 1)
+    python = (turns_in(before) + turns_in(inspect.getsource(run.thread_rows)) + turns_in(after)
+              + turns_in(inspect.getsource(run.print_python_side)))
     assert cpp[-1] == turns.END and len(cpp) > 5
     assert python == cpp
 
