@@ -18,7 +18,11 @@ work at times 2.5 times slower), and the same work in two processes at the
 same moment can differ by half (benchmarks/process_turns.py): so each side
 samples processes as it samples rounds, and a row's two sides are
 measured seconds apart rather than a whole side apart. (--only NAME runs
-its row's sides one after the other, each in a fresh process.) Each round measures a
+its row's sides one after the other, each in a fresh process.) A side back
+from its wait runs slower for its first tens of milliseconds, so rows timed
+over a short span after a turn (the networks, the chain, the large matmul,
+the graph rows, the thread rows: each of these its own turn) first warm up
+for WARM_UP_SECONDS with their own work, on both sides. Each round measures a
 row's median time per call (one median definition for both sides: the baseline
 prints its samples, median_of takes the median of each side's); a row is
 judged on the per-round differences (or ratios) of Python and C++: their
