@@ -21,8 +21,8 @@ measured seconds apart rather than a whole side apart. (--only NAME runs
 its row's sides one after the other, each in a fresh process.) A side back
 from its wait runs slower for its first tens of milliseconds, so rows timed
 over a short span after a turn (the networks, the chain, the large matmul,
-the graph rows, the thread rows: each of these its own turn) first warm up
-for WARM_UP_SECONDS with their own work, on both sides. Each round measures a
+the graph rows, and the thread rows, each thread row its own turn) first
+warm up for WARM_UP_SECONDS with their own work, on both sides. Each round measures a
 row's median time per call (one median definition for both sides: the baseline
 prints its samples, median_of takes the median of each side's); a row is
 judged on the per-round differences (or ratios) of Python and C++: their
@@ -133,9 +133,9 @@ def median_of(samples):
 
 
 # A side that has waited its turn comes back slower for its first tens of
-# milliseconds: the graph row after 2 s idle measured +5.5 µs over the same
-# row run straight after itself with its 21 warm-up executes, +0.1 µs after
-# 0.3 s of them (docs/benchmarks.md). Rows timed over a short span right
+# milliseconds: after 2 s idle, the graph row with its 21 warm-up executes
+# measured +5.5 µs over the same row run straight after itself, and +0.1 µs
+# with 0.3 s of warm-up executes instead (docs/benchmarks.md). Rows timed over a short span right
 # after a turn warm up for this long first, on both sides (baseline.cpp's
 # WARM_UP_SECONDS, checked equal by tests/test_benchmark_turns.py).
 WARM_UP_SECONDS = 0.3

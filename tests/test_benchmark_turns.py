@@ -126,9 +126,35 @@ def test_warm_up_runs_for_its_time_and_at_least_the_calls_asked(monkeypatch):
     assert time.perf_counter() - start >= 0.05
     assert log[:3] == ["call", "call", "after"] and log[-1] == "after" and len(log) % 3 == 0
     monkeypatch.setattr(run, "WARM_UP_SECONDS", 0)
-    log.clear()
-    run.warm_up(lambda: log.append("call"), batch=2, least=5)
-    assert len(log) == 6  # three batches: the first count of calls >= 5
+    for batch, least, calls in ((2, 5, 6), (2, 4, 4), (1, 1, 1), (20, 21, 40)):
+        log.clear()
+        run.warm_up(lambda: log.append("call"), batch=batch, least=least)
+        assert len(log) == calls, (batch, least)  # whole batches, the first count >= least
+
+
+def test_threaded_us_warms_up_for_its_time_or_one_untimed_round(monkeypatch):
+    """The thread rows' untimed rounds: one with warm_up_seconds=0 (what
+    thread_usage.py's usage per call counts: repeats + 1 rounds), rounds for
+    WARM_UP_SECONDS by default."""
+    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+    calls = []
+    run.threaded_us(2, 2, 3, lambda t: calls.append(t), warm_up_seconds=0)
+    assert sorted(calls) == [0] * 4 + [1] * 4
+    monkeypatch.setattr(run, "WARM_UP_SECONDS", 0.05)
+    calls.clear()
+    start = time.perf_counter()
+    run.threaded_us(2, 2, 3, lambda t: (calls.append(t), time.sleep(0.002)))
+    assert time.perf_counter() - start >= 0.05 and len(calls) > 2 * 4 and len(calls) % 2 == 0
+
+
+def test_both_sides_run_the_same_thread_counts():
+    """Each thread row is its own turn inside the loop over thread counts on
+    both sides: the counts must be the same for the turns to agree."""
+    import re
+    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+    loops = re.findall(r"for \(int n : \{([0-9, ]+)\}\)", (BENCHMARKS / "baseline.cpp").read_text())
+    assert loops  # the thread rows' loop and the usage mode's
+    assert all(tuple(int(n) for n in loop.split(",")) == tuple(run.THREAD_COUNTS) for loop in loops)
 
 
 def test_a_side_that_cannot_start_leaves_nothing_behind():
