@@ -81,12 +81,15 @@ samples_t samples_us(int repeats, int batch, const std::function<void()> &call,
 // short span right after a turn run `call` in batches of `batch` (each
 // followed by `after_batch`) for this long, and at least `least` calls.
 constexpr double WARM_UP_SECONDS = 0.3;
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 void warm_up(const std::function<void()> &call, const std::function<void()> &after_batch = [] {},
         int batch = 1, int least = 1) {
     const auto start = std::chrono::steady_clock::now();
-    for (int calls = 0; calls < least
-            || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < WARM_UP_SECONDS;
-            calls += batch) {
+    for (int calls = 0; calls < least || seconds_since(start) < WARM_UP_SECONDS; calls += batch) {
         for (int i = 0; i < batch; ++i) call();
         after_batch();
     }
@@ -258,7 +261,7 @@ samples_t threaded_us(int threads, int calls, int repeats, const std::function<v
             cv.wait(lock, [&] { return running == 0; });
         }
         if (warming) { // untimed rounds for warm_up_seconds, at least one
-            warming = std::chrono::duration<double>(clock::now() - warm_start).count() < warm_up_seconds;
+            warming = seconds_since(warm_start) < warm_up_seconds;
             continue;
         }
         auto first = spans[0].first, last = spans[0].second;
