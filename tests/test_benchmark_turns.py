@@ -3,8 +3,10 @@ side runs a segment while the other waits, in the order asked for, and a
 side that says another segment, ends early or fails stops the round with
 an error."""
 
+import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,6 +19,12 @@ from helpers import load_script
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 turns = load_script("benchmark_turns", BENCHMARKS / "turns.py")
+
+
+@pytest.fixture(scope="module")
+def run():
+    """benchmarks/run.py as a module (loaded once: it sets up the device)."""
+    return load_script("benchmark_run", BENCHMARKS / "run.py")
 
 # A side: names each segment of argv[1] (comma-separated), spends 50 ms in
 # each, and prints when each ran (CLOCK_MONOTONIC is the same clock in
@@ -86,16 +94,13 @@ def test_a_side_run_alone_does_not_wait():
     assert [segment for segment, _, _ in json.loads(out.stdout)] == ["a", "b"]
 
 
-def test_the_baseline_and_run_py_name_the_same_segments_in_order():
+def test_the_baseline_and_run_py_name_the_same_segments_in_order(run):
     """The two sides of a full-run round must name the same segments in the
     same order (a mismatch stops the round only once the baseline is built
     and run): read from baseline.cpp's and run.py's turn() calls, in source
     order (run.py's rows are in python_rows, in order, with the thread rows'
     turns in thread_rows, where python_rows calls it; END after it)."""
-    import inspect
-    import re
     cpp = re.findall(r'\bturn\("([^"]+)"\)', (BENCHMARKS / "baseline.cpp").read_text())
-    run = load_script("benchmark_run", BENCHMARKS / "run.py")
     names = {"GRAPH_ROW": run.GRAPH_ROW, "POOL_ROW": run.POOL_ROW, "END": turns.END}
 
     def turns_in(source):
@@ -108,17 +113,14 @@ def test_the_baseline_and_run_py_name_the_same_segments_in_order():
     assert python == cpp
 
 
-def test_both_sides_warm_up_for_the_same_time():
+def test_both_sides_warm_up_for_the_same_time(run):
     """A row timed right after a turn warms up for WARM_UP_SECONDS first, on
     both sides: baseline.cpp's constant is run.py's."""
-    import re
-    run = load_script("benchmark_run", BENCHMARKS / "run.py")
     cpp = re.findall(r"constexpr double WARM_UP_SECONDS = ([0-9.]+);", (BENCHMARKS / "baseline.cpp").read_text())
     assert cpp and float(cpp[0]) == run.WARM_UP_SECONDS > 0
 
 
-def test_warm_up_runs_for_its_time_and_at_least_the_calls_asked(monkeypatch):
-    run = load_script("benchmark_run", BENCHMARKS / "run.py")
+def test_warm_up_runs_for_its_time_and_at_least_the_calls_asked(run, monkeypatch):
     monkeypatch.setattr(run, "WARM_UP_SECONDS", 0.05)
     log = []
     start = time.perf_counter()
@@ -132,11 +134,10 @@ def test_warm_up_runs_for_its_time_and_at_least_the_calls_asked(monkeypatch):
         assert len(log) == calls, (batch, least)  # whole batches, the first count >= least
 
 
-def test_threaded_us_warms_up_for_its_time_or_one_untimed_round(monkeypatch):
+def test_threaded_us_warms_up_for_its_time_or_one_untimed_round(run, monkeypatch):
     """The thread rows' untimed rounds: one with warm_up_seconds=0 (what
     thread_usage.py's usage per call counts: repeats + 1 rounds), rounds for
     WARM_UP_SECONDS by default."""
-    run = load_script("benchmark_run", BENCHMARKS / "run.py")
     calls = []
     run.threaded_us(2, 2, 3, lambda t: calls.append(t), warm_up_seconds=0)
     assert sorted(calls) == [0] * 4 + [1] * 4
@@ -147,11 +148,9 @@ def test_threaded_us_warms_up_for_its_time_or_one_untimed_round(monkeypatch):
     assert time.perf_counter() - start >= 0.05 and len(calls) > 2 * 4 and len(calls) % 2 == 0
 
 
-def test_both_sides_run_the_same_thread_counts():
+def test_both_sides_run_the_same_thread_counts(run):
     """Each thread row is its own turn inside the loop over thread counts on
     both sides: the counts must be the same for the turns to agree."""
-    import re
-    run = load_script("benchmark_run", BENCHMARKS / "run.py")
     loops = re.findall(r"for \(int n : \{([0-9, ]+)\}\)", (BENCHMARKS / "baseline.cpp").read_text())
     assert loops  # the thread rows' loop and the usage mode's
     assert all(tuple(int(n) for n in loop.split(",")) == tuple(run.THREAD_COUNTS) for loop in loops)
