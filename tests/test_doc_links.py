@@ -2,6 +2,7 @@
 repository, and every ``#anchor`` in it names a heading of its target, as
 GitHub makes heading anchors (the docs are read there and on PyPI)."""
 
+import functools
 import pathlib
 import re
 
@@ -21,6 +22,7 @@ def github_anchor(heading):
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
+@functools.lru_cache(maxsize=None)  # each document's headings, read once for all its links
 def anchors(path):
     """The anchors of a Markdown file's headings (a repeated heading's
     later anchors get -1, -2, ... as on GitHub)."""
@@ -34,9 +36,14 @@ def anchors(path):
 
 
 def relative_links(path):
-    """(target path or None for the file itself, anchor or None) of each
-    link of a document that does not leave the repository by URL."""
-    for target in _LINK.findall(_FENCE.sub("", path.read_text())):
+    """(target path, the document itself for a bare ``#anchor``; anchor or
+    None) of each link of a document that does not leave the repository
+    by URL. Every ``](`` outside code blocks must open a link the pattern
+    reads, so that no link (one with a title, say) goes unchecked."""
+    text = _FENCE.sub("", path.read_text())
+    targets = _LINK.findall(text)
+    assert len(targets) == text.count("]("), f"{path.name}: a link the pattern does not read"
+    for target in targets:
         if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
             continue
         file_part, _, anchor = target.partition("#")
