@@ -51,6 +51,7 @@ only scan what the test created.
 import functools
 import gc
 import itertools
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -63,6 +64,20 @@ from helpers import (ALG, CHILD_STREAM, INFERENCE, MF, OOO, allocated_inputs, at
                      upload, usm)
 
 COMPLETE = cl.command_execution_status.COMPLETE
+
+
+def _settled_reference_count(event, expected=1, seconds=2.0):
+    """The event's reference count once it is `expected`, or after `seconds`.
+    OpenCL calls the count "immediately stale": a runtime may still hold its
+    own reference for a moment after a wait returns (once in a CI run, 1 of
+    120 graph orders read 2 right after the wait). A reference the binding
+    keeps never goes, so the check still fails on a leak, after `seconds`."""
+    deadline = time.monotonic() + seconds
+    count = event.reference_count
+    while count != expected and time.monotonic() < deadline:
+        time.sleep(0.001)
+        count = event.reference_count
+    return count
 
 # eltwise relu on a 4x8 f32 tensor: exact in f32
 DESC_DIMS = (4, 8)
@@ -370,7 +385,7 @@ def _use_events(o, dst, queue, src_buf, dst_buf, handles):
         event = o["event"]
         event.wait()
         assert event.command_execution_status == COMPLETE
-        assert event.reference_count == 1, "the returned event is not owned by the caller alone"
+        assert _settled_reference_count(event) == 1, "the returned event is not owned by the caller alone"
         assert event.get_info(cl.event_info.COMMAND_QUEUE).int_ptr == handles["queue"]
         np.testing.assert_array_equal(_read_buffer(queue, dst_buf, X, wait_for=[event]), RELU)
     if "primitive" in o:
@@ -594,7 +609,7 @@ def _graph_event_round(device, context, partition, copy_queue, order):
         if "event" in o:
             o["event"].wait()
             assert o["event"].command_execution_status == COMPLETE, step
-            assert o["event"].reference_count == 1, step
+            assert _settled_reference_count(o["event"]) == 1, step
         if "tensors" in o:
             # the output (whichever other objects are gone) holds the result
             queue.finish()
@@ -781,7 +796,7 @@ def test_counts_return_to_start_after_every_kind_of_object(cl_device, partition,
     queue.finish()
     ooo_queue.finish()
     for event in events:
-        assert event.reference_count == 1, "an event returned by execute has other owners"
+        assert _settled_reference_count(event) == 1, "an event returned by execute has other owners"
     del events, event
     gc.collect()
     counts = {name: obj.reference_count for name, obj in watched.items()}
