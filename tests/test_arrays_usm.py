@@ -492,11 +492,27 @@ def test_as_array_on_device_memory_refused(cl_context, cl_device):
 
 
 @pytest.mark.parametrize("dtype,shape", [(np.float32, (17,)), (np.float64, (3, 3)), (np.uint8, (65,)),
-                                         (np.int32, (4, 5))])
+                                         (np.int32, (4, 5)),
+                                         # NumPy's product of these wraps around to 0
+                                         (np.uint8, (2**32, 2**32)), (np.float32, (2**62, 4))])
 def test_as_array_larger_than_allocation(cl_context, cl_device, dtype, shape):
     with usm.allocation(cl_context, 64, "shared", cl_device) as a:
         with pytest.raises(ValueError, match="64 bytes"):
             a.as_array(dtype, shape)
+
+
+@pytest.mark.parametrize("dtype", [object, [("name", np.float32), ("ref", object)], "V0"])
+def test_as_array_refuses_dtypes_that_cannot_view_bytes(cl_context, cl_device, dtype):
+    """Bytes read as PyObject pointers would crash the interpreter."""
+    with usm.allocation(cl_context, 64, "shared", cl_device) as a:
+        with pytest.raises(TypeError, match="cannot view raw memory"):
+            a.as_array(dtype)
+
+
+def test_as_array_refuses_negative_dimensions(cl_context, cl_device):
+    with usm.allocation(cl_context, 64, "shared", cl_device) as a:
+        with pytest.raises(ValueError, match="negative"):
+            a.as_array(np.float32, (-2, -2))
 
 
 def test_allocation_as_memory_handle(engine, stream, cl_context, cl_device):

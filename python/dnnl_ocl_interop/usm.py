@@ -7,6 +7,8 @@ function. :class:`allocation` owns a pointer and frees it, and gives
 zero-copy NumPy views of host and shared allocations.
 """
 
+import math
+
 import numpy as np
 
 from . import _core
@@ -83,16 +85,24 @@ class allocation:
         """A zero-copy NumPy view of a host or shared allocation.
 
         The array keeps this allocation alive. ``shape`` defaults to as many
-        elements of ``dtype`` as fit.
+        elements of ``dtype`` as fit. A dtype holding Python objects is
+        refused (TypeError): the bytes would be read as object pointers.
         """
         if self.kind == "device":
             raise invalid_argument("device USM is not host-accessible: copy it with usm.memcpy")
         if not self.ptr:
             raise invalid_argument("the allocation was freed")
         dtype = np.dtype(dtype)
+        if dtype.hasobject or dtype.itemsize == 0:
+            # An object array would read the bytes as PyObject pointers.
+            raise TypeError(f"dtype {dtype} cannot view raw memory: it "
+                            + ("holds Python objects" if dtype.hasobject else "has no size"))
         if shape is None:
             shape = (self.size // dtype.itemsize,)
         shape = tuple(int(n) for n in np.atleast_1d(shape))
-        if int(np.prod(shape)) * dtype.itemsize > self.size:
+        if any(n < 0 for n in shape):
+            raise invalid_argument(f"shape {shape} has a negative dimension")
+        # math.prod on Python ints: NumPy's product wraps around for huge shapes.
+        if math.prod(shape) * dtype.itemsize > self.size:
             raise invalid_argument(f"shape {shape} of {dtype} needs more than the {self.size} bytes allocated")
         return np.asarray(_ArrayInterface(self, shape, dtype))
