@@ -152,10 +152,31 @@ def test_logical_tensor_unknown_rank_and_dims():
     assert len(rank_only.get_dims()) == 3
 
 
+@pytest.mark.test_hooks
 def test_logical_tensor_opaque_layout_id():
+    """An id a compiled partition handed out (here: noted as if it had; the
+    emulated device's partitions resolve every layout to strided) makes an
+    opaque logical tensor, and so does a copy of one."""
+    lt._note_layout_id(7)
     opaque = lt(8, F32, [3, 5], 7)
     assert opaque.get_layout_type() == lt.layout_type.opaque
     assert opaque.get_layout_id() == 7
+    assert lt(opaque).get_layout_id() == 7
+
+
+def test_logical_tensor_refuses_a_layout_id_never_handed_out():
+    """oneDNN takes any id and crashes on its first use (get_mem_size, a
+    tensor): one that no compiled partition gave is refused."""
+    with pytest.raises(dnnl.error, match="layout_id 123456 was not handed out") as raised:
+        lt(8, F32, [3, 5], 123456)
+    assert raised.value.status == dnnl.status.invalid_arguments
+
+
+@pytest.mark.parametrize("dims,strides", [([64, 64, 64], [1]), ([4, 4], []), ([4, 4], [4, 1, 1])])
+def test_logical_tensor_needs_one_stride_per_dim(dims, strides):
+    """oneDNN reads as many strides as dims: fewer would be read past the list."""
+    with pytest.raises(dnnl.error, match=f"{len(strides)} strides for {len(dims)} dims"):
+        lt(0, F32, dims, strides)
 
 
 def test_logical_tensor_equality():
@@ -714,8 +735,6 @@ def test_logical_tensor_copy_constructor():
     assert copy is not original
     assert (copy.get_id(), copy.get_dims(), copy.get_strides(), copy.get_property_type()) == \
         (4, [2, 3, 5], [15, 5, 1], lt.property_type.constant)
-    opaque = lt(lt(8, F32, [3, 5], 7))
-    assert opaque.get_layout_id() == 7
     with pytest.raises(TypeError):
         lt("not a logical tensor")
 

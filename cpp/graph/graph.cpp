@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
+#include <unordered_set>
 
 #include <pybind11/native_enum.h>
 #include <pybind11/stl.h>
@@ -26,6 +28,33 @@ using lt = g::logical_tensor;
 
 namespace dnnl_ocl_interop {
 namespace {
+
+// The opaque layout ids oneDNN has handed out in this process (by
+// query_logical_tensor, the only call that makes them). oneDNN's
+// logical_tensor takes any id, and every later use of an id it never made
+// (get_mem_size, a tensor, a compile) dereferences a backend or layout that
+// does not exist: a crash. Ids are indices oneDNN never reuses.
+struct layout_ids {
+    std::mutex lock;
+    std::unordered_set<size_t> handed_out;
+
+    static layout_ids &instance() {
+        static auto *ids = new layout_ids; // never destroyed: used at exit
+        return *ids;
+    }
+    void note(const lt &t) {
+        if (t.get_layout_type() != lt::layout_type::opaque) return;
+        std::lock_guard<std::mutex> guard(lock);
+        handed_out.insert(t.get_layout_id());
+    }
+    void check(size_t id) {
+        std::lock_guard<std::mutex> guard(lock);
+        if (!handed_out.count(id))
+            throw_invalid_argument("logical_tensor(): layout_id " + std::to_string(id)
+                    + " was not handed out by a compiled partition of this process "
+                      "(query_logical_tensor gives the ids of opaque layouts)");
+    }
+};
 
 void bind_logical_tensor(py::module_ &m) {
     py::class_<lt> cls(m, "logical_tensor",
@@ -68,12 +97,34 @@ void bind_logical_tensor(py::module_ &m) {
     cls.def(py::init<size_t, lt::data_type, const dims &, lt::layout_type, lt::property_type>(),
             py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_type"),
             ptype, "Known dims (an empty list is a scalar).");
-    cls.def(py::init<size_t, lt::data_type, const dims &, const dims &, lt::property_type>(),
+    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_,
+                             const dims &strides, lt::property_type property) {
+        // oneDNN reads as many strides as there are dims (its own TODO: "They
+        // should be same"): fewer would be read past the list.
+        if (strides.size() != dims_.size())
+            throw_invalid_argument("logical_tensor(): " + std::to_string(strides.size())
+                    + " strides for " + std::to_string(dims_.size()) + " dims");
+        return lt(tid, data_type, dims_, strides, property);
+    }),
             py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("strides"),
-            ptype, "Known dims and strides (strided layout).");
-    cls.def(py::init<size_t, lt::data_type, const dims &, size_t, lt::property_type>(),
+            ptype, "Known dims and strides (strided layout), one stride per dim.");
+    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_,
+                             size_t layout_id, lt::property_type property) {
+        layout_ids::instance().check(layout_id);
+        return lt(tid, data_type, dims_, layout_id, property);
+    }),
             py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"),
-            ptype, "Known dims in an opaque layout chosen by a compiled partition.");
+            ptype, "Known dims in an opaque layout chosen by a compiled partition "
+                   "(`layout_id` as its query_logical_tensor gave it).");
+#ifdef DNNL_OCL_INTEROP_TEST_HOOKS // test-only entry point, not in released wheels
+    cls.def_static("_note_layout_id", [](size_t layout_id) {
+        std::lock_guard<std::mutex> guard(layout_ids::instance().lock);
+        layout_ids::instance().handed_out.insert(layout_id);
+    }, py::arg("layout_id"),
+            "For tests: take `layout_id` as handed out (a device whose partitions "
+            "resolve every layout to strided hands out none). Only its getters "
+            "are safe on an id oneDNN did not make.");
+#endif
     cls.def(py::init<const lt &>(), py::arg("other"), "A copy of `other`.");
     cls.def("get_id", &lt::get_id, "The tensor id.");
     cls.def("get_data_type", &lt::get_data_type, "The element data type.");
@@ -411,7 +462,9 @@ void bind_tensor(py::module_ &m) {
     auto cp = py::reinterpret_borrow<py::class_<compiled_partition_object>>(
             m.attr("compiled_partition"));
     cp.def("query_logical_tensor", [](const compiled_partition_object &c, size_t tid) {
-        return c.partition.query_logical_tensor(tid);
+        lt queried = c.partition.query_logical_tensor(tid);
+        layout_ids::instance().note(queried);
+        return queried;
     }, py::arg("tid"), "The logical tensor of id `tid` as compiled (layout and dims resolved).");
     cp.def("get_inplace_ports", [](const compiled_partition_object &c) {
         return c.partition.get_inplace_ports();
