@@ -192,6 +192,43 @@ def test_runtime_dimensions_take_the_memorys_descriptor(engine, stream, execute)
     assert_refused(lambda: execute(prim, stream, wrong), stream, None, "ARG_SRC", "runtime dimensions")
 
 
+@pytest.mark.parametrize("src,weights,dst,bias,why", [
+    ((2, K), (K, N), (16, N), None, "src and dst differ in M"),  # dst's rows would be read past src
+    ((M, K), (K + 2, N), (M, N), None, "src and weights differ in K"),
+    ((M, K), (K, N), (M, N + 3), None, "weights and dst differ in N"),
+    ((2, M, K), (3, K, N), (2, M, N), None, "batch dimension 0"),
+    ((M, K), (K, N), (M, N), (M + 1, N), "ARG_BIAS [4, 5] does not broadcast to dst [3, 5]"),
+])
+def test_runtime_dimensions_must_agree_across_arguments(engine, stream, execute, src, weights, dst, bias,
+                                                        why):
+    """oneDNN takes M and N from dst and K from src: memories that disagree
+    would be read past their storage (each fits the primitive's descriptor by
+    itself). Agreeing memories, broadcasts included, run."""
+    R = dnnl.RUNTIME_DIM_VAL
+    rank = len(dst)
+    runtime = md([R] * rank)
+    pd = dnnl.matmul.primitive_desc(engine, runtime, runtime, *([runtime] if bias else []), runtime)
+    prim = dnnl.matmul(pd)
+
+    def args(src, weights, dst, bias):
+        given = {dnnl.ARG_SRC: filled(engine, md(list(src)), 1.0),
+                 dnnl.ARG_WEIGHTS: filled(engine, md(list(weights)), 2.0),
+                 dnnl.ARG_DST: filled(engine, md(list(dst)), SENTINEL)}
+        if bias:
+            given[dnnl.ARG_BIAS] = filled(engine, md(list(bias)), 0.5)
+        return given
+
+    wrong = args(src, weights, dst, bias)
+    assert_refused(lambda: execute(prim, stream, wrong), stream, wrong[dnnl.ARG_DST],
+                   "runtime dimensions", why)
+    batch = (1,) * (rank - 2)  # src broadcast over dst's batch
+    right = args(batch + (M, K), (*dst[:-2], K, N), (*dst[:-2], M, N), bias and (1, N))
+    execute(prim, stream, right)
+    stream.wait()
+    expected = np.full((*dst[:-2], M, N), 2.0 * K + (0.5 if bias else 0.0))
+    np.testing.assert_array_equal(read(right[dnnl.ARG_DST]), expected)
+
+
 @pytest.mark.parametrize("arg,name", [(dnnl.ARG_SRC, "ARG_SRC"), (dnnl.ARG_WEIGHTS, "ARG_WEIGHTS"),
                                       (dnnl.ARG_DST, "ARG_DST")])
 def test_memory_of_another_engine(other_engine, stream, matmul, mm_args, execute, arg, name):

@@ -104,6 +104,50 @@ std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::mem
     return "";
 }
 
+// Where a matmul has runtime dimensions, oneDNN takes each size from one
+// argument and addresses the others by it (M and N from dst, K from src), so an argument smaller than another in a shared dimension would be
+// read or written past its storage. Why the given dimensions disagree, or "".
+std::string runtime_dims_disagree(dnnl::primitive::kind kind,
+        const std::vector<std::pair<int, dnnl::memory::dims>> &given) {
+    auto dims_of = [&](int arg) -> const dnnl::memory::dims * {
+        for (const auto &g : given)
+            if (g.first == arg) return &g.second;
+        return nullptr;
+    };
+    auto text = [](const dnnl::memory::dims &d) {
+        std::string t = "[";
+        for (size_t i = 0; i < d.size(); ++i) t += (i ? ", " : "") + std::to_string(d[i]);
+        return t + "]";
+    };
+    // oneDNN 3.13's OpenCL GPU implementations take runtime dimensions for
+    // matmul only (its reorders refuse them).
+    if (kind != dnnl::primitive::kind::matmul) return "";
+    const auto *src = dims_of(DNNL_ARG_SRC), *wei = dims_of(DNNL_ARG_WEIGHTS),
+               *dst = dims_of(DNNL_ARG_DST);
+    if (!src || !wei || !dst) return ""; // each was checked against the primitive's rank
+    size_t n = dst->size();
+    if (n < 2 || src->size() != n || wei->size() != n) return "";
+    std::string shapes = ": src " + text(*src) + ", weights " + text(*wei) + ", dst " + text(*dst);
+    if ((*src)[n - 2] != (*dst)[n - 2]) return "src and dst differ in M" + shapes;
+    if ((*src)[n - 1] != (*wei)[n - 2]) return "src and weights differ in K" + shapes;
+    if ((*wei)[n - 1] != (*dst)[n - 1]) return "weights and dst differ in N" + shapes;
+    for (size_t d = 0; d + 2 < n; ++d)
+        if (((*src)[d] != (*dst)[d] && (*src)[d] != 1) || ((*wei)[d] != (*dst)[d] && (*wei)[d] != 1))
+            return "batch dimension " + std::to_string(d) + " of src or weights is neither 1 "
+                   "nor dst's" + shapes;
+    // Bias and binary post-op inputs broadcast to dst: each dimension 1 or dst's.
+    for (const auto &g : given) {
+        if (g.first == DNNL_ARG_SRC || g.first == DNNL_ARG_WEIGHTS || g.first == DNNL_ARG_DST)
+            continue;
+        if (g.second.size() != n) continue;
+        for (size_t d = 0; d < n; ++d)
+            if (g.second[d] != 1 && g.second[d] != (*dst)[d])
+                return arg_name(g.first) + " " + text(g.second)
+                        + " does not broadcast to dst " + text(*dst);
+    }
+    return "";
+}
+
 // Built once per primitive, so oneDNN's C queries are used: they answer
 // without the clones (and allocations) of the C++ wrappers'.
 std::vector<expected_arg> expected_args(
@@ -229,6 +273,9 @@ const argument_checks &primitive_object::checks() const {
         checks->args = expected_args(pd, quantization_args);
         checks->copies_within_one_memory_kind = workarounds::copies_within_one_memory_kind(pd);
         checks->dense_at_execute = workarounds::dense_at_execute(pd);
+        checks->kind = pd.get_kind();
+        checks->runtime_dims_agree = std::any_of(checks->args.begin(), checks->args.end(),
+                [](const expected_arg &e) { return !e.desc.is_zero() && has_runtime_values(e.desc.get()); });
         checks_ = std::move(checks);
     }
     return *checks_;
@@ -347,6 +394,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
     const argument_checks &checks = p.checks();
     std::vector<dnnl_exec_arg_t> converted;
     converted.reserve(PyDict_Size(args.ptr()));
+    std::vector<std::pair<int, dnnl::memory::dims>> runtime_dims; // of runtime-dims arguments
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(args.ptr(), &pos, &key, &value)) {
@@ -385,6 +433,9 @@ std::vector<dnnl_exec_arg_t> execution_args(
                     + (!expected->engine ? "primitive's"
                             : arg == DNNL_ARG_FROM ? "reorder's source engine"
                                                    : "reorder's destination engine"));
+        if (checks.runtime_dims_agree && !expected->desc.is_zero()
+                && has_runtime_values(expected->desc.get()))
+            runtime_dims.emplace_back(arg, mem.desc.get_dims());
         if (!expected->desc.is_zero() && mem.desc != expected->desc) {
             std::string why = unfit_descriptor(expected->desc, mem.desc);
             if (!why.empty())
@@ -404,6 +455,10 @@ std::vector<dnnl_exec_arg_t> execution_args(
                         + (i ? " for buffer " + std::to_string(i) : std::string())
                         + " (dnnl.MEMORY_NONE)");
         converted.push_back({arg, mem.memory.get()});
+    }
+    if (checks.runtime_dims_agree) {
+        std::string why = runtime_dims_disagree(checks.kind, runtime_dims);
+        if (!why.empty()) throw_invalid_argument("runtime dimensions: " + why);
     }
     if (checks.copies_within_one_memory_kind) {
         const memory_object *from = nullptr, *to = nullptr;

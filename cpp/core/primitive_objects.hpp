@@ -67,6 +67,11 @@ struct argument_checks {
     // Arguments whose memory must be dense from its handle on, checked at
     // each execute (workarounds::dense_at_execute: runtime dims or strides).
     std::vector<int> dense_at_execute;
+    // A primitive made with runtime dimensions: its arguments' dimensions
+    // must agree with each other at each execute (a matmul's: oneDNN takes
+    // each size from one of them and addresses the others by it).
+    bool runtime_dims_agree = false;
+    dnnl::primitive::kind kind = dnnl::primitive::kind::undef;
 };
 
 struct primitive_object {
