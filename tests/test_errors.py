@@ -133,6 +133,29 @@ def test_null_handle_is_invalid_arguments(cl_device, cl_context, cl_queue, call,
     assert f"{param} is a NULL handle" in str(info.value)
 
 
+_HOST_WORDS = np.zeros(4, np.uint64)  # readable memory that is no OpenCL object
+
+
+@pytest.mark.parametrize("stray", [0x1234, _HOST_WORDS.ctypes.data], ids=["unmapped", "host memory"])
+@pytest.mark.parametrize("call, param", [
+    (lambda dev, ctx, q, v: oi.make_engine(v, ctx), "device"),
+    (lambda dev, ctx, q, v: oi.make_engine(dev, v), "context"),
+    (lambda dev, ctx, q, v: usm.memcpy(v, np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4), "queue"),
+    (lambda dev, ctx, q, v: usm.memcpy(q, np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4,
+                                       deps=[None, v]), "deps[1]"),
+    (lambda dev, ctx, q, v: usm.set_kernel_arg(v, 0, 0), "kernel"),
+], ids=["device", "context", "queue", "deps", "kernel"])
+def test_int_that_is_no_opencl_object_is_invalid_arguments(cl_device, cl_context, cl_queue, call, param,
+                                                            stray):
+    """An int handle that does not start with the platform's ICD dispatch
+    table is refused before the driver dereferences it (a segfault); the
+    ints of live objects are taken (test_ocl_engine, test_events, test_arrays_usm)."""
+    with pytest.raises(dnnl.error) as info:
+        call(cl_device, cl_context, cl_queue, stray)
+    _assert_raised_as(info.value, "invalid_arguments")
+    assert f"{param} is not an OpenCL object" in str(info.value)
+
+
 def test_handle_beyond_64_bits_is_invalid_arguments(cl_context):
     # no C++ caller can pass one; refused as every bad value is
     with pytest.raises(ValueError) as info:

@@ -1,7 +1,12 @@
 #include "common/cl_handles.hpp"
 
+#include <cerrno>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
@@ -84,7 +89,47 @@ T wrap_as(family_t &family, void *handle, bool retain) {
     return py::reinterpret_steal<T>(wrap(family, handle, retain).release());
 }
 
+// The dispatch tables of this process's platforms (through the loader
+// oneDNN uses, whose platforms are the drivers' own objects).
+const std::vector<void *> &platform_dispatch_tables() {
+    static std::vector<void *> tables;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        cl_uint count = 0;
+        if (clGetPlatformIDs(0, nullptr, &count) != CL_SUCCESS || count == 0) return;
+        std::vector<cl_platform_id> platforms(count);
+        if (clGetPlatformIDs(count, platforms.data(), nullptr) != CL_SUCCESS) return;
+        for (cl_platform_id platform : platforms) {
+            void *word = nullptr;
+            if (read_word(platform, word) == readable::yes) tables.push_back(word);
+        }
+    });
+    return tables;
+}
+
 } // namespace
+
+readable read_word(const void *address, void *&word) {
+    iovec local {&word, sizeof(word)};
+    iovec remote {const_cast<void *>(address), sizeof(word)};
+    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (n == static_cast<ssize_t>(sizeof(word))) return readable::yes;
+    return n < 0 && errno == EFAULT ? readable::no : readable::unknown;
+}
+
+bool may_be_cl_object(const void *handle) {
+    void *word = nullptr;
+    switch (read_word(handle, word)) {
+        case readable::no: return false;
+        case readable::unknown: return true;
+        case readable::yes: break;
+    }
+    const auto &tables = platform_dispatch_tables();
+    if (tables.empty()) return true;
+    for (void *table : tables)
+        if (word == table) return true;
+    return false;
+}
 
 bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool *from_object) {
     initialize_system_loader();
@@ -93,6 +138,12 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
         if (!int_to_pointer(obj, handle)) {
             handle = nullptr;
             state = arg_state::out_of_range;
+            return true;
+        }
+        // A cl_mem int is checked where its use is known (a USM pointer is
+        // told apart there: storage_checks).
+        if (handle && f != family::mem && !may_be_cl_object(handle)) {
+            state = arg_state::not_an_object;
             return true;
         }
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
@@ -113,6 +164,9 @@ void throw_bad_value(arg_state state, const char *param) {
     if (state == arg_state::out_of_range) // no C++ caller can pass one: Python's own
         throw_invalid_argument(std::string(param) + " must be an OpenCL handle between 0 "
                                                    "and 2**64-1");
+    if (state == arg_state::not_an_object)
+        throw_invalid_argument(std::string(param) + " is not an OpenCL object of this "
+                "process's platforms (a released, wrong or stray handle?)");
     // What oneDNN's C API answers to a NULL handle (a ValueError too).
     throw_invalid_argument(std::string(param) + " is a NULL handle");
 }

@@ -21,7 +21,9 @@ namespace cl_handles {
 // for NULL, as oneDNN does, ValueError for an int beyond 64 bits.
 
 enum class family { device, context, queue, mem, event, kernel };
-enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type };
+// not_an_object: an int that does not start like an OpenCL object of this
+// process's platforms (may_be_cl_object).
+enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object };
 
 template <typename Handle>
 struct handle_arg {
@@ -64,6 +66,21 @@ Handle handle_arg<Handle>::get(const char *param) const {
     if (state != arg_state::ok) throw_bad_value(state, param);
     return handle;
 }
+
+// The pointer-sized word at `address`, read without faulting
+// (process_vm_readv on this process): no for an address that is not mapped,
+// unknown where the process may not read itself that way (some sandboxes).
+enum class readable { yes, no, unknown };
+readable read_word(const void *address, void *&word);
+
+// Whether an int handle may be an OpenCL object: every object of an ICD
+// platform starts with its platform's dispatch table (the ICD rule), so a
+// stray int, host memory or a USM pointer is told apart without handing it
+// to the driver, which dereferences it (the CPU runtime crashes). A released
+// object whose memory still holds the table passes. True where the memory
+// cannot be read back, or no platform is found: the int is then taken at its
+// word.
+bool may_be_cl_object(const void *handle);
 
 // True when `obj` is a pyopencl memory object (for overloads that take either
 // a cl_mem or something else).

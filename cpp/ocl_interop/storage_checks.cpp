@@ -3,12 +3,9 @@
 // could address past the storage or in the wrong context.
 #include "ocl_interop/storage_checks.hpp"
 
-#include <cerrno>
 #include <string>
 
-#include <sys/uio.h>
-#include <unistd.h>
-
+#include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
@@ -20,17 +17,8 @@ namespace dnnl_ocl_interop {
 
 namespace {
 
-enum class readable { yes, no, unknown };
-
-// The pointer-sized word at `address`, read without faulting: process_vm_readv
-// on this process answers EFAULT for an address that is not mapped.
-readable read_word(const void *address, void *&word) {
-    iovec local {&word, sizeof(word)};
-    iovec remote {const_cast<void *>(address), sizeof(word)};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == static_cast<ssize_t>(sizeof(word))) return readable::yes;
-    return n < 0 && errno == EFAULT ? readable::no : readable::unknown;
-}
+using cl_handles::read_word;
+using cl_handles::readable;
 
 // The ICD dispatch table every cl_mem of `context`'s platform starts with.
 void *mem_dispatch_of(cl_context context) {
