@@ -192,15 +192,16 @@ def test_runtime_dimensions_take_the_memorys_descriptor(engine, stream, execute)
     assert_refused(lambda: execute(prim, stream, wrong), stream, None, "ARG_SRC", "runtime dimensions")
 
 
-@pytest.mark.parametrize("src,weights,dst,bias,why", [
-    ((2, K), (K, N), (16, N), None, "src and dst differ in M"),  # dst's rows would be read past src
-    ((M, K), (K + 2, N), (M, N), None, "src and weights differ in K"),
-    ((M, K), (K, N), (M, N + 3), None, "weights and dst differ in N"),
-    ((2, M, K), (3, K, N), (2, M, N), None, "batch dimension 0"),
-    ((M, K), (K, N), (M, N), (M + 1, N), "ARG_BIAS [4, 5] does not broadcast to dst [3, 5]"),
+@pytest.mark.parametrize("src,weights,dst,bias,weights_fixed,why", [
+    ((2, K), (K, N), (16, N), None, False, "src and dst differ in M"),  # dst's rows read past src
+    ((2, K), (K, N), (16, N), None, True, "src and dst differ in M"),  # the same, only M at execution
+    ((M, K), (K + 2, N), (M, N), None, False, "src and weights differ in K"),
+    ((M, K), (K, N), (M, N + 3), None, False, "weights and dst differ in N"),
+    ((2, M, K), (3, K, N), (2, M, N), None, False, "batch dimension 0"),
+    ((M, K), (K, N), (M, N), (M + 1, N), False, "ARG_BIAS [4, 5] does not broadcast to dst [3, 5]"),
 ])
 def test_runtime_dimensions_must_agree_across_arguments(engine, stream, execute, src, weights, dst, bias,
-                                                        why):
+                                                        weights_fixed, why):
     """oneDNN takes M and N from dst and K from src: memories that disagree
     would be read past their storage (each fits the primitive's descriptor by
     itself). Agreeing memories, broadcasts included, run."""
@@ -208,6 +209,8 @@ def test_runtime_dimensions_must_agree_across_arguments(engine, stream, execute,
     rank = len(dst)
     runtime = md([R] * rank)
     pd = dnnl.matmul.primitive_desc(engine, runtime, runtime, *([runtime] if bias else []), runtime)
+    if weights_fixed:  # only M at execution: weights are the primitive's own
+        pd = dnnl.matmul.primitive_desc(engine, md([R, K]), md([K, N]), md([R, N]))
     prim = dnnl.matmul(pd)
 
     def args(src, weights, dst, bias):

@@ -394,7 +394,7 @@ std::vector<dnnl_exec_arg_t> execution_args(
     const argument_checks &checks = p.checks();
     std::vector<dnnl_exec_arg_t> converted;
     converted.reserve(PyDict_Size(args.ptr()));
-    std::vector<std::pair<int, dnnl::memory::dims>> runtime_dims; // of runtime-dims arguments
+    std::vector<std::pair<int, dnnl::memory::dims>> runtime_dims; // where runtime_dims_agree
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(args.ptr(), &pos, &key, &value)) {
@@ -433,9 +433,12 @@ std::vector<dnnl_exec_arg_t> execution_args(
                     + (!expected->engine ? "primitive's"
                             : arg == DNNL_ARG_FROM ? "reorder's source engine"
                                                    : "reorder's destination engine"));
-        if (checks.runtime_dims_agree && !expected->desc.is_zero()
-                && has_runtime_values(expected->desc.get()))
-            runtime_dims.emplace_back(arg, mem.desc.get_dims());
+        // What oneDNN addresses by: the memory's dimensions where the
+        // primitive's are given at execution, the primitive's elsewhere.
+        if (checks.runtime_dims_agree && !expected->desc.is_zero())
+            runtime_dims.emplace_back(arg, has_runtime_values(expected->desc.get())
+                            ? mem.desc.get_dims()
+                            : expected->desc.get_dims());
         if (!expected->desc.is_zero() && mem.desc != expected->desc) {
             std::string why = unfit_descriptor(expected->desc, mem.desc);
             if (!why.empty())
