@@ -20,7 +20,7 @@ import pyopencl.tools
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from dnnl_ocl_interop import arrays, ops
+from dnnl_ocl_interop import arrays, emulation, ops
 from helpers import ALG, ELTWISE, ref_softmax, run_in_threads, workarounds_off
 
 FLOATS = ["f32", "f16", "bf16"]
@@ -1136,6 +1136,271 @@ def test_onednn_refusals_name_the_operation(queue):
     assert isinstance(info.value, NotImplementedError)
 
 
+
+# ------------------------------------------------- out= sharing an operand's bytes
+
+def _aliasing_calls(queue):
+    """(label, the operand out overlaps, call) of out= overlapping an operand where
+    oneDNN does not compute in place (before the check: silently wrong, or
+    a bare runtime_error for reorder(d, out=d))."""
+    rng = np.random.default_rng(60)
+    c, w = dev(queue, rand(rng, (4, 4))), dev(queue, rand(rng, (4, 4)))
+    y = dev(queue, rand(rng, (8, 8)))
+    x, wt = dev(queue, rand(rng, (1, 4, 8, 8))), dev(queue, rand(rng, (4, 4, 3, 3)))
+    z = dev(queue, rand(rng, (16, 32)))   # rows of 128 bytes: every row view is shareable
+    q = dev(queue, rand(rng, (16, 16)))   # softmax axes of at most 16 (known-problems.md)
+    a, b = dev(queue, rand(rng, (4, 8))), dev(queue, rand(rng, (4, 8)))
+    p = dev(queue, rand(rng, (1, 2, 4, 4)))
+    g = dev(queue, rand(rng, (8,)))
+    return [
+        ("matmul(c, w, out=c)", "a", lambda: ops.matmul(c, w, out=c)),
+        ("matmul(w, c, out=c)", "b", lambda: ops.matmul(w, c, out=c)),
+        ("matmul post-op input", r"post_ops\[0\]",
+         lambda: ops.matmul(w, w, post_ops=[("add", c)], out=c)),
+        ("transpose(y, out=y)", "x", lambda: ops.transpose(y, out=y)),
+        ("convolution(x, out=x)", "x", lambda: ops.convolution(x, wt, padding=1, out=x)),
+        ("max_pool(p, 1, out=p)", "x", lambda: ops.max_pool(p, 1, out=p)),
+        ("add partial overlap", "a", lambda: ops.add(z[0:8], z[8:16], out=z[4:12])),
+        ("add out=b", "b", lambda: ops.add(z[0:4], z[4:8], out=z[4:8])),
+        ("relu partial overlap", "x", lambda: ops.relu(z[0:8], out=z[4:12])),
+        ("softmax partial overlap", "x", lambda: ops.softmax(q[0:8], out=q[4:12])),
+        ("reorder partial overlap", "x", lambda: ops.reorder(z[0:8], out=z[4:12])),
+        ("reorder(d, out=d)", "x", lambda: ops.reorder(a, out=a)),
+        ("sum([a, b], out=a)", r"arrays\[0\]", lambda: ops.sum([a, b], out=a)),
+        ("concat", r"arrays\[1\]", lambda: ops.concat([z[0:4], z[4:8]], out=z[4:12])),
+        ("layer_norm out=weight", "weight", lambda: ops.layer_norm(g.reshape(1, 8), g,
+                                                                      out=g.reshape(1, 8))),
+    ]
+
+
+def test_out_overlapping_an_operand_is_refused_by_name(queue):
+    for label, name, call in _aliasing_calls(queue):
+        with pytest.raises(ValueError, match=f"^out overlaps {name}: "):
+            call()
+            pytest.fail(label)
+
+
+def test_out_overlapping_an_operand_leaves_out_untouched(queue):
+    """Refused before oneDNN runs: nothing is written."""
+    rng = np.random.default_rng(61)
+    values = rand(rng, (16, 32))
+    z = dev(queue, values)
+    with pytest.raises(ValueError, match="^out overlaps a"):
+        ops.add(z[0:8], z[8:16], out=z[4:12])
+    np.testing.assert_array_equal(z.get(), values.astype(np.float32))
+
+
+def _in_place_cases(queue, rng):
+    """(label, shape, shapes of extra operands, ops call on (x, *extras,
+    out=), NumPy reference of (x, *extras)) for each in-place form ops
+    allows (softmax axes of at most 16 elements: docs/known-problems.md)."""
+    mean, var = rand(rng, (4,)), rand(rng, (4,), lo=0.5, hi=2)
+    stats = dev(queue, mean), dev(queue, var)
+    return [
+        ("relu", (8, 32), (), lambda x, out: ops.relu(x, out=out), lambda x: np.maximum(x, 0)),
+        ("eltwise tanh", (8, 32), (), lambda x, out: ops.eltwise(x, "tanh", out=out), np.tanh),
+        ("clip", (8, 32), (), lambda x, out: ops.clip(x, -0.5, 0.5, out=out),
+         lambda x: np.clip(x, -0.5, 0.5)),
+        ("add", (8, 32), ((8, 32),), lambda x, b, out: ops.add(x, b, out=out), np.add),
+        ("mul, b broadcast, post-op", (8, 32), ((32,),),
+         lambda x, b, out: ops.mul(x, b, post_ops=["relu"], out=out),
+         lambda x, b: np.maximum(x * b, 0)),
+        ("sub a number", (8, 32), (), lambda x, out: ops.sub(x, 1.5, out=out), lambda x: x - 1.5),
+        ("softmax", (8, 16), (), lambda x, out: ops.softmax(x, out=out),
+         lambda x: ref_softmax(x, -1, False)),
+        ("log_softmax axis 0", (8, 32), (), lambda x, out: ops.log_softmax(x, 0, out=out),
+         lambda x: ref_softmax(x, 0, True)),
+        ("layer_norm", (8, 32), ((32,), (32,)), lambda x, w, b, out: ops.layer_norm(x, w, b, out=out),
+         lambda x, w, b: _normalized(x, -1, 1e-5) * w + b),
+        ("rms_norm", (8, 32), (), lambda x, out: ops.rms_norm(x, out=out),
+         lambda x: x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True) + 1e-6)),
+        ("batch_norm", (2, 4, 32), (),
+         lambda x, out: ops.batch_norm(x, *stats, out=out),
+         lambda x: (x - mean.reshape(1, 4, 1)) / np.sqrt(var.reshape(1, 4, 1) + 1e-5)),
+        ("group_norm", (2, 4, 32), (), lambda x, out: ops.group_norm(x, 2, out=out),
+         lambda x: _normalized(x.reshape(2, 2, 2, 32), (2, 3), 1e-5).reshape(x.shape)),
+    ]
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["whole array", "view at an offset"])
+def test_out_may_be_the_operand_oneDNN_computes_in_place(queue, view):
+    """out= the very operand (same view) for eltwise, binary's a, softmax and
+    the normalizations: oneDNN computes these in place; right against NumPy,
+    on a whole array and on a view inside a larger buffer (whose other rows
+    stay as they were)."""
+    rng = np.random.default_rng(62)
+    for label, shape, extra_shapes, call, reference in _in_place_cases(queue, rng):
+        values = rand(rng, shape)
+        extras = [rand(rng, s) for s in extra_shapes]
+        if view:  # rows 2.. of a taller array: an offset of 2 rows of 128 bytes
+            whole_values = rand(rng, (shape[0] + 4,) + shape[1:])
+            whole_values[2:2 + shape[0]] = values
+            whole = dev(queue, whole_values)
+            x = whole[2:2 + shape[0]]
+        else:
+            x = dev(queue, values)
+        result = call(x, *[dev(queue, e) for e in extras], out=x)
+        assert result is x, label
+        close(host(x), reference(values, *extras), tol=1e-4)
+        if view:
+            rest = host(whole)
+            close(rest[:2], whole_values[:2])
+            close(rest[2 + shape[0]:], whole_values[2 + shape[0]:])
+
+
+def test_disjoint_views_of_one_buffer_are_not_refused(queue):
+    rng = np.random.default_rng(63)
+    values = rand(rng, (16, 32))
+    z = dev(queue, values)
+    ops.add(z[0:4], z[4:8], out=z[8:12])
+    ops.matmul(z[0:4, :4], z[4:8, :4], out=z[12:16, :4])
+    expected = values.copy()
+    expected[8:12] = values[0:4] + values[4:8]
+    expected[12:16, :4] = values[0:4, :4] @ values[4:8, :4]
+    close(host(z), expected)
+
+
+def test_overlap_through_another_object_of_one_cl_mem(queue):
+    """Arrays on a sub-buffer, or on a second pyopencl object of the same
+    cl_mem, overlap by their bytes in the one buffer."""
+    rng = np.random.default_rng(64)
+    values = rand(rng, (16, 32))
+    z = dev(queue, values)
+    buffer = z.base_data
+    twin = cla.Array(queue, (16, 32), np.float32,
+                     data=cl.Buffer.from_int_ptr(buffer.int_ptr, retain=True))
+    assert twin.base_data is not buffer
+    with pytest.raises(ValueError, match="^out overlaps a"):
+        ops.matmul(z[0:4, 0:4], z[4:8, 0:4], out=twin[0:4, 0:4])
+    inside = cla.Array(queue, (8, 32), np.float32, data=buffer.get_sub_region(4 * 128, 8 * 128))
+    with pytest.raises(ValueError, match="^out overlaps x"):
+        ops.reorder(z[0:8], out=inside)       # rows 0-7 into rows 4-11
+    with pytest.raises(ValueError, match="^out overlaps a"):
+        ops.add(inside, z[12:16].reshape(4, 32)[0:1], out=z[6:14])
+    ops.relu(z[0:4], out=inside[4:8])         # rows 0-3 into rows 8-11: disjoint
+    expected = values.copy()
+    expected[8:12] = np.maximum(values[0:4], 0)
+    close(host(z), expected)
+
+
+def test_a_bound_call_checks_overlap_on_every_call(queue, monkeypatch):
+    """The signature holds shapes and strides, not offsets: a call bound to
+    its entry by an earlier call of a disjoint out is still refused when its
+    out overlaps."""
+    from dnnl_ocl_interop.ops import _plan
+
+    rng = np.random.default_rng(65)
+    values = rand(rng, (16, 32))
+    z, w = dev(queue, values), dev(queue, rand(rng, (8, 32)))
+    ops.add(z[0:8], w, out=z[8:16])
+    ops.add(z[0:8], w, out=z[8:16])
+    assert ops.cache_info()["hits"] == 1
+    planned = []
+    monkeypatch.setattr(_plan, "run", lambda *args: planned.append(args))
+    with pytest.raises(ValueError, match="^out overlaps a"):
+        ops.add(z[0:8], w, out=z[4:12])
+    assert planned == []  # refused by the bound call itself
+
+
+# ------------------------------------------------------- other refusals by name
+
+def test_out_on_another_context_is_named(queue, cl_device):
+    a, b = dev(queue, np.ones((4, 8))), dev(queue, np.ones((8, 5)))
+    other_context = cl.Context([cl_device])  # kept: pyopencl asks the queue for it
+    other_queue = cl.CommandQueue(other_context)
+    stranger = cla.empty(other_queue, (4, 5), np.float32)
+    with pytest.raises(ValueError, match="^out belongs to another OpenCL context than a"):
+        ops.matmul(a, b, out=stranger)
+    with pytest.raises(ValueError, match=r"^out belongs to another OpenCL context than "
+                                         r"arrays\[0\]"):
+        ops.sum([a, dev(queue, np.ones((4, 8)))], [1.0, 2.0],  # passed second first
+                out=cla.empty(other_queue, (4, 8), np.float32))
+
+
+def test_zero_dimensional_arrays_are_refused_by_name(queue):
+    scalar = cla.to_device(queue, np.asarray(1.5, np.float32))  # (dev makes it 1-D)
+    a = dev(queue, np.ones((2, 3)))
+    message = "array is 0-dimensional: reshape it to \\(1,\\) first"
+    for call, name in [(lambda: ops.relu(scalar), "x"), (lambda: ops.add(scalar, scalar), "a"),
+                       (lambda: ops.add(a, scalar), "b"), (lambda: ops.softmax(scalar), "x"),
+                       (lambda: ops.copy(scalar), "x"),
+                       (lambda: ops.concat([a, scalar]), r"arrays\[1\]"),
+                       (lambda: ops.matmul(a, a.T, post_ops=[("add", scalar)]), r"post_ops\[0\]")]:
+        with pytest.raises(ValueError, match=f"^{name}: {message}"):
+            call()
+
+
+def test_results_too_large_for_onednn_are_refused_by_name(queue):
+    x, w = dev(queue, np.ones((2, 4, 8, 8))), dev(queue, np.ones((6, 4, 3, 3)))
+    too_large = "the result would have shape .* more than the 2\\*\\*63 - 1 bytes"
+    with pytest.raises(ValueError, match=f"^padding: {too_large}"):
+        ops.convolution(x, w, padding=2 ** 31)
+    with pytest.raises(ValueError, match=f"^padding: {too_large}"):
+        ops.max_pool(x, 2, padding=2 ** 40)
+    with pytest.raises(ValueError, match=f"^stride or dilation: {too_large}"):
+        ops.deconvolution(x, dev(queue, np.ones((4, 6, 3, 3))), stride=2 ** 40)
+    with pytest.raises(ValueError, match="^stride values must be at most 2\\*\\*63 - 1"):
+        ops.convolution(x, w, stride=2 ** 70)
+    with pytest.raises(ValueError, match="^kernel_size values must be at most 2\\*\\*63 - 1"):
+        ops.max_pool(x, 2 ** 64)
+
+
+def test_dtypes_outside_the_table_are_refused_by_name(queue):
+    """int64 maps to oneDNN's s64, which the GPU primitives do not build
+    (an OpenCL compiler failure before): TypeError naming the argument."""
+    a = dev(queue, np.ones((4, 8)))
+    longs = cla.zeros(queue, (4, 8), np.int64)
+    refused = "dtype int64 \\(s64\\) is not a data type dnnl.ops takes"
+    with pytest.raises(TypeError, match=f"^x: {refused}"):
+        ops.relu(longs)
+    with pytest.raises(TypeError, match=f"^b: {refused}"):
+        ops.add(a, longs)
+    with pytest.raises(TypeError, match=f"^post_ops\\[0\\]: {refused}"):
+        ops.matmul(a, a.T, post_ops=[("add", cla.zeros(queue, (4, 4), np.int64))])
+    with pytest.raises(TypeError, match=f"^out: {refused}"):
+        ops.relu(a, out=longs)
+    with pytest.raises(TypeError, match="^dtype: s64 is not a data type dnnl.ops takes"):
+        ops.astype(a, "s64")
+    with pytest.raises(TypeError, match="^dtype: s64 is not"):
+        ops.astype(a, np.int64)
+
+
+def test_float64_stays_taken(queue):
+    """float64 is in the table: oneDNN's f64 where it implements it."""
+    values = np.linspace(-2, 2, 32).reshape(4, 8)
+    x = cla.to_device(queue, values)
+    y = ops.relu(x)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y.get(), np.maximum(values, 0))
+    np.testing.assert_allclose(ops.astype(x, "f32").get(), values.astype(np.float32))
+
+
+def test_post_op_and_eltwise_parameters_are_refused_by_name(queue):
+    a = dev(queue, np.ones((4, 8)))
+    b = dev(queue, np.ones((8, 5)))
+    with pytest.raises(ValueError, match=r"^post_ops\[0\]: division by 0"):
+        ops.matmul(a, b, post_ops=[("div", 0)])
+    with pytest.raises(ValueError, match=r"^post_ops\[1\]: division by 0"):
+        ops.matmul(a, b, post_ops=["relu", ("binary", "div", 0.0)])
+    with pytest.raises(ValueError, match=r"^post_ops\[0\]: clip takes alpha \(the lower bound\) "
+                                         r"<= beta \(the upper bound, 0 unless given\), not "
+                                         r"alpha 1.0 and beta 0.0"):
+        ops.matmul(a, b, post_ops=[("clip", 1.0)])
+    with pytest.raises(ValueError, match=r"^post_ops\[0\]: clip_v2 takes alpha"):
+        ops.matmul(a, b, post_ops=[("eltwise", "clip_v2", 2.0, 1.0)])
+    with pytest.raises(ValueError, match=r"^post_ops\[0\]: relu_use_dst_for_bwd takes an alpha "
+                                         r"of 0 or more"):
+        ops.matmul(a, b, post_ops=[("relu_use_dst_for_bwd", -1.0)])
+    with pytest.raises(ValueError, match="^b: division by 0"):
+        ops.div(a, 0)
+    with pytest.raises(ValueError, match="^lower, upper: lower 1.0 must not exceed upper 0.0"):
+        ops.clip(a, 1.0, 0.0)
+    with pytest.raises(ValueError, match="^alpha, beta: clip takes alpha"):
+        ops.eltwise(a, "clip", 1.0, 0.0)
+    # what oneDNN takes stays taken: equal bounds, a NaN slope of plain relu
+    close(host(ops.matmul(a, b, post_ops=[("clip", 1.0, 1.0)])), np.ones((4, 5)))
+    close(host(ops.clip(a, 0.5, 0.5)), np.full((4, 8), 0.5))
+
 # ------------------------------------------- oneDNN problems ops works around
 
 @pytest.mark.test_hooks
@@ -1359,3 +1624,22 @@ def test_group_normalization_of_strided_data_is_refused(engine):
     assert dnnl.group_normalization_forward.primitive_desc(
         engine, dnnl.prop_kind.forward_inference, dense, dense, 2, 1e-5,
         dnnl.normalization_flags.none)
+
+
+@pytest.mark.parametrize("call, reference", [
+    (lambda t: ops.copy(t), lambda x: x.T),
+    (lambda t: ops.relu(t), lambda x: np.maximum(x.T, 0)),
+    (lambda t: ops.add(t, 1.0), lambda x: x.T + 1),
+], ids=["copy", "relu", "add"])
+def test_calls_on_a_transposed_view_of_multiples_of_8(request, queue, call, reference):
+    """ops copies a strided operand to a dense one first; for a transposed
+    view whose two axes are multiples of 8 oneDNN picks its ocl:custom
+    sub-group transpose, wrong on the emulated device (docs/known-problems.md):
+    expected to fail there, strictly, so that a fix (or a new implementation)
+    shows; right on a real GPU."""
+    x = (np.arange(128, dtype=np.float32) - 50).reshape(8, 16)
+    if emulation.is_enabled():
+        request.applymarker(pytest.mark.xfail(
+            strict=True, reason="oneDNN's ocl:custom sub-group transpose reorder is wrong on "
+                                "Intel's CPU OpenCL runtime (docs/known-problems.md)"))
+    np.testing.assert_array_equal(call(cla.to_device(queue, x).transpose()).get(), reference(x))

@@ -32,7 +32,8 @@ Functions (tutorial and reference: docs/ops.md):
 
 dtypes: float32, float16, bfloat16 (held in uint16 arrays: in ``dnnl.ops`` a
 uint16 array is bf16 bits; ``dnnl.arrays.bf16_from_float32`` makes them),
-int8/uint8 (and int32 where oneDNN takes it). A ``dtype=`` argument takes a
+int8/uint8 (and int32, float64 where oneDNN takes them); others (int64, ...)
+raise ``TypeError``. A ``dtype=`` argument takes a
 NumPy dtype, ``"f32"``, ``"f16"``, ``"bf16"``, ``"s8"``, ``"u8"``, ``"s32"``
 or a ``dnnl.memory.data_type``.
 
@@ -45,6 +46,10 @@ list applied in order to the result, each item:
   or ``("binary", name, array)``; ``("add" | "sub" | "mul" | "div",
   number)`` is an eltwise linear;
 - ``("sum"[, scale])``: add ``scale * out`` (the value ``out=`` held).
+
+``out=`` may not share bytes with an operand, except as that very operand
+(the same view) where oneDNN computes in place: the source of eltwise,
+softmax and the normalizations, ``a`` of binary (docs/ops.md).
 
 Errors: ``TypeError`` and ``ValueError`` name the argument (``b``,
 ``post_ops[1]``, ``out``); oneDNN's refusals are ``dnnl.error`` subclasses

@@ -10,7 +10,8 @@ from .. import _core
 from .._errors import invalid_argument
 from ._operands import array_operand, broadcast_to, number, result_type
 from ._plan import call, operation, plan
-from ._post_ops import ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm, eltwise_algorithm
+from ._post_ops import (ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm,
+                        check_eltwise_params, eltwise_algorithm, scalar_linear)
 
 _FI = _core.prop_kind.forward_inference
 _A = _core
@@ -23,6 +24,7 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
     default_alpha, default_beta = ELTWISE_DEFAULTS.get(alg._name_, (0.0, 0.0))
     alpha = default_alpha if alpha is None else number(alpha, "alpha")
     beta = default_beta if beta is None else number(beta, "beta")
+    check_eltwise_params(alg, alpha, beta, "alpha, beta")
     X = array_operand("x", _A.ARG_SRC, x)
 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
@@ -32,6 +34,7 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
     p = plan("eltwise", _A.eltwise_forward, (alg._name_, alpha, beta), [X], X.dims,
              result_type(X.data_type, None, out), out, make_pd)
     p.dense_only = True  # src and dst of one layout; ocl:xe ignores strides
+    p.in_place = (_A.ARG_SRC,)  # oneDNN's eltwise computes in place
     return p
 
 
@@ -102,8 +105,10 @@ def clip(x: Any, lower: float, upper: float, *, out: Any = None) -> Any:
 
 
 def _clip_plan(x: Any, lower: Any, upper: Any, out: Any) -> plan:
-    return _eltwise_plan(x, _ALG.eltwise_clip_v2, number(lower, "lower"), number(upper, "upper"),
-                         out)
+    lower, upper = number(lower, "lower"), number(upper, "upper")
+    if not lower <= upper:
+        raise invalid_argument(f"lower, upper: lower {lower} must not exceed upper {upper}")
+    return _eltwise_plan(x, _ALG.eltwise_clip_v2, lower, upper, out)
 
 
 def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
@@ -116,8 +121,10 @@ def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.binary.primitive_desc(engine, alg, d[0], d[1], dst_desc, attr)
 
-    return plan("binary", _A.binary, alg._name_, [A, B], shape,
-                result_type(A.data_type, dtype, out), out, make_pd, post_ops)
+    p = plan("binary", _A.binary, alg._name_, [A, B], shape,
+             result_type(A.data_type, dtype, out), out, make_pd, post_ops)
+    p.in_place = (_A.ARG_SRC_0,)  # oneDNN's binary computes in place into src0 (only)
+    return p
 
 
 def _broadcast_shape(x: Any, y: Any) -> tuple:
@@ -154,7 +161,7 @@ def _binary(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> pl
             raise TypeError(f"b: a number works with add, sub, mul and div, not {alg.name}")
         if post_ops or dtype is not None:
             raise TypeError("b: with a number, post_ops and dtype are not taken (an eltwise)")
-        alpha, beta = SCALAR_BINARY[alg](float(b))
+        alpha, beta = scalar_linear(alg, b, "b")
         return _eltwise_plan(a, _ALG.eltwise_linear, alpha, beta, out)
     return _binary_plan(a, b, alg, post_ops, out, dtype)
 
@@ -202,6 +209,7 @@ def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
     p = plan("softmax", _A.softmax_forward, (alg._name_, axis), [X], X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # softmax's ocl:xe ignores the source's strides
+    p.in_place = (_A.ARG_SRC,)  # oneDNN's softmax computes in place
     return p
 
 

@@ -200,10 +200,11 @@ def _grouped(W: operand, groups: int) -> None:
 
 def _window_plan(op: str, family: Any, alg: Any, X: operand, W: operand, bias: Any,
                  dst: Tuple[int, ...], geometry: Any, post_ops: Any, out: Any,
-                 dtype: Any) -> plan:
+                 dtype: Any, sized_by: str) -> plan:
     """The plan of a convolution or deconvolution whose weights are in
     oneDNN's (grouped) layout; geometry: strides, dilations (PyTorch's),
-    left and right padding."""
+    left and right padding; `sized_by`: the arguments that can make the
+    result too large."""
     strides, dilations, left, right = geometry
     _finish_weights(W)
     operands = [X, W]
@@ -220,7 +221,7 @@ def _window_plan(op: str, family: Any, alg: Any, X: operand, W: operand, bias: A
 
     return plan(op, family, (strides, tuple(dilates), tuple(left), tuple(right)), operands,
                 dst, result_type(accumulating_type(X.data_type), dtype, out), out, make_pd,
-                post_ops)
+                post_ops, sized_by=sized_by)
 
 
 def _window_operands(function: str, x: Any, weights: Any, groups: Any, stride: Any,
@@ -263,7 +264,8 @@ def convolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padd
     dst = (X.dims[0], oc) + tuple(output_sizes(X, extents, strides, left, right))
     _grouped(W, groups)
     return _window_plan("convolution", _A.convolution_forward, _A.algorithm.convolution_direct,
-                        X, W, bias, dst, (strides, dilations, left, right), post_ops, out, dtype)
+                        X, W, bias, dst, (strides, dilations, left, right), post_ops, out, dtype,
+                        "padding")
 
 
 @operation
@@ -310,7 +312,8 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
     W.rekey()
     return _window_plan("deconvolution", _A.deconvolution_forward,
                         _A.algorithm.deconvolution_direct, X, W, bias, dst,
-                        (strides, dilations, left, right), post_ops, out, dtype)
+                        (strides, dilations, left, right), post_ops, out, dtype,
+                        "stride or dilation")
 
 
 _WEIGHTED = {"matmul": matmul, "inner_product": inner_product, "convolution": convolution,

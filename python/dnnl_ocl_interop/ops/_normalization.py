@@ -50,9 +50,11 @@ def _layer_plan(x: Any, weight: Any, bias: Any, eps: Any, out: Any, dtype: Any,
         return _A.layer_normalization_forward.primitive_desc(
             engine, _FI, d[0], dst_desc, scale_type, eps, flags, attr)
 
-    return plan("layer_norm", _A.layer_normalization_forward,
-                (eps, int(flags), scale_type._name_),
-                operands, X.dims, result_type(X.data_type, dtype, out), out, make_pd)
+    p = plan("layer_norm", _A.layer_normalization_forward,
+             (eps, int(flags), scale_type._name_),
+             operands, X.dims, result_type(X.data_type, dtype, out), out, make_pd)
+    p.in_place = (_A.ARG_SRC,)  # oneDNN's normalizations compute in place
+    return p
 
 
 @operation
@@ -94,6 +96,7 @@ def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None
     p = plan("batch_norm", _A.batch_normalization_forward, (eps, int(flags)), operands, X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # no implementation takes a strided source
+    p.in_place = (_A.ARG_SRC,)
     return p
 
 
@@ -122,6 +125,7 @@ def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: f
     p = plan("group_norm", _A.group_normalization_forward, (groups, eps, int(flags)), operands,
              X.dims, result_type(X.data_type, dtype, out), out, make_pd)
     p.dense_only = True  # ocl:ref misreads a strided source (and corrupts memory)
+    p.in_place = (_A.ARG_SRC,)
     return p
 
 
@@ -144,7 +148,7 @@ def _pool_plan(x: Any, algorithm: Any, kernel_size: Any, stride: Any, padding: A
                                                  right, attr)
 
     return plan("pooling", _A.pooling_forward, geometry, [X], dst,
-                result_type(X.data_type, None, out), out, make_pd)
+                result_type(X.data_type, None, out), out, make_pd, sized_by="padding")
 
 
 @operation

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numbers
 from typing import Any, Dict, Sequence, Tuple
 
+import numpy as np
+
 from .. import _core, arrays
 from .._errors import invalid_argument
 
@@ -21,14 +23,15 @@ _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done on
 _Array: Any = None
 _empty: Any = None
 _enqueue_marker: Any = None
+_MemoryObjectHolder: Any = None
 
 
 def _load_pyopencl() -> None:
-    global _Array, _empty, _enqueue_marker
+    global _Array, _empty, _enqueue_marker, _MemoryObjectHolder
     import pyopencl as cl
     import pyopencl.array as cla
 
-    _Array, _empty = cla.Array, cla.empty
+    _Array, _empty, _MemoryObjectHolder = cla.Array, cla.empty, cl.MemoryObjectHolder
     # Called as (queue, wait_for). pyopencl's public enqueue_marker asks the
     # device's OpenCL version on every call (0.4 µs of its 1.0); oneDNN needs
     # OpenCL 1.2, whose marker that wrapper ends in: call it directly.
@@ -66,7 +69,28 @@ def new_array(queue: Any, cl_context: Any, shape: Tuple[int, ...], dtype: Any,
 
 # -- data types -----------------------------------------------------------------
 
-_types_of_dtypes: Dict[Any, Any] = {}  # a memo of arrays.data_type(dtype, bf16_bits=True)
+# The data types dnnl.ops takes (docs/ops.md's table; the one place ops says
+# which): arrays.data_type maps more dtypes (int64 as s64), which oneDNN's GPU
+# primitives do not take as ops uses them (an OpenCL build failure, not a
+# refusal). Values: how the table spells them, for messages.
+OPS_TYPES = {_dt.f32: "float32", _dt.f16: "float16", _dt.bf16: "bf16 (uint16 bits)",
+             _dt.f64: "float64", _dt.s8: "int8", _dt.u8: "uint8", _dt.s32: "int32"}
+_types_of_dtypes: Dict[Any, Any] = {}  # a memo of ops_type(dtype) for dtypes it took
+
+
+def ops_type(dtype: Any, name: str) -> Any:
+    """The oneDNN data type of a NumPy dtype or ``dtype=`` value as dnnl.ops
+    takes it (``arrays.data_type(dtype, bf16_bits=True)``: uint16 is bf16),
+    else TypeError naming the argument."""
+    try:
+        found = arrays.data_type(dtype, bf16_bits=True)
+    except TypeError as e:
+        raise TypeError(f"{name}: {e}") from None
+    if found not in OPS_TYPES:
+        what = f"dtype {dtype} ({found.name})" if isinstance(dtype, np.dtype) else found.name
+        raise TypeError(f"{name}: {what} is not a data type dnnl.ops takes "
+                        f"({', '.join(OPS_TYPES.values())})")
+    return found
 
 
 def data_type_of(array: Any, name: str) -> Any:
@@ -74,20 +98,13 @@ def data_type_of(array: Any, name: str) -> Any:
     dtype = array.dtype
     found = _types_of_dtypes.get(dtype)
     if found is None:
-        try:
-            found = arrays.data_type(dtype, bf16_bits=True)
-        except TypeError as e:
-            raise TypeError(f"{name}: {e}") from None
-        _types_of_dtypes[dtype] = found
+        found = _types_of_dtypes[dtype] = ops_type(dtype, name)
     return found
 
 
 def resolve_type(dtype: Any, name: str = "dtype") -> Any:
     """A ``dtype=`` argument as a oneDNN data type (uint16 and "bf16": bf16)."""
-    try:
-        return arrays.data_type(dtype, bf16_bits=True)
-    except TypeError as e:
-        raise TypeError(f"{name}: {e}") from None
+    return ops_type(dtype, name)
 
 
 def result_type(default: Any, dtype: Any, out: Any) -> Any:
@@ -195,8 +212,13 @@ def element_strides(array: Any) -> Tuple[int, ...]:
 
 
 def array_operand(name: str, arg: int, array: Any) -> operand:
-    """`array` as oneDNN sees it without reinterpretation: its shape and strides."""
+    """`array` as oneDNN sees it without reinterpretation: its shape and
+    strides. Every array operand is made here: a 0-dimensional array is
+    refused here, with as_memory's message (oneDNN descriptors have at
+    least one dimension)."""
     check_array(array, name)
+    if not array.shape:
+        raise invalid_argument(f"{name}: array is 0-dimensional: reshape it to (1,) first")
     return operand(name, arg, array, array.shape, element_strides(array),
                    data_type_of(array, name))
 
@@ -267,3 +289,32 @@ def number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
     return float(value)
+
+
+# -- storage ----------------------------------------------------------------------
+
+_STORAGE = "_dnnl_ocl_interop_ops_storage"  # the array attribute keeping storage_of's answer
+
+
+def storage_of(array: Any) -> Tuple[Any, Any, int]:
+    """(base_data, root, origin) of an array that as_memory took: ``root``
+    names the cl_mem its bytes are in (the handle of ``base_data``, or of
+    its parent if ``base_data`` is a sub-buffer: two pyopencl objects of one
+    cl_mem, or a buffer and its sub-buffer, have one root), ``origin`` is
+    where ``base_data`` starts in the root (bytes; the array's first element
+    is at ``origin + array.offset``). Kept on the array: ``_plan._launch``
+    reads it there without asking whether ``base_data`` is still the same
+    object (pyopencl never changes an array's storage; this function, used
+    everywhere else, does ask)."""
+    base = array.base_data
+    found = array.__dict__.get(_STORAGE)
+    if found is not None and found[0] is base:
+        return found
+    if _MemoryObjectHolder is None:
+        _load_pyopencl()
+    if not isinstance(base, _MemoryObjectHolder):  # as_memory refuses it: no root
+        return (base, base, 0)
+    parent = base.associated_memobject  # OpenCL nests no sub-buffers: the root
+    found = (base, base.int_ptr, 0) if parent is None else (base, parent.int_ptr, base.offset)
+    array.__dict__[_STORAGE] = found
+    return found

@@ -30,14 +30,17 @@ import numpy as np
 from .. import _core, arrays
 from .._errors import invalid_argument
 from . import _cache, _context, _operands
-from ._operands import (check_array, dense_strides, element_strides, memory_of, naming,
-                        new_array, operand, prefix)
+from ._operands import (_STORAGE, check_array, dense_strides, element_strides, memory_of,
+                        naming, new_array, operand, prefix, storage_of)
 from ._post_ops import parse_post_ops, post_ops_attr, scale_operand, scales_attr, scalar_memory
 
 _desc = _core.memory.desc
 _execute = _core.ocl_interop.execute
 _memory = arrays._memory  # as_memory's memory, with the descriptor's checks done once
 _memory_on_new = arrays._memory_on_new  # as_memory on a result ops made
+_view_extent = arrays._view_extent  # bytes from a view's first element to the end of its last
+_same_context = arrays._same_context
+_MAX_BYTES = 2 ** 63 - 1  # oneDNN's dims, strides and sizes are int64
 
 # -- a call ------------------------------------------------------------------------
 
@@ -51,18 +54,26 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "dense_only", "out_strides")
+                 "dst_desc", "dense_only", "out_strides", "in_place")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
                  make_pd: Callable[..., Any], post_ops: Any = None,
-                 dst_arg: int = _core.ARG_DST) -> None:
+                 dst_arg: int = _core.ARG_DST, sized_by: str = "") -> None:
         self.op = op
         self.family = family
         self.params = params
         self.operands = operands
         self.dst_dims = tuple(dst_dims)
         self.dst_type = dst_type
+        count = 1
+        for n in self.dst_dims:
+            count *= n
+        if count * _core.memory.data_type_size(dst_type) > _MAX_BYTES:
+            # (pybind would refuse the descriptor with a TypeError)
+            raise invalid_argument(f"{sized_by or 'the result of ops.' + op}: the result would "
+                                   f"have shape {self.dst_dims}, more than the 2**63 - 1 bytes "
+                                   "oneDNN can address")
         self.dst_arg = dst_arg
         self.out = out
         self.make_pd = make_pd
@@ -74,6 +85,9 @@ class plan:
         # copies, and write a strided out= through a dense result.
         self.dense_only = False
         self.queue_array: Any = operands[0].array  # the result lives on its queue
+        # The arguments (ARG_SRC, ...) whose operand out= may be, the same view
+        # (see _overlap): those oneDNN computes in place
+        self.in_place: Tuple[int, ...] = ()
         # out's strides in elements; None for a new result or a dense out
         self.out_strides: Optional[Tuple[int, ...]] = None
         if out is not None:
@@ -107,11 +121,12 @@ class _entry:
     primitive keeps only oneDNN's engine, not that object."""
 
     __slots__ = ("engine", "primitive", "pd", "facts", "memory_keys", "dst_facts", "dst_dtype",
-                 "key")
+                 "key", "in_place")
 
     def __init__(self, engine: Any, primitive: Any, pd: Any, descs: List[Any], dst_desc: Any,
-                 dst_dtype: Any, key: Any) -> None:
-        self.key = key  # its key in the cache
+                 dst_dtype: Any, key: Any, in_place: Tuple[int, ...] = ()) -> None:
+        self.key = key  # its key in the cache (key[0]: the operation)
+        self.in_place = in_place  # plan.in_place (the key's operation decides it)
         self.engine = engine
         self.primitive = primitive
         self.pd = pd
@@ -138,7 +153,8 @@ def _build(p: plan, ctx: Any, key: Any) -> "_entry":
     """Descriptors, primitive descriptor and primitive of a plan (a miss)."""
     pd, descs, dst_desc = primitive_desc_of(p, ctx.engine)
     primitive = _cache.create(p.family, pd)
-    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type), key)
+    return _entry(ctx.engine, primitive, pd, descs, dst_desc, arrays.numpy_dtype(p.dst_type), key,
+                  p.in_place)
 
 
 def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
@@ -199,6 +215,19 @@ def is_dense(dims: Sequence[int], strides: Sequence[int]) -> bool:
     return strides == dense or all(n == 1 or s == d for n, s, d in zip(dims, strides, dense))
 
 
+def _check_out_context(p: plan) -> None:
+    """The call runs on out's context: an out on another context than the
+    first operand's is refused naming out (the first operand's memory
+    would be refused, naming it). Planned calls only: a bound call's
+    signature holds every array's queue."""
+    first, out = p.queue_array, p.out
+    if out is None or out is first or _same_context(out.context, first.context):
+        return
+    name = next((op.name for op in p.operands if op.array is first), p.operands[0].name)
+    raise invalid_argument(f"out belongs to another OpenCL context than {name} (the call runs "
+                           "on out's queue)")
+
+
 def _densify(p: plan) -> Any:
     """Dense copies of the strided operands oneDNN would misread (those of a
     dense_only plan, and operands marked dense), in place in the plan; for a
@@ -224,6 +253,7 @@ def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
     is bound to its entry for the next calls of that signature."""
     if _operands._enqueue_marker is None:
         _operands._load_pyopencl()
+    _check_out_context(p)
     target = _densify(p)
     if target is not None:
         return _copy(run(p), out=target)
@@ -250,6 +280,11 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
     engine = ctx.engine
     args = {}
     deps: List[Any] = []
+    # out= sharing a cl_mem with an operand: found by comparing roots
+    # (storage_of, kept on each array and read inline here: every call with
+    # out= pays two dict lookups per operand), checked by _overlap
+    root = None if out is None else (out.__dict__.get(_STORAGE) or storage_of(out))[1]
+    shared = None
     for arg, index, name, facts, key in operands:
         array = arrays[index]
         try:
@@ -260,6 +295,9 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
         except (TypeError, ValueError) as e:  # as memory_of, inline: this runs every call
             prefix(e, f"{name}: ")
             raise
+        if root is not None and (array.__dict__.get(_STORAGE) or storage_of(array))[1] == root:
+            shared = [] if shared is None else shared
+            shared.append((arg, name, array))
     if out is None:
         out = new_array(queue, ctx.cl_context, dst_dims, entry.dst_dtype, first.allocator)
         memory = _memory_on_new(out, engine, entry.dst_facts)
@@ -267,6 +305,9 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
         memory, events = memory_of(out, "out", engine, entry.dst_facts)
         if events:
             deps += events
+        if shared is not None:
+            for arg, name, array in shared:
+                _overlap(entry, arg, name, array, out)
     args[dst_arg] = memory
     for arg, value in scalar_scales:
         args[arg] = scalar_memory(engine, value)
@@ -283,6 +324,35 @@ def _launch(entry: _entry, ctx: Any, queue: Any, operands: Sequence[Tuple[int, i
     # array has none.) One event, so pyopencl's add_event never needs to wait.
     out.events[:] = (event,)
     return out
+
+
+def _overlap(entry: _entry, arg: int, name: str, array: Any, out: Any) -> None:
+    """Refuse ``out`` sharing bytes with operand `array` (both of one root
+    cl_mem) unless it is that operand exactly and the operation computes
+    in place for that argument: oneDNN would write out while it still reads
+    the operand. Bytes from the first element to the end of the last one
+    (interleaved views of one buffer count as overlapping)."""
+    _, root, origin = storage_of(array)
+    _, out_root, out_origin = storage_of(out)
+    if root != out_root:  # (found by a root kept before the array's base_data changed)
+        return
+    start, out_start = origin + array.offset, out_origin + out.offset
+    end = start + _view_extent(array.shape, array.strides, array.dtype.itemsize)
+    out_end = out_start + _view_extent(out.shape, out.strides, out.dtype.itemsize)
+    if start >= out_end or out_start >= end:
+        return
+    op = entry.key[0]
+    if arg in entry.in_place:
+        if (start == out_start and array.shape == out.shape and array.strides == out.strides
+                and array.dtype == out.dtype):
+            return
+        hint = (f"ops.{op} writes in place only into {name} itself (the same view: offset, "
+                "shape, strides and dtype)")
+    else:
+        hint = f"ops.{op} does not compute in place for {name}"
+    raise invalid_argument(f"out overlaps {name}: out has bytes {out_start} to {out_end} of a "
+                           f"buffer where {name} has bytes {start} to {end}, and {hint}: give "
+                           "out storage of its own")
 
 
 # -- repeated calls ----------------------------------------------------------------

@@ -70,6 +70,25 @@ def binary_algorithm(algorithm: Any, name: str = "algorithm") -> Any:
     return _algorithm("binary", BINARY, algorithm, name)
 
 
+# Algorithms whose alpha and beta oneDNN restricts (math::is_eltwise_ok): the
+# bounds of clip must be ordered, the slope of the use_dst_for_bwd variants of
+# relu and elu must not be negative (NaN fails both).
+_ORDERED = frozenset({"eltwise_clip", "eltwise_clip_v2", "eltwise_clip_v2_use_dst_for_bwd"})
+_NON_NEGATIVE_ALPHA = frozenset({"eltwise_relu_use_dst_for_bwd", "eltwise_elu_use_dst_for_bwd"})
+
+
+def check_eltwise_params(alg: Any, alpha: float, beta: float, name: str) -> None:
+    """ValueError naming `name` for alpha and beta oneDNN refuses for `alg`
+    (it says only "could not append an elementwise post-op")."""
+    if alg._name_ in _ORDERED and not alpha <= beta:
+        raise invalid_argument(f"{name}: {alg._name_[len('eltwise_'):]} takes alpha (the lower "
+                               "bound) <= beta (the upper bound, 0 unless given), not alpha "
+                               f"{alpha} and beta {beta}")
+    if alg._name_ in _NON_NEGATIVE_ALPHA and not alpha >= 0:
+        raise invalid_argument(f"{name}: {alg._name_[len('eltwise_'):]} takes an alpha of 0 or "
+                               f"more, not {alpha}")
+
+
 def _eltwise_post_op(alg: Any, params: Sequence[Any], name: str) -> Tuple[Any, ...]:
     if len(params) > 2:
         raise invalid_argument(f"{name}: an eltwise post-op takes at most alpha and beta")
@@ -78,12 +97,22 @@ def _eltwise_post_op(alg: Any, params: Sequence[Any], name: str) -> Tuple[Any, .
         alpha = number(params[0], f"{name} alpha")
     if len(params) > 1:
         beta = number(params[1], f"{name} beta")
+    check_eltwise_params(alg, alpha, beta, name)
     return ("eltwise", alg._name_, alpha, beta)
 
 
 # A binary post-op with a number is an eltwise linear: x*alpha + beta.
 SCALAR_BINARY = {_ALG.binary_add: lambda v: (1.0, v), _ALG.binary_sub: lambda v: (1.0, -v),
                   _ALG.binary_mul: lambda v: (v, 0.0), _ALG.binary_div: lambda v: (1.0 / v, 0.0)}
+
+
+def scalar_linear(alg: Any, value: Any, name: str) -> Tuple[float, float]:
+    """(alpha, beta) of the eltwise linear standing for binary `alg` with a
+    number; dividing by 0 is refused naming `name`."""
+    value = float(value)
+    if value == 0 and alg == _ALG.binary_div:
+        raise invalid_argument(f"{name}: division by 0")
+    return SCALAR_BINARY[alg](value)
 
 
 def parse_post_ops(post_ops: Any, dst_dims: Tuple[int, ...], has_out: bool
@@ -129,7 +158,7 @@ def parse_post_ops(post_ops: Any, dst_dims: Tuple[int, ...], has_out: bool
             other = rest[0]
             if isinstance(other, numbers.Real) and not isinstance(other, bool) \
                     and alg in SCALAR_BINARY:
-                alpha, beta = SCALAR_BINARY[alg](float(other))
+                alpha, beta = scalar_linear(alg, other, name)
                 key.append(("eltwise", "eltwise_linear", alpha, beta))
                 continue
             arg = _core.ARG_ATTR_MULTIPLE_POST_OP(i) | _core.ARG_SRC_1
