@@ -902,3 +902,31 @@ def test_usm_memory_dropped_while_a_kernel_uses_it():
                             timeout=600)
     assert result.returncode == 0 and result.stdout.strip() == "ok", (
         f"exit {result.returncode}\n{result.stdout}\n{result.stderr[-3000:]}")
+
+
+# ------------------------ a recorded stream whose engine is gone before stop()
+
+def test_recorded_stream_outlives_its_engine_objects(cl_device, cheap_gc):
+    """A dnnl.profiling recorder keeps what it recorded readable after every
+    Python object of a stream's engine is dropped: a oneDNN stream does not
+    own its engine, and stop() used to read the freed engine through the
+    stream (it raised invalid_arguments, "could not get an OpenCL command
+    queue", and lost the whole recording; with the memory reused, it read
+    whatever was there)."""
+    def run_on_own_engine():
+        context = cl.Context([cl_device])
+        queue = cl.CommandQueue(context, cl_device,
+                                properties=cl.command_queue_properties.PROFILING_ENABLE)
+        engine = oi.make_engine(cl_device, context)
+        stream = oi.make_stream(engine, queue)
+        relu = _relu(engine)
+        relu.execute(stream, {dnnl.ARG_SRC: dnnl.memory(DESC, engine), dnnl.ARG_DST: dnnl.memory(DESC, engine)})
+        return queue.int_ptr
+
+    with dnnl.profiling.recorder() as recorder:
+        queue_handle = run_on_own_engine()
+        gc.collect()
+        churn = [oi.make_engine(cl_device, cl.Context([cl_device])) for _ in range(5)]
+    del churn
+    assert [(e.name, e.queue) for e in recorder.executions] == [("eltwise", queue_handle)]
+    assert recorder.executions[0].kernel_ns

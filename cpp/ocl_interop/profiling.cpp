@@ -44,6 +44,12 @@ long long kernel_count(const dnnl::stream &stream) {
 }
 
 struct record {
+    // The stream's engine, kept alive with it (declared first, destroyed
+    // last): a oneDNN stream does not own its engine, and the harvest reads
+    // the stream after every Python object of the engine may be gone. The
+    // plain engine, without the Python allocator's callables: a record may
+    // outlive the interpreter (a recorder never stopped).
+    dnnl::engine engine;
     dnnl::stream stream; // keeps the stream (and its queue) alive until harvested
     std::shared_ptr<const subject> what;
     unsigned long thread = 0;
@@ -194,6 +200,7 @@ execute_scope::execute_scope(const stream_object &s, std::shared_ptr<const subje
     }
     lock_releasing_gil(*impl_->lock);
     record &r = impl_->r;
+    r.engine = s.engine;
     r.stream = s.stream;
     r.what = std::move(what);
     r.thread = PyThread_get_thread_ident(); // threading.get_ident(); needs no GIL
