@@ -234,6 +234,31 @@ def test_set_data_handle_moves_buffer_memory_to_another_cl_mem(engine, cl_contex
     assert other.reference_count == 1
 
 
+@pytest.mark.parametrize("end", ["unmap_data", "dropped view"])
+def test_set_data_handle_while_mapped_unmaps_the_mapped_buffer(engine, cl_context, cl_queue, desc,
+                                                               end):
+    """A mapping is made and undone on the cl_mem mapped, whatever the
+    memory holds by then: set_data_handle while a view lives (oneDNN takes
+    it) used to send the unmap to the new buffer (refused) and leave the
+    old one mapped and pinned for ever."""
+    first, second = (_user_buffer(cl_context, desc.get_size()) for _ in range(2))
+    _write(cl_queue, first, _values(1))
+    mem = oi.make_memory(desc, engine, first)
+    view = mem.map_data()
+    view[...] = _values(2)
+    mem.set_data_handle(second)
+    if end == "unmap_data":
+        mem.unmap_data(view)
+    del view
+    gc.collect()
+    np.testing.assert_array_equal(_read(cl_queue, first, _values()), _values(2))  # written back
+    assert first.get_info(cl.mem_info.MAP_COUNT) == 0  # (a debugging aid in OpenCL, exact here)
+    del mem
+    gc.collect()
+    assert first.reference_count == 1  # neither mapped nor held
+    assert second.reference_count == 1
+
+
 def test_buffer_larger_than_needed_is_accepted(engine, cl_context, cl_queue, desc):
     user = _user_buffer(cl_context, desc.get_size() + 64)
     expected = np.arange(np.prod(DIMS) + 16, dtype=np.float32)

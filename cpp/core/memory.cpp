@@ -16,6 +16,7 @@
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
 #include "ocl_interop/storage_checks.hpp"
+#include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;
 using dnnl::memory;
@@ -26,15 +27,32 @@ namespace {
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
+// The memory a mapping is made and undone through. For buffer memory, a
+// twin on the same cl_mems (oneDNN retains them): set_data_handle on the
+// memory while a view lives, which oneDNN takes, would otherwise send the
+// unmap to the new storage (refused) and leave the old cl_mem mapped, and
+// pinned, for ever. USM storage is not reference counted (oneDNN frees its
+// own at set_data_handle): USM and host-scalar memory map through itself.
+dnnl::memory mapping_memory(const memory_object &m) {
+    namespace oi = dnnl::ocl_interop;
+    if (m.host_scalar || m.engine.get_kind() != dnnl::engine::kind::gpu
+            || oi::get_memory_kind(m.memory) != oi::memory_kind::buffer)
+        return m.memory;
+    std::vector<void *> handles;
+    for (int i = 0; i < m.num_handles; ++i) handles.push_back(m.memory.get_data_handle(i));
+    return oi::make_memory(m.desc, m.engine, oi::memory_kind::buffer, handles);
+}
+
 // Keeps a memory mapped while any NumPy view of the mapping lives; unmaps
 // when the last view goes, unless unmap_data came first.
 struct mapped_data {
-    mapped_data(memory_object owner, void *ptr, int index)
-        : owner(std::move(owner)), ptr(ptr), index(index) {}
+    mapped_data(memory_object owner, dnnl::memory through, void *ptr, int index)
+        : owner(std::move(owner)), through(std::move(through)), ptr(ptr), index(index) {}
     mapped_data(const mapped_data &) = delete; // one mapping, one unmap
     mapped_data &operator=(const mapped_data &) = delete;
 
-    memory_object owner;
+    memory_object owner; // which memory the view is of (unmap_data checks)
+    dnnl::memory through; // mapping_memory(owner) at map time
     void *ptr;
     int index; // which buffer of the layout
     bool mapped = true;
@@ -44,7 +62,8 @@ struct mapped_data {
         if (!mapped) return;
         mapped = false;
         py::gil_scoped_release release;
-        owner.memory.unmap_data(ptr, index);
+        dnnl::memory done = std::move(through); // its cl_mem reference goes with the mapping
+        done.unmap_data(ptr, index);
     }
     ~mapped_data() {
         try {
@@ -440,14 +459,15 @@ void bind_memory(py::module_ &m) {
         fork_guard::check();
         check_buffer_index(m, index);
         void *ptr = nullptr;
+        dnnl::memory through = mapping_memory(m);
         {
             py::gil_scoped_release release; // waits for the device
-            ptr = m.memory.map_data<void>(index);
+            ptr = through.map_data<void>(index);
         }
         if (!ptr)
             throw status_error(dnnl_invalid_arguments,
                     "map_data(): the memory has no storage to map");
-        py::object holder = py::cast(new mapped_data(m, ptr, index),
+        py::object holder = py::cast(new mapped_data(m, std::move(through), ptr, index),
                 py::return_value_policy::take_ownership);
         return mapped_array(m.desc, index, ptr, holder);
     }, py::arg("index") = 0,
