@@ -492,3 +492,76 @@ def test_raw_softmax_kernel_with_sub_groups_of_8(attention_raw):
     for its sub-group size itself, this passes and the suite says so."""
     errors = _largest_errors(attention_raw)
     assert max(errors.values()) < 1e-5, errors
+
+
+# ------------------------------------------------- a stale DNNL_OCL_INTEROP_EMULATION
+
+_STALE_CHILD = """
+import dnnl_ocl_interop as dnnl
+print(dnnl.emulation.is_enabled())
+print(dnnl.emulation.ensure_device())
+print(dnnl.emulation.is_enabled())
+import pyopencl as cl
+gpus = [d for p in cl.get_platforms() if "Intel" in p.vendor
+        for d in p.get_devices() if d.type & cl.device_type.GPU]
+engine = dnnl.ocl_interop.make_engine(gpus[0], cl.Context([gpus[0]]))
+print(engine.get_kind())
+"""
+
+
+def _stale_env(tmp_path, variables):
+    """This process's environment with DNNL_OCL_INTEROP_EMULATION=1 and the
+    loader's variables as `variables` says: "unset", or naming files that
+    are gone (a removed installation)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENCL_LAYERS", "OCL_ICD_VENDORS", "DNNL_OCL_INTEROP_EMULATION",
+                        "DNNL_OCL_INTEROP_EMULATED_DEVICES", "DNNL_OCL_INTEROP_DEVICE")}
+    env["DNNL_OCL_INTEROP_EMULATION"] = "1"
+    if variables == "gone":
+        env["OCL_ICD_VENDORS"] = str(tmp_path / "gone" / "libintelocl.so")
+        env["OPENCL_LAYERS"] = str(tmp_path / "gone" / "libdnnl_ocl_interop_emulation_layer.so")
+    return env
+
+
+@pytest.mark.parametrize("variables", ["unset", "gone"])
+def test_a_stale_emulation_flag_is_set_up_again(tmp_path, variables):
+    """DNNL_OCL_INTEROP_EMULATION=1 inherited without the loader's variables
+    (or with ones naming removed files) is no device: is_enabled() says so,
+    and ensure_device() sets the emulated device up again."""
+    child = subprocess.run([sys.executable, "-c", _STALE_CHILD], env=_stale_env(tmp_path, variables),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    before, description, after, kind = child.stdout.splitlines()
+    assert (before, after, kind) == ("False", "True", "kind.gpu"), child.stdout
+    assert emulation.cpu_runtime_path() in description and emulation.layer_path() in description
+    assert "None" not in description
+
+
+def test_check_with_a_stale_emulation_flag_checks_the_emulated_device(tmp_path):
+    child = subprocess.run([sys.executable, "-m", "dnnl_ocl_interop", "--check"],
+                           env=_stale_env(tmp_path, "unset"), cwd=tmp_path, capture_output=True,
+                           text=True, timeout=600)
+    lines = child.stdout.splitlines()
+    assert child.returncode == 0 and lines[-1] == "1 of 1 device(s) passed", \
+        child.stdout[-3000:] + child.stderr[-3000:]
+
+
+_STALE_AFTER_OPENCL = """
+import pyopencl as cl
+cl.get_platforms()  # the CPU runtime loaded, without the layer
+import dnnl_ocl_interop as dnnl
+try:
+    dnnl.emulation.ensure_device()
+except dnnl.emulation.EmulationError as e:
+    print(e)
+"""
+
+
+def test_a_stale_emulation_flag_once_opencl_runs_is_a_clear_error(tmp_path):
+    env = _stale_env(tmp_path, "unset")
+    env["OCL_ICD_VENDORS"] = emulation.cpu_runtime_path()  # the runtime, but no layer
+    child = subprocess.run([sys.executable, "-c", _STALE_AFTER_OPENCL], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert "OpenCL is already initialized" in child.stdout, child.stdout
+    assert "DNNL_OCL_INTEROP_EMULATION=1 is set, but OPENCL_LAYERS is not set" in child.stdout

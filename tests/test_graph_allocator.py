@@ -446,6 +446,42 @@ def test_caching_pool_through_the_trampoline(cl_device, cl_context):
     assert pool.cached_bytes == 0
 
 
+def test_caching_pool_refuses_sizes_it_cannot_hold_naming_the_parameter():
+    """granularity: an int from 1 to 2**63 (sizes up to 2**63 round to a
+    multiple of it in 64 bits; any int, not only powers of two);
+    limit_bytes: an int from 0 to 2**64 - 1, or None. Nothing beyond turns
+    into a cast error or a pool that fails later with another message."""
+    pool_of = g.allocators.caching_pool
+    for bad in (1.5, True, "256"):
+        with pytest.raises(TypeError, match="granularity must be an int"):
+            pool_of(granularity=bad)
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="granularity must be positive"):
+            pool_of(granularity=bad)
+    for bad in (2**63 + 1, 2**64 - 1, 2**70):
+        with pytest.raises(ValueError, match=r"granularity must be at most 2\*\*63"):
+            pool_of(granularity=bad)
+    for good in (1, 1000, 2**63):
+        pool_of(granularity=good)
+    with pytest.raises(ValueError, match=r"limit_bytes must be at most 2\*\*64 - 1"):
+        pool_of(limit_bytes=2**64)
+
+    pool = pool_of(limit_bytes=2**64 - 1)
+    assert pool.limit_bytes == 2**64 - 1
+    pool.limit_bytes = 4096
+    for bad in (2**64, 2**70):
+        with pytest.raises(ValueError, match=r"limit_bytes must be at most 2\*\*64 - 1"):
+            pool.limit_bytes = bad
+    with pytest.raises(ValueError, match="limit_bytes must not be negative"):
+        pool.limit_bytes = -1
+    for bad in (True, 1.0, "1 KiB"):
+        with pytest.raises(TypeError, match="limit_bytes must be an int or None"):
+            pool.limit_bytes = bad
+    assert pool.limit_bytes == 4096  # a refused value changes nothing
+    pool.limit_bytes = 0
+    assert pool.limit_bytes == 0
+
+
 class _Gate:
     """A pyopencl user event that keeps what depends on it pending until
     opened (opened anyway after `seconds`, if a test blocked on it: then
@@ -1182,7 +1218,7 @@ class _HostRecorder:
 
 
 @pytest.mark.test_hooks
-def test_host_allocator_callbacks():
+def test_host_allocator_callbacks(cl_device, cl_context):
     recorder = _HostRecorder()
     recorder.allocator._host_malloc_and_free(100, 64, count=3)
     assert recorder.log["malloc"] == [(100, 64)] * 3
@@ -1190,7 +1226,7 @@ def test_host_allocator_callbacks():
     assert all(ptr % 64 == 0 for ptr in recorder.log["free"])
     assert recorder.live == {}
     with pytest.raises(dnnl.error, match="not an OpenCL allocator"):
-        recorder.allocator._malloc_and_free(64, 0, 1, 1)
+        recorder.allocator._malloc_and_free(64, 0, cl_device, cl_context)
     ocl = goi.make_allocator(lambda *args: 0, lambda *args: None)
     with pytest.raises(dnnl.error, match="not a host allocator"):
         ocl._host_malloc_and_free(64, 0)

@@ -364,6 +364,57 @@ def test_bad_files_are_rejected_and_rebuilt(stored, tmp_path, damage, cl_device,
     assert cache.counts() == _counts(hits=ALL)
 
 
+def _in_a_thread(call, seconds):
+    """`call()` on a thread; (finished, result or exception)."""
+    outcome = []
+    thread = threading.Thread(target=lambda: outcome.append(_outcome(call)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return (not thread.is_alive()), (outcome[0] if outcome else None)
+
+
+def _outcome(call):
+    try:
+        return call()
+    except BaseException as e:  # noqa: B036 - handed to the test thread
+        return e
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("in_the_way", ["FIFO", "directory"])
+def test_a_blob_path_that_is_no_regular_file_is_rejected_without_blocking(
+        tmp_path, engine, cl_device, cl_context, in_the_way):
+    """A FIFO at a blob path would block a plain open() until a writer
+    comes: it is refused like a damaged file (and replaced by the blob); a
+    directory is refused too (and cannot be replaced: a store error)."""
+    cache = dnnl.cache.persistent(tmp_path / "cache")
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    paths = [cache.primitive_path(pd), cache.engine_path(cl_device)]
+    for path in paths:
+        os.mkfifo(path) if in_the_way == "FIFO" else os.mkdir(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the directories cannot be replaced
+        for call in (lambda: cache.primitive(pd), lambda: cache.engine(cl_device, cl_context)):
+            finished, result = _in_a_thread(call, 60)
+            if not finished:  # a writer releases the blocked open(), then the test fails
+                for path in paths:
+                    try:
+                        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                    except OSError:
+                        pass
+                pytest.fail(f"{in_the_way} at a blob path: the cache blocked")
+            assert not isinstance(result, BaseException), result
+    if in_the_way == "FIFO":
+        assert cache.counts() == _counts(rejected=2, stored=2)
+        assert all(os.path.isfile(path) for path in paths)
+        again = dnnl.cache.persistent(cache.directory)  # the stored blobs load
+        again.primitive(pd)
+        again.engine(cl_device, cl_context)
+        assert again.counts() == _counts(hits=2)
+    else:
+        assert cache.counts() == _counts(rejected=2, store_errors=2)
+
+
 def test_engine_blob_of_another_device_id_is_rejected(tmp_path, cl_device, cl_context, engine, cl_queue):
     """A whole, undamaged engine file whose header names another device (a
     hash collision, or a file renamed by hand) never reaches oneDNN."""

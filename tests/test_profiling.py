@@ -13,6 +13,7 @@ a ``traceEvents`` list of complete (``"X"``) events with ``name``, ``cat``,
 No test asserts on how long anything took.
 """
 
+import gc
 import json
 import os
 import subprocess
@@ -24,8 +25,8 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (ALG, INFERENCE, allocated_inputs, attention_partition, compile_partition,
-                     plain_desc)
+from helpers import (ALG, CHILD_ENGINE, INFERENCE, allocated_inputs, attention_partition,
+                     compile_partition, plain_desc)
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 
@@ -237,6 +238,100 @@ def test_one_recorder_at_a_time_and_argument_checks():
         dnnl.profiling.recorder(0)
     with pytest.raises(TypeError, match="max_executes must be an int"):
         dnnl.profiling.recorder(1.5)
+
+
+@pytest.mark.parametrize("how", ["dropped", "in a reference cycle"])
+def test_a_recorder_dropped_while_recording_stops_the_recording(work, pstream, how):
+    matmul, _, args = work["matmul"]
+
+    def forgets_to_stop():
+        rec = dnnl.profiling.recorder().start()
+        if how == "in a reference cycle":
+            rec.cycle = rec
+        matmul.execute(pstream, args)
+        raise RuntimeError("before stop()")
+
+    with pytest.raises(RuntimeError, match="before stop"):
+        forgets_to_stop()
+    gc.collect()
+    assert dnnl._core._profiling_active() is False
+    with dnnl.profiling.recorder() as rec:  # the slot is free again
+        matmul.execute(pstream, args)
+    assert len(rec.executions) == 1
+
+
+def test_a_stopped_recorder_dropped_later_stops_no_other(work, pstream):
+    matmul, _, args = work["matmul"]
+    first = dnnl.profiling.recorder().start()
+    first.cycle = first
+    first.stop()
+    second = dnnl.profiling.recorder().start()
+    del first
+    gc.collect()
+    assert second.recording and dnnl._core._profiling_active()
+    matmul.execute(pstream, args)
+    assert len(second.stop().executions) == 1
+
+
+# A child that leaves recorders recording: dropped inside a recorded execute
+# (the garbage collector running in a Python graph allocator, while the
+# execute is in flight and the stop must wait for it), and still alive at
+# exit. An exit hook registered before the import runs after the package's.
+_LEFT_RECORDING = """
+import atexit, gc, sys
+atexit.register(lambda: print("at exit, recording:",
+                              sys.modules["dnnl_ocl_interop"]._core._profiling_active()))
+""" + CHILD_ENGINE + """
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from helpers import allocated_inputs, attention_partition, compile_partition
+collect_in_malloc = []
+
+def malloc(size, alignment, device, context):
+    if collect_in_malloc:
+        collect_in_malloc.clear()
+        gc.collect()
+    return dnnl.usm.device_alloc(context, device, size, alignment)
+
+def free(ptr, device, context, event):
+    if event is not None:
+        event.wait()
+    dnnl.usm.free(context, ptr)
+
+engine = dnnl.graph.ocl_interop.make_engine_with_allocator(
+    device, context, dnnl.graph.ocl_interop.make_allocator(malloc, free))
+queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+stream = dnnl.ocl_interop.make_stream(engine, queue)
+partition = attention_partition(1, 8, 16)
+compiled = compile_partition(partition, engine)
+inputs = allocated_inputs(partition, engine, queue, {i: np.ones((1, 8, 16), np.float32)
+                                                     for i in range(3)})
+outputs = [dnnl.graph.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_output_ports()]
+compiled.execute(stream, inputs, outputs)  # allocates what later executes reuse
+stream.wait()
+
+gc.disable()
+rec = dnnl.profiling.recorder().start()
+rec.cycle = rec
+del rec
+collect_in_malloc.append(True)
+compiled.execute(stream, inputs, outputs)  # its scratchpad malloc collects the recorder
+stream.wait()
+print("after the collection, recording:", dnnl._core._profiling_active())
+kept = dnnl.profiling.recorder().start()
+compiled.execute(stream, inputs, outputs)
+stream.wait()
+"""
+
+
+def test_recorders_left_recording_stop_in_a_collection_inside_an_execute_and_at_exit(tmp_path):
+    child = subprocess.run([sys.executable, "-c", _LEFT_RECORDING, os.path.dirname(__file__)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.splitlines() == ["after the collection, recording: False",
+                                         "at exit, recording: False"], child.stdout
+    assert "Exception ignored" not in child.stderr and "Traceback" not in child.stderr, \
+        child.stderr[-3000:]
 
 
 def test_summary_table(work, pstream):

@@ -254,6 +254,7 @@ void bind(py::module_ &m) {
         if (recording.load())
             throw_invalid_argument("a dnnl.profiling recorder is already recording (one at a "
                                    "time per process)");
+        for (auto &r : records) r.release_markers(); // pushed after an abandon
         records.clear();
         stream_locks.clear();
         max_records = limit;
@@ -262,6 +263,21 @@ void bind(py::module_ &m) {
     }, py::arg("max_executes"),
             "Start recording executes on profiling queues (dnnl.profiling.recorder); at "
             "most `max_executes` are kept, the rest counted.");
+    m.def("_profiling_abandon", [] {
+        // A recorder dropped while recording: recording stops and its records
+        // go, without waiting for the executes in flight (the collector may
+        // run this inside one of them, in a Python graph allocator); what
+        // they push later goes at the next start.
+        std::vector<record> dropped_records;
+        {
+            std::lock_guard<std::mutex> guard(state_mutex);
+            if (!recording.load()) return;
+            recording = false;
+            dropped_records.swap(records);
+        }
+        for (auto &r : dropped_records) r.release_markers();
+    }, "Stop recording and discard the records, without waiting for executes in flight "
+       "(dnnl.profiling: a recorder dropped while recording).");
     m.def("_profiling_active", [] { return active(); },
             "Whether a dnnl.profiling recorder is recording.");
     m.def("_profiling_stop", [] {

@@ -20,7 +20,9 @@ or for every primitive the process makes (``dnnl.<family>(pd)`` in any code,
 A file that is damaged, truncated or not the key's (another primitive's blob
 copied over it, a file of another program) is refused by the binding's checks
 of the blob's header (``dnnl.error``, ``invalid_arguments``) before oneDNN reads
-it, counted in ``rejected``, and replaced by a freshly built blob. Files are
+it, counted in ``rejected``, and replaced by a freshly built blob. A path that
+is no regular file (a directory, a FIFO, a device) is refused the same way
+without being read (opened without blocking, checked on the descriptor). Files are
 written whole (a temporary file in the same directory, then ``os.replace``),
 so processes sharing the directory never read a partial file. Once the
 directory exists, failing to write it (read-only, full, removed) never
@@ -31,6 +33,7 @@ raises: the object is built and returned, the failure is counted in
 import atexit
 import hashlib
 import os
+import stat
 import threading
 import uuid
 import warnings
@@ -87,8 +90,9 @@ class persistent:
     - ``hits``: objects made from a stored blob;
     - ``misses``: objects built because no blob was stored;
     - ``rejected``: stored files refused (damaged, truncated, another key's,
-      unreadable, or refused by oneDNN); the object is built and the file
-      replaced;
+      unreadable, no regular file, or refused by oneDNN); the object is
+      built and the file replaced (a directory in the way cannot be: a
+      store error);
     - ``stored``: blobs written;
     - ``store_errors``: blobs that could not be written;
     - ``repeats``: creations, while installed (:func:`install`), of a
@@ -252,14 +256,28 @@ class persistent:
 
     def _read(self, path: str) -> Optional[bytes]:
         """The file's bytes; None when there is none; b"" (a rejected blob)
-        when it cannot be read."""
+        when it cannot be read or is not a regular file (a directory, a FIFO,
+        a device). Opened without blocking (a FIFO's open would wait for a
+        writer), then checked on the open descriptor, so the file checked is
+        the file read."""
         try:
-            with open(path, "rb") as f:
-                return f.read()
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_BINARY", 0))
         except (FileNotFoundError, NotADirectoryError):  # no file (or no directory)
             return None
         except OSError:
             return b""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            with os.fdopen(fd, "rb") as f:
+                fd = -1  # closed by f
+                return f.read()
+        except OSError:
+            return b""
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
     def _write(self, path: str, data: bytes) -> None:
         """Writes `path` whole or not at all: a temporary file beside it,

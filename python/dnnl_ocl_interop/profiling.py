@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import weakref
 from typing import IO, Any, NamedTuple, Optional, Union
 
 from . import _core
@@ -96,6 +97,11 @@ class recorder:
     recorded queues, reads the device times and fills :attr:`executions`.
 
     When no recorder is active an execute pays one test of a flag.
+
+    A recorder dropped while recording (garbage-collected without
+    :meth:`stop`, say after an exception, or still recording at interpreter
+    exit) stops the recording and discards its records, so that the process
+    does not stay recording and the next recorder can start.
     """
 
     def __init__(self, max_executes: int = 100_000) -> None:
@@ -111,6 +117,10 @@ class recorder:
         #: Executes on queues without profiling (or out of order): not timed.
         self.unprofiled = 0
         self._recording = False
+        # While recording: stops the recording if this recorder is dropped
+        # without stop() (without waiting for executes in flight: the
+        # collector may run it inside one).
+        self._abandon: Optional[weakref.finalize] = None
 
     # ------------------------------------------------------------ recording
 
@@ -118,6 +128,7 @@ class recorder:
         """Starts recording (forgetting a previous recording's executes)."""
         _core._profiling_start(self.max_executes)
         self._recording = True
+        self._abandon = weakref.finalize(self, _core._profiling_abandon)
         self.executions, self.dropped, self.unprofiled = [], 0, 0
         return self
 
@@ -127,6 +138,9 @@ class recorder:
         if not self._recording:
             raise invalid_argument("this recorder is not recording")
         self._recording = False
+        if self._abandon is not None:
+            self._abandon.detach()  # a later drop must not stop another recorder's recording
+            self._abandon = None
         raw, self.dropped, self.unprofiled = _core._profiling_stop()
         self.executions = [_execution(r) for r in raw]
         return self

@@ -4065,6 +4065,10 @@ def _error(status: status, message: str) -> typing.Any:
     """
     The dnnl.error (the status's subclass) the binding raises for `status` and `message`, for the package's Python modules to raise.
     """
+def _profiling_abandon() -> None:
+    """
+    Stop recording and discard the records, without waiting for executes in flight (dnnl.profiling: a recorder dropped while recording).
+    """
 def _profiling_active() -> bool:
     """
     Whether a dnnl.profiling recorder is recording.

@@ -120,9 +120,29 @@ def _with_softmax_sub_group(setting: str) -> str:
     return ",".join(entries)
 
 
+def _setup_missing() -> str:
+    """What is missing of the environment :func:`enable` sets up for the
+    ICD loader ("" when nothing): ``OCL_ICD_VENDORS`` must name an existing
+    file (the CPU runtime), ``OPENCL_LAYERS`` an existing emulation layer."""
+    missing = []
+    runtime = os.environ.get("OCL_ICD_VENDORS", "")
+    if not os.path.isfile(runtime):
+        missing.append(f"OCL_ICD_VENDORS={runtime!r} names no file" if runtime
+                       else "OCL_ICD_VENDORS is not set")
+    layers = os.environ.get("OPENCL_LAYERS", "")
+    if not any(os.path.basename(layer) == _LAYER_FILE and os.path.isfile(layer)
+               for layer in layers.split(os.pathsep)):
+        missing.append(f"OPENCL_LAYERS={layers!r} names no existing {_LAYER_FILE}" if layers
+                       else "OPENCL_LAYERS is not set")
+    return "; ".join(missing)
+
+
 def is_enabled() -> bool:
-    """True when this process (or the one that started it) enabled emulation."""
-    return os.environ.get(_ENABLED_FLAG) == "1"
+    """True when this process (or the one that started it) enabled emulation:
+    ``DNNL_OCL_INTEROP_EMULATION=1``, with the loader's variables still
+    naming the CPU runtime and the layer. A flag inherited without them (a
+    stale one) is not enough: :func:`enable` sets them up again."""
+    return os.environ.get(_ENABLED_FLAG) == "1" and not _setup_missing()
 
 
 def _description() -> str:
@@ -171,7 +191,9 @@ def enable(devices: Optional[int] = None) -> str:
     sub-groups of 16 it assumes: docs/known-problems.md); child processes
     inherit all three. Must run before the first OpenCL call. Returns a one-line
     description; raises :class:`EmulationError` when the runtime is missing
-    or OpenCL is already initialized.
+    or OpenCL is already initialized. ``DNNL_OCL_INTEROP_EMULATION=1``
+    inherited without the loader's variables (or with ones naming files that
+    are gone) is not taken for a device: the setup is done again.
 
     ``devices=N`` (default: ``DNNL_OCL_INTEROP_EMULATED_DEVICES``, else 1)
     presents N emulated GPUs instead of one: the CPU device split into N
@@ -190,8 +212,12 @@ def enable(devices: Optional[int] = None) -> str:
                 f"emulation runs with {os.environ.get(_DEVICE_COUNT, '') or '1'} device(s) "
                 f"in this process, and OpenCL is initialized: the count ({count} asked for) "
                 "is read at the first OpenCL call")
+        stale = ""
+        if os.environ.get(_ENABLED_FLAG) == "1":
+            stale = (f" ({_ENABLED_FLAG}=1 is set, but {_setup_missing()}: the emulated "
+                     "device is not in this process)")
         raise EmulationError(
-            "OpenCL is already initialized in this process: enable emulation "
+            f"OpenCL is already initialized in this process{stale}: enable emulation "
             "before the first OpenCL call, or run the program with "
             "python -m dnnl_ocl_interop.emulation"
         )
@@ -243,8 +269,8 @@ def ensure_device() -> str:
     choice = os.environ.get(_DEVICE_CHOICE, "auto")
     if choice not in ("auto", "gpu", "emulated"):
         raise EmulationError(f"{_DEVICE_CHOICE} must be auto, gpu or emulated, not {choice!r}")
-    if is_enabled() or choice == "emulated":
-        return enable()
+    if os.environ.get(_ENABLED_FLAG) == "1" or choice == "emulated":
+        return enable()  # sets up again what a stale flag lacks
     gpu = intel_gpu_present()
     if gpu:
         return f"real Intel GPU: {gpu}"

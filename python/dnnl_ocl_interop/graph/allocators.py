@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 
 from .. import usm
+from .._errors import invalid_argument
 from . import ocl_interop
 
 __all__ = ["allocation_statistics", "caching_pool", "statistics_allocator"]
@@ -98,6 +99,30 @@ class _pool_statistics:
                 f"allocations={self.allocations}, frees={self.frees})")
 
 
+# The pool rounds sizes up to a multiple of its granularity in 64 bits: with
+# a granularity up to 2**63 every size up to 2**63 rounds without overflowing.
+_MAX_GRANULARITY = 2**63
+# limit_bytes is kept as a 64-bit size.
+_MAX_LIMIT = 2**64 - 1
+
+
+def _count(name: str, value: object, low: int, high: int, high_text: str,
+           none_ok: bool = False) -> None:
+    """Refuses `value` for the parameter `name` unless it is an int (not a
+    bool) from `low` to `high` (or None, when `none_ok`): TypeError, or
+    ``dnnl.invalid_arguments`` (a ValueError)."""
+    if none_ok and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int{' or None' if none_ok else ''}, "
+                        f"not {type(value).__name__}")
+    if value < low:
+        raise invalid_argument(f"{name} must be positive, not {value}" if low == 1
+                               else f"{name} must not be negative, not {value}")
+    if value > high:
+        raise invalid_argument(f"{name} must be at most {high_text}, not {value}")
+
+
 class caching_pool:
     """USM device memory reused by size once its last user has finished.
 
@@ -133,10 +158,17 @@ class caching_pool:
     run dry — which the compile or execute that asked for the memory raises
     as ``dnnl.out_of_memory`` (its ``__cause__`` is the ``MemoryError``). The
     engine and pool stay usable: memory freed later serves later calls.
+
+    ``granularity`` is an int from 1 to 2**63 (any, not only powers of two);
+    ``limit_bytes`` an int from 0 to 2**64 - 1, or None. Other values raise
+    ``TypeError`` (not an int) or ``dnnl.invalid_arguments`` (a
+    ``ValueError``) naming the parameter.
     """
 
     def __init__(self, granularity: int = 256, reuse_without_event: bool = True,
                  limit_bytes: "int | None" = None):
+        _count("granularity", granularity, 1, _MAX_GRANULARITY, "2**63")
+        _count("limit_bytes", limit_bytes, 0, _MAX_LIMIT, "2**64 - 1", none_ok=True)
         self._pool = ocl_interop._caching_pool(granularity, reuse_without_event)
         self.allocator = self._pool.allocator
         self.stats = _pool_statistics(self._pool)
@@ -149,6 +181,7 @@ class caching_pool:
 
     @limit_bytes.setter
     def limit_bytes(self, value: "int | None") -> None:
+        _count("limit_bytes", value, 0, _MAX_LIMIT, "2**64 - 1", none_ok=True)
         self._pool.limit_bytes = value
 
     @property
