@@ -334,6 +334,60 @@ def test_recorders_left_recording_stop_in_a_collection_inside_an_execute_and_at_
         child.stderr[-3000:]
 
 
+def test_no_start_while_another_thread_stops(cl_context, cl_device, profiling_queue):
+    """stop() waits for the executes in flight before it takes the records
+    and counters: a start() meanwhile (from another thread) would clear
+    them or hand its own to that stop, so it is refused until the stop
+    returns. The execute in flight is held in its Python allocator."""
+    entered, release, armed = threading.Event(), threading.Event(), threading.Event()
+
+    def malloc(size, alignment, device, context):
+        if armed.is_set() and not entered.is_set():  # the first malloc of the execute below
+            entered.set()
+            assert release.wait(60)
+        return dnnl.usm.device_alloc(context, device, size, alignment)
+
+    def free(ptr, device, context, event):
+        if event is not None:
+            event.wait()
+        dnnl.usm.free(context, ptr)
+
+    engine = dnnl.graph.ocl_interop.make_engine_with_allocator(
+        cl_device, cl_context, dnnl.graph.ocl_interop.make_allocator(malloc, free))
+    partition = attention_partition(1, 8, 16)
+    compiled = compile_partition(partition, engine)
+    stream = dnnl.ocl_interop.make_stream(engine, profiling_queue)
+    inputs = allocated_inputs(partition, engine, profiling_queue,
+                              {i: np.ones((1, 8, 16), np.float32) for i in range(3)})
+    outputs = [dnnl.graph.tensor(p, engine, dnnl.MEMORY_ALLOCATE) for p in partition.get_output_ports()]
+    rec = dnnl.profiling.recorder().start()
+    armed.set()
+    executing = threading.Thread(target=compiled.execute, args=(stream, inputs, outputs))
+    executing.start()
+    assert entered.wait(60)
+    stopping = threading.Thread(target=rec.stop)
+    stopping.start()
+    refused = ""
+    for _ in range(500):  # until the other thread is inside stop()
+        try:
+            dnnl.profiling.recorder().start().stop()
+        except dnnl.error as e:
+            if "stopping on another thread" in str(e):
+                refused = str(e)
+                break
+            assert "already recording" in str(e)
+        threading.Event().wait(0.01)
+    release.set()
+    executing.join(60)
+    stopping.join(60)
+    assert refused and not stopping.is_alive()
+    assert [e.kind for e in rec.executions] == ["partition"]  # its records, whole
+    with dnnl.profiling.recorder() as later:
+        compiled.execute(stream, inputs, outputs)
+    stream.wait()
+    assert len(later.executions) == 1
+
+
 def test_summary_table(work, pstream):
     with dnnl.profiling.recorder() as rec:
         run_pair(work, pstream, 3)

@@ -19,6 +19,9 @@ namespace dnnl_ocl_interop {
 namespace profiling {
 
 std::atomic<bool> recording {false};
+// A stop between lowering `recording` and taking the records and counters:
+// a start meanwhile would clear them, or hand its own to that stop.
+bool stopping = false;
 
 namespace {
 
@@ -254,6 +257,9 @@ void bind(py::module_ &m) {
         if (recording.load())
             throw_invalid_argument("a dnnl.profiling recorder is already recording (one at a "
                                    "time per process)");
+        if (stopping)
+            throw_invalid_argument("a dnnl.profiling recorder is stopping on another thread "
+                                   "(one at a time per process): start once its stop() returned");
         for (auto &r : records) r.release_markers(); // pushed after an abandon
         records.clear();
         stream_locks.clear();
@@ -285,7 +291,14 @@ void bind(py::module_ &m) {
             std::lock_guard<std::mutex> guard(state_mutex);
             if (!recording.load()) throw_invalid_argument("no dnnl.profiling recorder is recording");
             recording = false;
+            stopping = true;
         }
+        struct stopped { // however the stop ends
+            ~stopped() {
+                std::lock_guard<std::mutex> guard(state_mutex);
+                stopping = false;
+            }
+        } stopped_at_end;
         // Executes that began before the flag went down finish recording.
         while (in_flight.load() > 0) {
             py::gil_scoped_release release;
