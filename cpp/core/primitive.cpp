@@ -105,8 +105,9 @@ std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::mem
 }
 
 // Where a matmul has runtime dimensions, oneDNN takes each size from one
-// argument and addresses the others by it (M and N from dst, K from src), so an argument smaller than another in a shared dimension would be
-// read or written past its storage. Why the given dimensions disagree, or "".
+// argument and addresses the others by it (M and N from dst, K from src):
+// an argument smaller than another in a shared dimension would be read or
+// written past its storage. Why the given dimensions disagree, or "".
 std::string runtime_dims_disagree(dnnl::primitive::kind kind,
         const std::vector<std::pair<int, dnnl::memory::dims>> &given) {
     auto dims_of = [&](int arg) -> const dnnl::memory::dims * {
