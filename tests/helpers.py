@@ -1,6 +1,7 @@
 """What the test files share: short names for the binding's namespaces, plain
 memory descriptors, NumPy references (eltwise algorithms, softmax), USM
-copies, the attention partition and its NumPy reference, control of oneDNN's
+copies, the attention partition and its NumPy reference, a graph engine whose
+Python allocator calls a hook, control of oneDNN's
 caches, sub-devices, and the table of API entry points whose arguments the
 bad-input and property-based tests spoil one at a time.
 
@@ -181,6 +182,22 @@ def download(queue, ptr, shape, dtype=np.float32, wait_for=()):
 
 
 # ------------------------------------------------ graphs: attention partition
+
+def engine_with_hooked_allocator(device, context, before_malloc):
+    """A graph engine whose Python allocator calls ``before_malloc()`` at
+    every malloc, then allocates device USM; its free waits for the event
+    oneDNN passes (if any) and frees (a blocking USM free)."""
+    def malloc(size, alignment, device, context):
+        before_malloc()
+        return dnnl.usm.device_alloc(context, device, size, alignment)
+
+    def free(ptr, device, context, event):
+        if event is not None:
+            event.wait()
+        dnnl.usm.free(context, ptr)
+
+    return goi.make_engine_with_allocator(device, context, goi.make_allocator(malloc, free))
+
 
 def attention_partition(batch, seq, head):
     """The single fused partition of MatMul(Q, K^T) -> SoftMax -> MatMul(., V),

@@ -26,7 +26,7 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from helpers import (ALG, CHILD_ENGINE, INFERENCE, allocated_inputs, attention_partition,
-                     compile_partition, plain_desc)
+                     compile_partition, engine_with_hooked_allocator, plain_desc)
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 
@@ -284,22 +284,15 @@ atexit.register(lambda: print("at exit, recording:",
 """ + CHILD_ENGINE + """
 import numpy as np
 sys.path.insert(0, sys.argv[1])
-from helpers import allocated_inputs, attention_partition, compile_partition
+from helpers import allocated_inputs, attention_partition, compile_partition, engine_with_hooked_allocator
 collect_in_malloc = []
 
-def malloc(size, alignment, device, context):
+def collect_once():
     if collect_in_malloc:
         collect_in_malloc.clear()
         gc.collect()
-    return dnnl.usm.device_alloc(context, device, size, alignment)
 
-def free(ptr, device, context, event):
-    if event is not None:
-        event.wait()
-    dnnl.usm.free(context, ptr)
-
-engine = dnnl.graph.ocl_interop.make_engine_with_allocator(
-    device, context, dnnl.graph.ocl_interop.make_allocator(malloc, free))
+engine = engine_with_hooked_allocator(device, context, collect_once)
 queue = cl.CommandQueue(context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
 stream = dnnl.ocl_interop.make_stream(engine, queue)
 partition = attention_partition(1, 8, 16)
@@ -341,19 +334,12 @@ def test_no_start_while_another_thread_stops(cl_context, cl_device, profiling_qu
     returns. The execute in flight is held in its Python allocator."""
     entered, release, armed = threading.Event(), threading.Event(), threading.Event()
 
-    def malloc(size, alignment, device, context):
+    def hold_first_malloc():
         if armed.is_set() and not entered.is_set():  # the first malloc of the execute below
             entered.set()
             assert release.wait(60)
-        return dnnl.usm.device_alloc(context, device, size, alignment)
 
-    def free(ptr, device, context, event):
-        if event is not None:
-            event.wait()
-        dnnl.usm.free(context, ptr)
-
-    engine = dnnl.graph.ocl_interop.make_engine_with_allocator(
-        cl_device, cl_context, dnnl.graph.ocl_interop.make_allocator(malloc, free))
+    engine = engine_with_hooked_allocator(cl_device, cl_context, hold_first_malloc)
     partition = attention_partition(1, 8, 16)
     compiled = compile_partition(partition, engine)
     stream = dnnl.ocl_interop.make_stream(engine, profiling_queue)
