@@ -407,12 +407,19 @@ def _new_shared_memory(array, engine, facts: Optional[_facts], key):
     return memory
 
 
+def _root_buffer(base):
+    """(the buffer whose cl_mem holds `base`'s bytes, where `base` starts in
+    it): `base` itself from 0, or the parent of a sub-buffer (OpenCL nests
+    no sub-buffers)."""
+    parent = base.associated_memobject
+    return (base, 0) if parent is None else (parent, base.offset)
+
+
 def _sub_buffer(cl, base, offset: int):
     """A sub-buffer of `base` from `offset` to its end, refused clearly when
     OpenCL would not make it (misaligned offset)."""
-    parent, origin = base, offset
-    if base.associated_memobject is not None:  # already a sub-buffer: OpenCL nests none
-        parent, origin = base.associated_memobject, base.offset + offset
+    parent, origin = _root_buffer(base)
+    origin += offset
     align = max(d.mem_base_addr_align for d in parent.context.devices) // 8
     if origin % align:
         raise invalid_argument(f"array's offset of {offset} bytes (buffer offset {origin}) is not "

@@ -15,6 +15,7 @@ from .. import _core, arrays
 from .._errors import invalid_argument
 
 _dt = _core.memory.data_type
+INT64_MAX = 2 ** 63 - 1  # oneDNN's dims, strides and sizes are int64
 _desc = _core.memory.desc
 _as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
 
@@ -72,9 +73,9 @@ def new_array(queue: Any, cl_context: Any, shape: Tuple[int, ...], dtype: Any,
 # The data types dnnl.ops takes (docs/ops.md's table; the one place ops says
 # which): arrays.data_type maps more dtypes (int64 as s64), which oneDNN's GPU
 # primitives do not take as ops uses them (an OpenCL build failure, not a
-# refusal). Values: how the table spells them, for messages.
-OPS_TYPES = {_dt.f32: "float32", _dt.f16: "float16", _dt.bf16: "bf16 (uint16 bits)",
-             _dt.f64: "float64", _dt.s8: "int8", _dt.u8: "uint8", _dt.s32: "int32"}
+# refusal). Values: how messages name them (the dtype arrays.numpy_dtype gives).
+OPS_TYPES = {t: "bf16 (uint16 bits)" if t == _dt.bf16 else arrays.numpy_dtype(t).name
+             for t in (_dt.f32, _dt.f16, _dt.bf16, _dt.f64, _dt.s8, _dt.u8, _dt.s32)}
 _types_of_dtypes: Dict[Any, Any] = {}  # a memo of ops_type(dtype) for dtypes it took
 
 
@@ -314,7 +315,7 @@ def storage_of(array: Any) -> Tuple[Any, Any, int]:
         _load_pyopencl()
     if not isinstance(base, _MemoryObjectHolder):  # as_memory refuses it: no root
         return (base, base, 0)
-    parent = base.associated_memobject  # OpenCL nests no sub-buffers: the root
-    found = (base, base.int_ptr, 0) if parent is None else (base, parent.int_ptr, base.offset)
+    root, origin = arrays._root_buffer(base)
+    found = (base, root.int_ptr, origin)
     array.__dict__[_STORAGE] = found
     return found

@@ -40,7 +40,6 @@ _memory = arrays._memory  # as_memory's memory, with the descriptor's checks don
 _memory_on_new = arrays._memory_on_new  # as_memory on a result ops made
 _view_extent = arrays._view_extent  # bytes from a view's first element to the end of its last
 _same_context = arrays._same_context
-_MAX_BYTES = 2 ** 63 - 1  # oneDNN's dims, strides and sizes are int64
 
 # -- a call ------------------------------------------------------------------------
 
@@ -69,7 +68,7 @@ class plan:
         count = 1
         for n in self.dst_dims:
             count *= n
-        if count * _core.memory.data_type_size(dst_type) > _MAX_BYTES:
+        if count * _core.memory.data_type_size(dst_type) > _operands.INT64_MAX:
             # (pybind would refuse the descriptor with a TypeError)
             raise invalid_argument(f"{sized_by or 'the result of ops.' + op}: the result would "
                                    f"have shape {self.dst_dims}, more than the 2**63 - 1 bytes "

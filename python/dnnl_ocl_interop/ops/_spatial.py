@@ -7,17 +7,15 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
-from ._operands import operand
+from ._operands import INT64_MAX, operand
 from .._errors import invalid_argument
 
-
-_INT64_MAX = 2 ** 63 - 1  # oneDNN's dims
 
 
 def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value > _INT64_MAX:
+    if value > INT64_MAX:
         raise invalid_argument(f"{name} values must be at most 2**63 - 1 (oneDNN's dims are "
                                f"int64), not {value}")
     return value
@@ -25,7 +23,7 @@ def _int(value: Any, name: str) -> int:
 
 def per_dim(value: Any, count: int, name: str, minimum: int) -> Tuple[int, ...]:
     """An int or `count` ints, each at least `minimum` (and an int64)."""
-    if type(value) is int and minimum <= value <= _INT64_MAX:  # the common case, quickly
+    if type(value) is int and minimum <= value <= INT64_MAX:  # the common case, quickly
         return (value,) * count
     if isinstance(value, (list, tuple)):
         if len(value) != count:
@@ -42,7 +40,7 @@ def paddings(padding: Any, count: int, extents: Sequence[int], strides: Sequence
              ) -> Tuple[List[int], List[int]]:
     """(left, right) padding of each spatial dimension; `extents` are the
     dilated kernel sizes ("same" pads them to keep the size at stride 1)."""
-    if type(padding) is int and 0 <= padding <= _INT64_MAX:  # the common case, quickly
+    if type(padding) is int and 0 <= padding <= INT64_MAX:  # the common case, quickly
         return [padding] * count, [padding] * count
     if padding == "valid":
         return [0] * count, [0] * count
