@@ -446,6 +446,24 @@ def test_caching_pool_through_the_trampoline(cl_device, cl_context):
     assert pool.cached_bytes == 0
 
 
+@pytest.mark.test_hooks
+def test_caching_pool_refuses_a_size_no_multiple_of_its_granularity_holds(cl_device, cl_context):
+    """A size whose rounding up to the granularity passes 2**64 - 1 is
+    refused as exhausted (MemoryError chained to dnnl.out_of_memory), not
+    rounded around to a small block; the largest size that rounds goes to
+    the driver, which refuses it as too large."""
+    pool = g.allocators.caching_pool(granularity=1000)
+    for size in (2**64 - 1, 2**64 - 999):
+        with pytest.raises(MemoryError, match=f"{size} bytes asked for cannot be rounded up to a "
+                           "multiple of granularity=1000") as info:
+            pool.allocator._malloc_and_free(size, 0, cl_device, cl_context)
+        assert isinstance(info.value, dnnl.out_of_memory)
+    with pytest.raises(MemoryError, match="USM allocation of 18446744073709551000 bytes failed"):
+        pool.allocator._malloc_and_free(2**64 - 1000, 0, cl_device, cl_context)
+    assert (pool.stats.allocations, pool.cached_bytes) == (0, 0)
+    pool.release()
+
+
 def test_caching_pool_refuses_sizes_it_cannot_hold_naming_the_parameter():
     """granularity: an int from 1 to 2**63 (sizes up to 2**63 round to a
     multiple of it in 64 bits; any int, not only powers of two);
