@@ -22,8 +22,9 @@ namespace cl_handles {
 
 enum class family { device, context, queue, mem, event, kernel };
 // not_an_object: an int that does not start like an OpenCL object of this
-// process's platforms (may_be_cl_object).
-enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object };
+// process's platforms (may_be_cl_object); wrong_family: an int the driver
+// takes for an object of another family (is_of_family).
+enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object, wrong_family };
 
 template <typename Handle>
 struct handle_arg {
@@ -59,11 +60,24 @@ struct event_list_arg {
 bool load_handle(pybind11::handle obj, family f, void *&handle, arg_state &state,
         bool *from_object = nullptr);
 bool load_events(pybind11::handle obj, event_list_arg &out);
-[[noreturn]] void throw_bad_value(arg_state state, const char *param);
+[[noreturn]] void throw_bad_value(arg_state state, const char *param, family f);
+
+template <typename Handle>
+constexpr family family_of_handle();
+template <>
+constexpr family family_of_handle<cl_device_id>() { return family::device; }
+template <>
+constexpr family family_of_handle<cl_context>() { return family::context; }
+template <>
+constexpr family family_of_handle<cl_command_queue>() { return family::queue; }
+template <>
+constexpr family family_of_handle<cl_mem>() { return family::mem; }
+template <>
+constexpr family family_of_handle<cl_kernel>() { return family::kernel; }
 
 template <typename Handle>
 Handle handle_arg<Handle>::get(const char *param) const {
-    if (state != arg_state::ok) throw_bad_value(state, param);
+    if (state != arg_state::ok) throw_bad_value(state, param, family_of_handle<Handle>());
     return handle;
 }
 
@@ -81,6 +95,12 @@ readable read_word(const void *address, void *&word);
 // cannot be read back, or no platform is found: the int is then taken at its
 // word.
 bool may_be_cl_object(const void *handle);
+
+// Whether the driver takes `handle` (one that may_be_cl_object) as an object
+// of family `f`: false only when it answers a query of that family with its
+// CL_INVALID_<family> code (a queue passed as a context, say), which the CPU
+// runtime does; oneDNN would send it the same handle.
+bool is_of_family(void *handle, family f);
 
 // True when `obj` is a pyopencl memory object (for overloads that take either
 // a cl_mem or something else).
