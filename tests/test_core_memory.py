@@ -319,3 +319,95 @@ def test_map_again_after_unmap_sees_the_written_data(engine):
     view = mem.map_data()
     np.testing.assert_array_equal(view, expected)
     mem.unmap_data(view)
+
+
+# What a descriptor addresses from its handle: get_size() leaves out a
+# sub-memory's offset and is 0 for all-zero strides.
+
+_SUB = dnnl.memory.desc([10], DT.f32, TAG.a).submemory_desc([3], [7])  # bytes 28 … 40
+_ZERO_STRIDES = dnnl.memory.desc([3, 3], DT.f32, [0, 0])  # every element is the first
+
+
+def _guarded_buffer(context, queue, nbytes, guard=64):
+    """A cl_mem of nbytes + guard bytes, filled with 42.0: (whole, the first
+    nbytes as a sub-buffer)."""
+    whole = cl.Buffer(context, cl.mem_flags.READ_WRITE, nbytes + guard)
+    cl.enqueue_copy(queue, whole, np.full((nbytes + guard) // 4, 42.0, np.float32)).wait()
+    return whole, whole.get_sub_region(0, nbytes)
+
+
+@pytest.mark.parametrize("desc, needed", [(_SUB, 40), (_ZERO_STRIDES, 4)], ids=["offset", "zero strides"])
+def test_storage_must_hold_what_the_descriptor_addresses(engine, cl_context, cl_device, cl_queue, desc,
+                                                         needed):
+    """A cl_mem or USM pointer with get_size() bytes but fewer than the
+    descriptor addresses (its sub-memory offset, or one element for all-zero
+    strides) is refused before oneDNN reads or writes past it; exactly enough
+    is taken."""
+    assert desc.get_size() < needed
+    _, short = _guarded_buffer(cl_context, cl_queue, needed - 1)
+    with pytest.raises(dnnl.invalid_arguments, match=f"cl_mem has {needed - 1} bytes, but the memory "
+                                                     f"descriptor needs {needed}"):
+        oi.make_memory(desc, engine, oi.memory_kind.buffer, short)
+    with pytest.raises(dnnl.invalid_arguments, match=f"needs {needed}"):
+        dnnl.memory(desc, engine, short)
+    with dnnl.usm.allocation(cl_context, 64, "device", cl_device) as usm:
+        with pytest.raises(dnnl.invalid_arguments, match=f"USM allocation has {needed - 1} bytes"):
+            oi.make_memory(desc, engine, oi.memory_kind.usm, usm.ptr + 64 - (needed - 1))
+        oi.make_memory(desc, engine, oi.memory_kind.usm, usm.ptr + 64 - needed)
+    _, enough = _guarded_buffer(cl_context, cl_queue, needed)
+    oi.make_memory(desc, engine, oi.memory_kind.buffer, enough)
+
+
+def test_a_submemory_writes_within_its_storage(engine, stream, cl_context, cl_queue):
+    """A reorder into a sub-memory at offset 7 of a 40-byte buffer writes
+    elements 7 … 9 and nothing past them."""
+    whole, storage = _guarded_buffer(cl_context, cl_queue, 40)
+    sub = oi.make_memory(_SUB, engine, oi.memory_kind.buffer, storage)
+    src = dnnl.memory(dnnl.memory.desc([3], DT.f32, TAG.a), engine)
+    dnnl.arrays.write(src, np.array([-1, -2, -3], np.float32))
+    dnnl.reorder(src, sub).execute(stream, {dnnl.ARG_FROM: src, dnnl.ARG_TO: sub})
+    stream.wait()
+    expected = np.full(26, 42.0, np.float32)
+    expected[7:10] = [-1, -2, -3]
+    written = np.empty(26, np.float32)
+    cl.enqueue_copy(cl_queue, written, whole).wait()
+    np.testing.assert_array_equal(written, expected)
+
+
+@pytest.mark.parametrize("make", [
+    lambda desc, engine: dnnl.memory(desc, engine),
+    lambda desc, engine: oi.make_memory(desc, engine, oi.memory_kind.buffer),
+    lambda desc, engine: oi.make_memory(desc, engine, oi.memory_kind.usm),
+], ids=["memory", "make_memory buffer", "make_memory usm"])
+def test_allocated_memory_holds_what_the_descriptor_addresses(engine, stream, make):
+    """dnnl.MEMORY_ALLOCATE of a sub-memory descriptor: oneDNN itself
+    allocates get_size() bytes (12), and its kernels write at bytes 28 … 40;
+    the binding allocates the 40 bytes. Values written go where they are
+    read back from, by a reorder and by map_data."""
+    mem = make(_SUB, engine)
+    if oi.get_memory_kind(mem) == oi.memory_kind.buffer:
+        assert oi.get_mem_object(mem).size == 40
+    src, back = (dnnl.memory(dnnl.memory.desc([3], DT.f32, TAG.a), engine) for _ in range(2))
+    dnnl.arrays.write(src, np.array([-1, -2, -3], np.float32))
+    dnnl.reorder(src, mem).execute(stream, {dnnl.ARG_FROM: src, dnnl.ARG_TO: mem})
+    dnnl.reorder(mem, back).execute(stream, {dnnl.ARG_FROM: mem, dnnl.ARG_TO: back})
+    stream.wait()
+    np.testing.assert_array_equal(dnnl.arrays.read(back), [-1, -2, -3])
+    view = mem.map_data()
+    np.testing.assert_array_equal(view, [-1, -2, -3])
+    mem.unmap_data(view)
+
+
+def test_zero_strides_memory_reads_its_one_element(engine, stream, cl_context, cl_queue):
+    """All-zero strides: one element of storage, allocated and read as the
+    whole tensor; map_data, which oneDNN sizes by get_size() (0), is refused
+    saying so."""
+    mem = dnnl.memory(_ZERO_STRIDES, engine)
+    assert oi.get_mem_object(mem).size == 4
+    cl.enqueue_copy(cl_queue, oi.get_mem_object(mem), np.array([5.0], np.float32)).wait()
+    dense = dnnl.memory(dnnl.memory.desc([3, 3], DT.f32, TAG.ab), engine)
+    dnnl.reorder(mem, dense).execute(stream, {dnnl.ARG_FROM: mem, dnnl.ARG_TO: dense})
+    stream.wait()
+    np.testing.assert_array_equal(dnnl.arrays.read(dense), np.full((3, 3), 5.0, np.float32))
+    with pytest.raises(dnnl.invalid_arguments, match="strides are all 0"):
+        mem.map_data()

@@ -416,6 +416,17 @@ def test_eltwise_strided_view_into_new_array(queue):
     close(host(y), np.tanh(x[:, ::2]))
 
 
+def test_strided_views_that_reach_their_buffer_end(queue):
+    """x[::2] of 9 floats, and of a (5, 4) array, end at their buffer's
+    last byte, short of their descriptors' get_size() (max(dim * stride)
+    elements): they are taken, as oneDNN's C++ API takes their buffers."""
+    rng = np.random.default_rng(17)
+    for shape in [(9,), (5, 4)]:
+        x = rand(rng, shape)
+        close(host(ops.relu(dev(queue, x)[::2])), np.maximum(x[::2], 0))
+        close(host(ops.add(dev(queue, x)[::2], dev(queue, x)[::2])), 2 * x[::2])
+
+
 def test_eltwise_in_place_on_a_strided_view(queue):
     """out= the same strided view as the source: oneDNN 3.13 would pick
     ocl:xe, which ignores strides; ops computes densely and copies into out."""

@@ -451,14 +451,26 @@ def test_not_an_array_refused(engine, cl_context):
         arrays.as_memory(cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 16), engine)
 
 
-def test_buffer_smaller_than_the_descriptor_size_refused(engine, cl_queue):
-    """a[:, :3] of a 4 x 6 array addresses 84 bytes, but its descriptor's
-    get_size() is 96: on an 84-byte cl_mem make_memory refuses, as for any
-    cl_mem smaller than the descriptor."""
-    buf = cl.Buffer(cl_queue.context, cl.mem_flags.READ_WRITE, 84)
+def test_strided_view_reaching_its_buffer_end_is_taken(engine, stream, cl_queue):
+    """a[:, :3] of a 4 x 6 array on an 84-byte cl_mem addresses those 84
+    bytes, though its descriptor's get_size() is 96 (max(dim * stride)
+    elements): make_memory takes it, as oneDNN's C++ API does, and a
+    reorder reads every element; map_data, where oneDNN maps get_size()
+    bytes, would read past the cl_mem and is refused saying so. One byte
+    less is refused."""
+    values = np.arange(21, dtype=np.float32)
+    buf = cl.Buffer(cl_queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=values)
     a = cla.Array(cl_queue, (4, 3), np.float32, data=buf, strides=(24, 4))
-    with pytest.raises(dnnl.invalid_arguments, match="84 bytes.*96"):
-        arrays.as_memory(a, engine)
+    mem = arrays.as_memory(a, engine).memory
+    dense = dnnl.memory(dnnl.memory.desc([4, 3], DT.f32, TAG.ab), engine)
+    dnnl.reorder(mem, dense).execute(stream, {dnnl.ARG_FROM: mem, dnnl.ARG_TO: dense})
+    stream.wait()
+    np.testing.assert_array_equal(arrays.read(dense), np.arange(24, dtype=np.float32).reshape(4, 6)[:, :3])
+    with pytest.raises(dnnl.invalid_arguments, match="oneDNN maps 96 bytes.*storage's 84"):
+        mem.map_data()
+    short = cl.Buffer(cl_queue.context, cl.mem_flags.READ_WRITE, 83)
+    with pytest.raises(dnnl.invalid_arguments, match="cl_mem has 83 bytes, but the memory descriptor needs 84"):
+        oi.make_memory(mem.get_desc(), engine, short)
 
 
 def test_svm_arrays_refused(engine, cl_context, cl_queue):

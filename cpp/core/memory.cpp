@@ -12,6 +12,7 @@
 
 #include "common/data_types.hpp"
 #include "common/errors.hpp"
+#include "common/memory_descs.hpp"
 #include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
@@ -282,6 +283,13 @@ void bind_desc(py::class_<memory_object> &mem) {
     desc.def("get_size", &memory::desc::get_size, py::arg("index") = 0,
             "Size in bytes (of the index-th buffer for multi-buffer layouts, 0 "
             "for an index past them).");
+    desc.def("_addressed_bytes", [](const memory::desc &d, int index) {
+        return addressed_bytes(d.get(), index);
+    }, py::arg("index") = 0,
+            "Bytes from the handle of buffer `index` that oneDNN's kernels may address: "
+            "to the furthest element of a plain layout, from its sub-memory offset on; "
+            "get_size() and the offset for other layouts. Storage given for the "
+            "descriptor must hold this many.");
     desc.def("get_dims", &memory::desc::get_dims, "Dimensions.");
     desc.def("get_padded_dims", &memory::desc::get_padded_dims, "Padded dimensions.");
     desc.def("get_data_type", &memory::desc::get_data_type, py::arg("index") = 0,
@@ -355,9 +363,10 @@ void bind_memory(py::module_ &m) {
             "Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE "
             "(oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the "
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
-            "or int), which oneDNN retains and which must hold desc.get_size() "
-            "bytes; a list gives one handle per buffer of a multi-buffer "
-            "(sparse) layout.");
+            "or int), which oneDNN retains and which must hold the bytes `desc` "
+            "addresses (desc.get_size(), plus a sub-memory offset; a plain layout up "
+            "to its furthest element); a list gives one handle per buffer of a "
+            "multi-buffer (sparse) layout.");
     // A number only, so that memory(desc, <not an engine>) fails overload
     // resolution with pybind11's TypeError naming both signatures.
     using number = std::variant<long long, double>;
@@ -458,12 +467,18 @@ void bind_memory(py::module_ &m) {
     mem.def("map_data", [](const memory_object &m, int index) {
         fork_guard::check();
         check_buffer_index(m, index);
+        check_mappable(m.memory, m.desc, index, "map_data()");
         void *ptr = nullptr;
         dnnl::memory through = mapping_memory(m);
         {
             py::gil_scoped_release release; // waits for the device
             ptr = through.map_data<void>(index);
         }
+        if (!ptr && m.desc.get_size(index) == 0 && addressed_bytes(m.desc.get(), index) != 0)
+            throw status_error(dnnl_invalid_arguments,
+                    "map_data(): oneDNN maps get_size() bytes, 0 for this layout (its "
+                    "strides are all 0), though its storage holds an element: read it "
+                    "through a reorder");
         if (!ptr)
             throw status_error(dnnl_invalid_arguments,
                     "map_data(): the memory has no storage to map");

@@ -64,6 +64,9 @@ user_handles memory_handles_from(py::handle obj, const dnnl::memory::desc &desc,
             result.handles.push_back(handle);
             result.owners.emplace_back();
         }
+    if (handle == DNNL_MEMORY_ALLOCATE && !usm) // (USM: allocated by make_memory)
+        if (auto buffer = allocate_addressed_buffer(desc, engine, result.handles[0]))
+            result.owners[0] = std::move(buffer);
     return result;
 }
 

@@ -75,10 +75,6 @@ bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
     return true;
 }
 
-// Bytes from the memory's handle that a descriptor addresses.
-size_t extent(const dnnl::memory::desc &md) {
-    return md.get_size() + md.get_submemory_offset() * dnnl::memory::data_type_size(md.get_data_type());
-}
 
 // oneDNN executes on memory of any descriptor: its kernels address the
 // primitive's descriptor within the memory's storage, or the memory's own
@@ -97,7 +93,7 @@ std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::mem
                 return "whose dimensions do not fill the primitive's runtime dimensions";
         return "";
     }
-    size_t needed = extent(expected), available = extent(given);
+    size_t needed = addressed_bytes(expected.get()), available = addressed_bytes(given.get());
     if (available < needed)
         return "with " + std::to_string(available) + " bytes where the primitive addresses "
                 + std::to_string(needed);

@@ -6,6 +6,7 @@
 #include "ocl_interop/ocl_interop.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
+#include "common/memory_descs.hpp"
 #include "core/objects.hpp"
 #include "ocl_interop/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
@@ -43,7 +44,7 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
     std::shared_ptr<owned_usm> owner;
     for (size_t i = 0; i < handles.size(); ++i) {
         if (handles[i] != DNNL_MEMORY_ALLOCATE) continue;
-        size_t size = desc.get_size(static_cast<int>(i));
+        size_t size = addressed_bytes(desc.get(), static_cast<int>(i));
         if (size == 0) continue;
         if (!owner) {
             cl_context context = oi::get_context(engine);
@@ -103,8 +104,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "pointer of the engine's context for kind.usm (an int, or a typed "
             "pointer such as dnnl.usm.allocation, which the memory keeps alive), "
             "or a cl_mem of "
-            "the engine's context for kind.buffer. User storage must hold "
-            "desc.get_size() bytes; a list gives one handle per buffer of a "
+            "the engine's context for kind.buffer. User storage must hold the "
+            "bytes `desc` addresses (desc.get_size(), plus a sub-memory offset; a "
+            "plain layout up to its furthest element); a list gives one handle per buffer of a "
             "multi-buffer (sparse) layout. Plain host pointers are refused even where "
             "the device could use system memory: their size cannot be "
             "checked. oneDNN does not free a user USM pointer: keep an int "
@@ -117,8 +119,8 @@ void bind_ocl_interop_memory(py::module_ &m) {
     },
             py::arg("desc"), py::arg("engine"), py::arg("mem_object"),
             "Buffer-based memory for `desc` on the user's `mem_object`, which "
-            "oneDNN retains; it must belong to the engine's context and hold "
-            "desc.get_size() bytes.");
+            "oneDNN retains; it must belong to the engine's context and hold the "
+            "bytes `desc` addresses (as make_memory).");
     m.def("get_mem_object", [](const memory_object &memory)
                                      -> py::typing::Optional<cl_handles::py_buffer> {
         if (is_usm(memory.memory))

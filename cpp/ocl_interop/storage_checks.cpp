@@ -8,6 +8,7 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "common/memory_descs.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 #include "usm/usm_api.hpp"
 
@@ -64,13 +65,58 @@ bool is_usm(const dnnl::memory &memory) {
             == dnnl::ocl_interop::memory_kind::usm;
 }
 
+std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
+        const dnnl::engine &engine, void *&handle) {
+    if (engine.get_kind() != dnnl::engine::kind::gpu) return nullptr;
+    size_t needed = addressed_bytes(desc.get());
+    if (needed <= desc.get_size()) return nullptr;
+    cl_int err = CL_SUCCESS;
+    cl_mem buffer = clCreateBuffer(dnnl::ocl_interop::get_context(engine), CL_MEM_READ_WRITE, needed,
+            nullptr, &err);
+    if (err != CL_SUCCESS || !buffer)
+        throw status_error(dnnl_out_of_memory,
+                "could not create a memory object: a buffer of " + std::to_string(needed)
+                        + " bytes (the descriptor's sub-memory offset or zero strides "
+                          "included) failed: "
+                        + cl_error_name(err) + " (" + std::to_string(err) + ")",
+                err);
+    handle = buffer;
+    return std::shared_ptr<void>(buffer, [](void *b) { clReleaseMemObject(static_cast<cl_mem>(b)); });
+}
+
+void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, int index,
+        const char *what) {
+    if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu
+            || desc.get_format_kind() == dnnl::memory::format_kind::host_scalar)
+        return;
+    size_t mapped = desc.get_size(index); // oneDNN's memory_desc_map_size
+    if (index == 0)
+        mapped += static_cast<size_t>(desc.get_submemory_offset())
+                * dnnl::memory::data_type_size(desc.get_data_type());
+    void *handle = memory.get_data_handle(index);
+    if (!handle || mapped == 0) return;
+    size_t held = 0;
+    if (is_usm(memory))
+        held = usm::bytes_available(dnnl::ocl_interop::get_context(memory.get_engine()), handle);
+    else
+        check_cl(clGetMemObjectInfo(static_cast<cl_mem>(handle), CL_MEM_SIZE, sizeof(held), &held,
+                         nullptr),
+                "clGetMemObjectInfo(CL_MEM_SIZE)");
+    if (held < mapped)
+        throw_invalid_argument(std::string(what) + ": oneDNN maps " + std::to_string(mapped)
+                + " bytes of this layout (get_size() and the sub-memory offset), more than the "
+                  "storage's "
+                + std::to_string(held) + " (a strided view that reaches its storage's end): "
+                  "read it through a reorder into a dense memory");
+}
+
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
         bool usm, void *handle, int index, bool known_mem_object) {
     fork_guard::check(); // every memory creation and set_data_handle starts here
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
     cl_context context = dnnl::ocl_interop::get_context(engine);
-    size_t needed = desc.get_size(index);
+    size_t needed = addressed_bytes(desc.get(), index);
     auto needs = [&] { // built for a refusal only: this check runs on every memory creation
         return (index == 0 ? std::string("the memory descriptor needs ")
                            : "buffer " + std::to_string(index) + " of the memory descriptor needs ")

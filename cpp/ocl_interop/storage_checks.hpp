@@ -3,6 +3,8 @@
 // dnnl.memory's and make_memory's handle checks.
 #pragma once
 
+#include <memory>
+
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace dnnl_ocl_interop {
@@ -15,6 +17,22 @@ namespace dnnl_ocl_interop {
 // object, so it is a cl_mem (only its context and size are checked).
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
         bool usm, void *handle, int index = 0, bool known_mem_object = false);
+
+// For dnnl.MEMORY_ALLOCATE of buffer-based memory: oneDNN allocates
+// get_size() bytes, fewer than its kernels address for a sub-memory offset or
+// all-zero strides (addressed_bytes). For such a descriptor on an OpenCL
+// engine this makes a cl_mem of the bytes addressed, sets `handle` to it and
+// returns what holds the binding's reference (oneDNN retains its own);
+// otherwise nullptr, `handle` unchanged.
+std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
+        const dnnl::engine &engine, void *&handle);
+
+// Refuses (invalid_arguments) map_data of buffer `index` of a memory whose
+// storage holds fewer bytes than oneDNN maps: get_size() and a sub-memory's
+// offset, more than a strided view reaching its storage's end addresses (its
+// map would read past the storage). `what` names the call.
+void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, int index,
+        const char *what);
 
 // Whether `memory` is USM-based (false for buffers, host scalars and
 // non-OpenCL engines).

@@ -189,16 +189,6 @@ def _view_extent(shape, strides, itemsize) -> int:
     return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
 
 
-def _desc_extent(desc) -> int:
-    """Bytes a descriptor addresses from the start of its storage: its
-    elements' span for plain layouts (get_size() may count more), all of
-    get_size() for blocked ones."""
-    if _is_plain(desc):
-        item = _core.memory.data_type_size(desc.get_data_type())
-        return _view_extent(desc.get_dims(), [s * item for s in desc.get_strides()], item)
-    return desc.get_size()
-
-
 def as_memory(array, engine, desc=None) -> memory_and_events:
     """oneDNN memory on a ``pyopencl.array.Array``'s own storage, without a copy.
 
@@ -256,7 +246,7 @@ class _facts(NamedTuple):
 
 def _desc_facts(desc) -> _facts:
     return _facts(desc, _core.memory.numpy_dtype(desc.get_data_type()),
-                  desc.get_submemory_offset(), _desc_extent(desc), _desc_key(desc))
+                  desc.get_submemory_offset(), desc._addressed_bytes(), _desc_key(desc))
 
 
 def _desc_key(desc):
@@ -393,7 +383,7 @@ def _new_shared_memory(array, engine, facts: Optional[_facts], key):
                              f"element, but the array spans {extent}")
 
     # From the first element to the end of the buffer: make_memory checks
-    # that this holds desc.get_size() bytes, as for any cl_mem.
+    # that this holds the bytes desc addresses, as for any cl_mem.
     mem_object = _sub_buffer(cl, base, array.offset) if array.offset else base
     try:
         memory = oi.make_memory(desc, engine, mem_object)

@@ -2254,6 +2254,10 @@ class memory:
             ...
         def __repr__(self) -> str:
             ...
+        def _addressed_bytes(self, index: typing.SupportsInt | typing.SupportsIndex = 0) -> int:
+            """
+            Bytes from the handle of buffer `index` that oneDNN's kernels may address: to the furthest element of a plain layout, from its sub-memory offset on; get_size() and the offset for other layouts. Storage given for the descriptor must hold this many.
+            """
         def get_blob(self) -> bytes:
             """
             The descriptor as bytes, for desc(blob).
@@ -2355,7 +2359,7 @@ class memory:
     @typing.overload
     def __init__(self, desc: memory.desc, engine: engine, handle: typing.Any = ...) -> None:
         """
-        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout.
+        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold the bytes `desc` addresses (desc.get_size(), plus a sub-memory offset; a plain layout up to its furthest element); a list gives one handle per buffer of a multi-buffer (sparse) layout.
         """
     @typing.overload
     def __init__(self, desc: memory.desc, value: typing.SupportsInt | typing.SupportsIndex | typing.SupportsFloat | typing.SupportsIndex) -> None:

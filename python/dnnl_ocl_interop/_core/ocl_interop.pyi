@@ -54,12 +54,12 @@ def make_engine(device: pyopencl.Device | int, context: pyopencl.Context | int, 
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, kind: memory_kind, handle: typing.Any = ...) -> dnnl_ocl_interop._core.memory:
     """
-    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM the binding frees when the memory is gone, waiting for work still using it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM pointer of the engine's context for kind.usm (an int, or a typed pointer such as dnnl.usm.allocation, which the memory keeps alive), or a cl_mem of the engine's context for kind.buffer. User storage must hold desc.get_size() bytes; a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer: keep an int pointer allocated while the memory uses it.
+    Memory of `kind` for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (allocated for the memory; for kind.usm, device USM the binding frees when the memory is gone, waiting for work still using it, where oneDNN's own free would not wait), dnnl.MEMORY_NONE, a USM pointer of the engine's context for kind.usm (an int, or a typed pointer such as dnnl.usm.allocation, which the memory keeps alive), or a cl_mem of the engine's context for kind.buffer. User storage must hold the bytes `desc` addresses (desc.get_size(), plus a sub-memory offset; a plain layout up to its furthest element); a list gives one handle per buffer of a multi-buffer (sparse) layout. Plain host pointers are refused even where the device could use system memory: their size cannot be checked. oneDNN does not free a user USM pointer: keep an int pointer allocated while the memory uses it.
     """
 @typing.overload
 def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_interop._core.engine, mem_object: pyopencl.MemoryObjectHolder | int) -> dnnl_ocl_interop._core.memory:
     """
-    Buffer-based memory for `desc` on the user's `mem_object`, which oneDNN retains; it must belong to the engine's context and hold desc.get_size() bytes.
+    Buffer-based memory for `desc` on the user's `mem_object`, which oneDNN retains; it must belong to the engine's context and hold the bytes `desc` addresses (as make_memory).
     """
 def make_stream(engine: dnnl_ocl_interop._core.engine, queue: pyopencl.CommandQueue | int) -> dnnl_ocl_interop._core.stream:
     """
