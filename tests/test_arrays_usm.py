@@ -386,6 +386,23 @@ def test_allocation_needs_a_device_for_device_and_shared(cl_context):
             usm.allocation(cl_context, 64, kind)
 
 
+def test_allocation_is_neither_copied_nor_pickled(cl_context):
+    """An allocation frees its pointer: copy.copy made a second owner whose
+    collection freed the original's memory (its as_array() then wrote to
+    freed memory: a segfault). copy, deepcopy and pickle raise TypeError and
+    leave the allocation as it was."""
+    import copy
+    import pickle
+    with usm.allocation(cl_context, 64, "host") as a:
+        for attempt, said in ((copy.copy, "copied"), (copy.deepcopy, "copied"), (pickle.dumps, "pickled")):
+            with pytest.raises(TypeError, match=f"cannot be {said}"):
+                attempt(a)
+        gc.collect()
+        assert usm.pointer_type(cl_context, a.ptr) == "host"
+        a.as_array()[:] = 7
+        assert a.as_array().sum() == 7 * 64
+
+
 def test_allocation_bad_kind(cl_context, cl_device):
     with pytest.raises(ValueError, match="kind"):
         usm.allocation(cl_context, 64, "system", cl_device)

@@ -68,6 +68,18 @@ class allocation:
             ptr, self.ptr = self.ptr, 0
             _core.usm.free(self.context, ptr)
 
+    def __copy__(self):
+        raise TypeError("a dnnl.usm.allocation cannot be copied: it frees its pointer, and a "
+                        "copy would free it under the original (copy the bytes into a new "
+                        "allocation with dnnl.usm.memcpy)")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a dnnl.usm.allocation cannot be pickled: its pointer means nothing "
+                        "in another process")
+
     def __enter__(self):
         return self
 
