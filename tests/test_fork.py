@@ -89,6 +89,8 @@ compiled = partition.compile([x], [y], engine)
 allocator = g.ocl_interop.make_allocator(lambda *a: 0, lambda *a: None)
 ptr = dnnl.usm.device_alloc(context, device, 64)
 tensors = [g.tensor(t, engine, ptr) for t in (x, y)]
+mapped_memory = dnnl.memory(desc, engine)
+mapped = mapped_memory.map_data()
 
 calls = {
     "engine(kind, index)": lambda: dnnl.engine(dnnl.engine.kind.gpu, 0),
@@ -96,12 +98,15 @@ calls = {
     "ocl_interop.make_engine": lambda: oi.make_engine(device, context),
     "graph make_engine_with_allocator":
         lambda: g.ocl_interop.make_engine_with_allocator(device, context, allocator),
+    "graph make_engine_with_allocator(kind, index)":
+        lambda: g.make_engine_with_allocator(dnnl.engine.kind.gpu, 0, g.allocator()),
     "stream(engine)": lambda: dnnl.stream(engine),
     "ocl_interop.make_stream": lambda: oi.make_stream(engine, queue),
     "stream.wait": lambda: stream.wait(),
     "memory(desc, engine)": lambda: dnnl.memory(desc, engine),
     "ocl_interop.make_memory": lambda: oi.make_memory(desc, engine, oi.memory_kind.usm),
     "memory.map_data": lambda: memory.map_data(),
+    "memory.unmap_data": lambda: mapped_memory.unmap_data(mapped),
     "memory.set_data_handle": lambda: memory.set_data_handle(dnnl.MEMORY_NONE),
     "primitive_desc": lambda: dnnl.eltwise_forward.primitive_desc(
         engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, desc, desc),

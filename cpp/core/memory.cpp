@@ -494,6 +494,7 @@ void bind_memory(py::module_ &m) {
        "unmap_data(), which is also done when the last view of the mapping is "
        "gone. Do not use the array after unmap_data().");
     mem.def("unmap_data", [](const memory_object &self, py::handle view, int index) {
+        fork_guard::check();
         for (py::handle obj = view; obj && !obj.is_none();
                 obj = py::getattr(obj, "base", py::none())) {
             if (py::isinstance<mapped_data>(obj)) {

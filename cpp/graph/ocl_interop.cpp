@@ -99,6 +99,7 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
 
     graph.def("make_engine_with_allocator", [](dnnl::engine::kind kind, size_t index,
                                                     const allocator_object &alloc) {
+        fork_guard::check();
         dnnl::engine engine;
         {
             py::gil_scoped_release release; // queries and may set up the device
