@@ -12,6 +12,8 @@ refusal (status unimplemented), failing if that changes.
 from __future__ import annotations
 
 
+import re
+
 import numpy as np
 import pytest
 
@@ -271,3 +273,80 @@ def test_precomputed_reductions(engine, stream):
         run(prim, stream, {**args, reduction_arg: put(engine, row_sums, DT.s32)})
         # dst = src @ (weights - zp) = src @ weights - zp * (the given row sums)
         np.testing.assert_array_equal(get(out), a @ b - zp * row_sums)
+
+
+# Arguments oneDNN reads without a descriptor: their memory must hold what
+# the attributes say it reads (oneDNN's C++ API takes any memory there and
+# reads past a short one).
+
+def _per_column_scales(attr):
+    attr.set_scales_mask(dnnl.ARG_WEIGHTS, 1 << 1)
+    return dnnl.ARG_ATTR_SCALES | dnnl.ARG_WEIGHTS, DT.f32, 8, "8 f32 values (32 bytes)", {}
+
+
+def _grouped_scales(attr):  # weight-only quantization: s8 weights, groups of 16 along K = 32
+    attr.set_fpmath_mode(dnnl.fpmath_mode.f16, True)
+    attr.set_scales(dnnl.ARG_WEIGHTS, (1 << 0) | (1 << 1), [16, 1], DT.f32)
+    return (dnnl.ARG_ATTR_SCALES | dnnl.ARG_WEIGHTS, DT.f32, 16, "16 f32 values (64 bytes)",
+            dict(k=32, weights=DT.s8))
+
+
+def _per_column_zero_points(attr):  # int8 matmul
+    attr.set_zero_points_mask(dnnl.ARG_DST, 1 << 1)
+    return (dnnl.ARG_ATTR_ZERO_POINTS | dnnl.ARG_DST, DT.s32, 8, "8 s32 values (32 bytes)",
+            dict(src=DT.s8, weights=DT.s8, dst=DT.s32))
+
+
+def _prelu(attr):
+    po = dnnl.post_ops()
+    po.append_prelu(1 << 1)
+    attr.set_post_ops(po)
+    return dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_WEIGHTS, DT.f32, 8, "8 f32 values (32 bytes)", {}
+
+
+def _dropout_seed(attr):
+    attr.set_dropout(dnnl.memory.desc(), DT.s64, False)
+    return dnnl.ARG_ATTR_DROPOUT_SEED, DT.s64, 1, "1 s64 value (8 bytes)", {}
+
+
+@pytest.mark.parametrize("ask", [_per_column_scales, _grouped_scales, _per_column_zero_points, _prelu,
+                                 _dropout_seed], ids=lambda f: f.__name__.strip("_"))
+def test_short_memory_for_what_the_attributes_ask_is_refused(engine, stream, ask):
+    """A 2 x K x 8 matmul: memory one byte short of what the attributes ask
+    the primitive to read is refused, naming the argument and what it reads;
+    as many values as it reads are taken."""
+    attr = dnnl.primitive_attr()
+    arg, dt, count, reads, matmul_types = ask(attr)
+    m, k, n = 2, matmul_types.get("k", 4), 8
+    src, weights, dst = (matmul_types.get(name, DT.f32) for name in ("src", "weights", "dst"))
+    prim = dnnl.matmul(dnnl.matmul.primitive_desc(engine, desc((m, k), src), desc((k, n), weights),
+                                                  desc((m, n), dst), attr))
+    args = {dnnl.ARG_SRC: put(engine, np.ones((m, k)), src), dnnl.ARG_WEIGHTS: put(engine, np.ones((k, n)), weights),
+            dnnl.ARG_DST: dnnl.memory(desc((m, n), dst), engine)}
+    if arg == dnnl.ARG_ATTR_DROPOUT_SEED:
+        args[dnnl.ARG_ATTR_DROPOUT_PROBABILITY] = put(engine, np.zeros(1))
+    nbytes = count * dnnl.memory.data_type_size(dt)
+    short = dnnl.memory(dnnl.memory.desc([nbytes - 1], DT.u8, TAG.a), engine)
+    name = {dnnl.ARG_ATTR_SCALES | dnnl.ARG_WEIGHTS: "ARG_ATTR_SCALES | ARG_WEIGHTS",
+            dnnl.ARG_ATTR_ZERO_POINTS | dnnl.ARG_DST: "ARG_ATTR_ZERO_POINTS | ARG_DST",
+            dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) | dnnl.ARG_WEIGHTS: "ARG_ATTR_MULTIPLE_POST_OP(0) | ARG_WEIGHTS",
+            dnnl.ARG_ATTR_DROPOUT_SEED: "ARG_ATTR_DROPOUT_SEED"}[arg]
+    with pytest.raises(dnnl.invalid_arguments, match=rf"^{re.escape(name)} holds {nbytes - 1} bytes, "
+                                                     rf"where the primitive reads {re.escape(reads)}"):
+        run(prim, stream, {**args, arg: short})
+    run(prim, stream, {**args, arg: dnnl.memory(dnnl.memory.desc([count], dt, TAG.a), engine)})
+
+
+def test_host_scalar_of_another_type_than_the_attributes_set_is_refused(engine, stream):
+    m, k, n = 2, 4, 8
+    attr = dnnl.primitive_attr()
+    attr.set_host_scale(dnnl.ARG_SRC, DT.f32)
+    _, prim = matmul(engine, m, k, n, attr)
+    args = {dnnl.ARG_SRC: put(engine, np.ones((m, k))), dnnl.ARG_WEIGHTS: put(engine, np.ones((k, n))),
+            dnnl.ARG_DST: dnnl.memory(desc((m, n)), engine)}
+    scale = dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC
+    with pytest.raises(dnnl.invalid_arguments, match=r"ARG_ATTR_SCALES \| ARG_SRC is s32 host-scalar "
+                                                     r"memory, where the attributes set f32"):
+        run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.s32), 2)})
+    run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.f32), 2.0)})
+    np.testing.assert_array_equal(get(args[dnnl.ARG_DST]), np.full((m, n), 2.0 * k))

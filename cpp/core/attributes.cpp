@@ -41,14 +41,17 @@ const arg_constant arg_constants[] = {
         ARG(ATTR_POST_OP_DW), ARG(ATTR_MULTIPLE_POST_OP_BASE), ARG(UNDEF)};
 #undef ARG
 
-// Records (or, set again, updates) an execution argument the attributes ask for.
-void add_quantization_arg(attr_object &a, int arg, bool on_host = false) {
+// Records (or, set again, updates) an execution argument the attributes ask
+// for, and what oneDNN reads there (quantization_arg).
+void add_quantization_arg(attr_object &a, int arg, bool on_host, dnnl::memory::data_type data_type,
+        int mask = -1, const dnnl::memory::dims &groups = {}) {
+    quantization_arg entry {arg, on_host, mask, groups, data_type};
     for (auto &q : a.quantization_args)
         if (q.arg == arg) {
-            q.on_host = on_host;
+            q = std::move(entry);
             return;
         }
-    a.quantization_args.push_back({arg, on_host});
+    a.quantization_args.push_back(std::move(entry));
 }
 
 void remove_quantization_arg(attr_object &a, int arg) {
@@ -59,11 +62,12 @@ void remove_quantization_arg(attr_object &a, int arg) {
 }
 
 // Dropout's inputs, as the latest set_dropout asks for them.
-void set_dropout_args(attr_object &a, bool use_offset, bool on_host) {
-    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY, on_host);
-    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED, on_host);
+void set_dropout_args(attr_object &a, dnnl::memory::data_type seed_dt, bool use_offset, bool on_host) {
+    using dt = dnnl::memory::data_type;
+    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_PROBABILITY, on_host, dt::f32);
+    add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_SEED, on_host, seed_dt);
     if (use_offset)
-        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET, on_host);
+        add_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET, on_host, dt::s64);
     else
         remove_quantization_arg(a, DNNL_ARG_ATTR_DROPOUT_OFFSET);
 }
@@ -152,7 +156,7 @@ void bind_attr(py::module_ &m) {
             "A copy of the post-ops.");
     attr.def("set_scales_mask", [](attr_object &a, int arg, int mask) {
         a.attr.set_scales_mask(arg, mask);
-        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, false, dnnl::memory::data_type::f32, mask);
     }, py::arg("arg"), py::arg("mask"),
             "Scale argument `arg` (e.g. ARG_SRC) by f32 factors passed at "
             "execution as ARG_ATTR_SCALES | arg; `mask` selects the dimensions "
@@ -162,7 +166,7 @@ void bind_attr(py::module_ &m) {
                                    dnnl::memory::data_type data_type, bool is_on_host,
                                    dnnl::quantization_mode qmode) {
         a.attr.set_scales(arg, mask, groups, data_type, is_on_host, qmode);
-        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, is_on_host);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, is_on_host, data_type, mask, groups);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
             py::arg_v("data_type", dnnl::memory::data_type::f32, "memory.data_type.f32"),
             py::arg("is_on_host") = false,
@@ -172,7 +176,7 @@ void bind_attr(py::module_ &m) {
             "the (single) factor is host-scalar memory, and the quantization mode.");
     attr.def("set_host_scale", [](attr_object &a, int arg, dnnl::memory::data_type data_type) {
         a.attr.set_host_scale(arg, data_type);
-        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, /*on_host=*/true);
+        add_quantization_arg(a, DNNL_ARG_ATTR_SCALES | arg, /*on_host=*/true, data_type);
     }, py::arg("arg"),
             py::arg_v("data_type", dnnl::memory::data_type::f32, "memory.data_type.f32"),
             "One scale factor of argument `arg`, passed at execution as host-scalar "
@@ -180,7 +184,8 @@ void bind_attr(py::module_ &m) {
             "ARG_ATTR_SCALES | arg.");
     attr.def("set_zero_points_mask", [](attr_object &a, int arg, int mask) {
         a.attr.set_zero_points_mask(arg, mask);
-        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, false, dnnl::memory::data_type::s32,
+                mask);
     }, py::arg("arg"), py::arg("mask"),
             "Zero points of argument `arg`, passed at execution as s32 "
             "ARG_ATTR_ZERO_POINTS | arg.");
@@ -188,7 +193,7 @@ void bind_attr(py::module_ &m) {
                                         const dnnl::memory::dims &groups,
                                         dnnl::memory::data_type data_type, bool is_on_host) {
         a.attr.set_zero_points(arg, mask, groups, data_type, is_on_host);
-        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, is_on_host);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, is_on_host, data_type, mask, groups);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
             py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
             py::arg("is_on_host") = false,
@@ -197,7 +202,7 @@ void bind_attr(py::module_ &m) {
     attr.def("set_host_zero_point", [](attr_object &a, int arg,
                                             dnnl::memory::data_type data_type) {
         a.attr.set_host_zero_point(arg, data_type);
-        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, /*on_host=*/true);
+        add_quantization_arg(a, DNNL_ARG_ATTR_ZERO_POINTS | arg, /*on_host=*/true, data_type);
     }, py::arg("arg"),
             py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
             "One zero point of argument `arg`, passed at execution as host-scalar "
@@ -206,7 +211,7 @@ void bind_attr(py::module_ &m) {
                                                    const dnnl::memory::dims &groups,
                                                    dnnl::memory::data_type data_type) {
         a.attr.set_precomputed_reductions(arg, mask, groups, data_type);
-        add_quantization_arg(a, DNNL_ARG_ATTR_PRECOMPUTED_REDUCTIONS | arg);
+        add_quantization_arg(a, DNNL_ARG_ATTR_PRECOMPUTED_REDUCTIONS | arg, false, data_type, mask, groups);
     }, py::arg("arg"), py::arg("mask"), py::arg("groups") = dnnl::memory::dims(),
             py::arg_v("data_type", dnnl::memory::data_type::s32, "memory.data_type.s32"),
             "Reductions of argument `arg` computed ahead, passed at execution as "
@@ -214,7 +219,7 @@ void bind_attr(py::module_ &m) {
     attr.def("set_rounding_mode", [](attr_object &a, int arg, dnnl::rounding_mode mode) {
         a.attr.set_rounding_mode(arg, mode);
         if (mode == dnnl::rounding_mode::stochastic)
-            add_quantization_arg(a, DNNL_ARG_ATTR_ROUNDING_SEED);
+            add_quantization_arg(a, DNNL_ARG_ATTR_ROUNDING_SEED, false, dnnl::memory::data_type::s32);
     }, py::arg("arg"), py::arg("mode"),
             "Rounding of the argument `arg` the primitive writes; stochastic "
             "rounding takes an s32 seed as ARG_ATTR_ROUNDING_SEED.");
@@ -223,7 +228,7 @@ void bind_attr(py::module_ &m) {
     }, py::arg("arg"), "Rounding mode of argument `arg`.");
     attr.def("set_dropout", [](attr_object &a, const dnnl::memory::desc &mask_desc) {
         a.attr.set_dropout(mask_desc);
-        set_dropout_args(a, /*use_offset=*/false, /*on_host=*/false);
+        set_dropout_args(a, dnnl::memory::data_type::s32, /*use_offset=*/false, /*on_host=*/false);
     }, py::arg("mask_desc"),
             "Dropout on the destination: probability (f32) and seed (s32) passed "
             "at execution as ARG_ATTR_DROPOUT_PROBABILITY and ARG_ATTR_DROPOUT_SEED; "
@@ -233,7 +238,7 @@ void bind_attr(py::module_ &m) {
                                     dnnl::memory::data_type seed_dt, bool use_offset,
                                     bool use_host_scalars) {
         a.attr.set_dropout(mask_desc, seed_dt, use_offset, use_host_scalars);
-        set_dropout_args(a, use_offset, use_host_scalars);
+        set_dropout_args(a, seed_dt, use_offset, use_host_scalars);
     }, py::arg("mask_desc"), py::arg("seed_dt"), py::arg("use_offset"),
             py::arg("use_host_scalars") = false,
             "Dropout with the seed's data type (s32 or s64), with `use_offset` an "

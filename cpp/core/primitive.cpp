@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "common/cache_blobs.hpp"
+#include "common/data_types.hpp"
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
@@ -145,6 +146,33 @@ std::string runtime_dims_disagree(dnnl::primitive::kind kind,
     return "";
 }
 
+// How many values oneDNN reads for an argument qualified per `mask` (and
+// `groups`, in the last two dimensions) of the argument `base` of `pd`, as
+// oneDNN's quant_entry_t::get_md shapes them; 0 where that is not known
+// (the argument has no descriptor or runtime dimensions, odd groups).
+dnnl_dim_t values_per_mask(const dnnl::primitive_desc_base &pd, int base, int mask,
+        const dnnl::memory::dims &groups) {
+    if (mask == 0 && groups.empty()) return 1;
+    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_exec_arg_md, base);
+    int ndims = 0;
+    const dnnl_dims_t *dims = nullptr;
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success || ndims == 0
+            || dnnl_memory_desc_query(md, dnnl_query_dims, &dims) != dnnl_success
+            || has_runtime_values(md) || (!groups.empty() && (groups.size() != 2 || ndims < 2)))
+        return 0;
+    dnnl::memory::dims shape(ndims, 1);
+    for (int d = 0; d < ndims; ++d)
+        if (mask & (1 << d)) shape[d] = (*dims)[d];
+    for (size_t g = 0; g < groups.size(); ++g) {
+        if (groups[g] <= 0) return 0;
+        shape[ndims - 2 + g] /= groups[g];
+    }
+    dnnl_dim_t values = 1;
+    for (auto n : shape)
+        if (n <= 0 || __builtin_mul_overflow(values, n, &values)) return 0;
+    return values;
+}
+
 // Built once per primitive, so oneDNN's C queries are used: they answer
 // without the clones (and allocations) of the C++ wrappers'.
 std::vector<expected_arg> expected_args(
@@ -175,9 +203,15 @@ std::vector<expected_arg> expected_args(
         // whatever the entry holds): each kind's inputs are added by kind.
         dnnl_primitive_kind_t kind = dnnl_post_ops_get_kind(ops, i);
         if (kind == dnnl_prelu) {
-            // oneDNN has no descriptor for these weights (their shape follows
-            // the mask and the destination): any memory is taken.
-            args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_WEIGHTS, {}});
+            // oneDNN has no descriptor for these weights: f32 values shaped
+            // by the post-op's mask over the destination's dimensions.
+            int mask = 0;
+            expected_arg weights {DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_WEIGHTS, {}};
+            if (dnnl_post_ops_get_params_prelu(ops, i, &mask) == dnnl_success) {
+                weights.values = values_per_mask(pd, DNNL_ARG_DST, mask, {});
+                weights.value_type = dnnl::memory::data_type::f32;
+            }
+            args.push_back(std::move(weights));
         } else if (kind == dnnl_convolution) { // depthwise
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_WEIGHTS);
             add_if_used(DNNL_ARG_ATTR_POST_OP_DW | DNNL_ARG_BIAS);
@@ -185,8 +219,14 @@ std::vector<expected_arg> expected_args(
             for (int arg : binary_post_op_inputs(ops, i)) add_if_used(arg);
         }
     }
-    for (const auto &q : quantization_args)
-        args.push_back({q.arg, dnnl::memory::desc(), q.on_host});
+    for (const auto &q : quantization_args) {
+        expected_arg e {q.arg, dnnl::memory::desc(), q.on_host};
+        e.value_type = q.data_type;
+        const int qualifiers = DNNL_ARG_ATTR_SCALES | DNNL_ARG_ATTR_ZERO_POINTS
+                | DNNL_ARG_ATTR_PRECOMPUTED_REDUCTIONS;
+        e.values = q.mask < 0 ? 1 : values_per_mask(pd, q.arg & ~qualifiers, q.mask, q.groups);
+        args.push_back(std::move(e));
+    }
     // A reorder reads its source on its source engine and writes its
     // destination on its destination engine (two engines for a cross-engine
     // reorder; oneDNN then copies through the host).
@@ -421,6 +461,11 @@ std::vector<dnnl_exec_arg_t> execution_args(
                                       "on its engine (primitive_attr.set_host_scale and "
                                       "set_host_zero_point ask for host scalars)"));
         if (mem.host_scalar) { // on no engine, holding its value
+            auto type = mem.desc.get_data_type();
+            if (expected->value_type != dnnl::memory::data_type::undef && type != expected->value_type)
+                throw_invalid_argument(arg_name(arg) + " is " + data_types::name(type)
+                        + " host-scalar memory, where the attributes set "
+                        + data_types::name(expected->value_type));
             converted.push_back({arg, mem.memory.get()});
             continue;
         }
@@ -442,6 +487,20 @@ std::vector<dnnl_exec_arg_t> execution_args(
                 throw_invalid_argument(arg_name(arg) + " has a memory descriptor other than "
                         "the primitive's, " + why + " (query the primitive's with its "
                         "descriptor's *_desc() or query_md(exec_arg_md, arg))");
+        }
+        if (expected->values > 0) {
+            // Values oneDNN reads without a descriptor: bits / 8, rounded up.
+            const size_t needed = (static_cast<size_t>(expected->values)
+                                                  * data_types::bits(expected->value_type)
+                                          + 7)
+                    / 8;
+            const size_t held = addressed_bytes(mem.desc.get());
+            if (held < needed)
+                throw_invalid_argument(arg_name(arg) + " holds " + std::to_string(held)
+                        + " bytes, where the primitive reads " + std::to_string(expected->values)
+                        + " " + data_types::name(expected->value_type)
+                        + (expected->values == 1 ? " value (" : " values (") + std::to_string(needed)
+                        + " bytes), as its attributes ask");
         }
         if (!checks.dense_at_execute.empty()
                 && std::find(checks.dense_at_execute.begin(), checks.dense_at_execute.end(), arg)

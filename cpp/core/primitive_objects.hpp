@@ -30,6 +30,14 @@ struct subject; // ocl_interop/profiling.hpp
 struct quantization_arg {
     int arg;
     bool on_host; // host-scalar memory (set_host_scale, ...) rather than device memory
+    // What oneDNN reads there (writes, for dynamic quantization), as the
+    // attributes say: `data_type` values, one per element of the argument
+    // `arg` qualifies in the dimensions of `mask`, the last two divided by
+    // `groups` (oneDNN's quant_entry_t::get_md); a single value where `mask`
+    // is negative (dropout's and rounding's scalars).
+    int mask = -1;
+    dnnl::memory::dims groups = {};
+    dnnl::memory::data_type data_type = dnnl::memory::data_type::undef;
 };
 
 struct attr_object {
@@ -55,6 +63,11 @@ struct expected_arg {
     // The engine the memory must be on: a reorder's source or destination
     // engine; nullptr: the primitive's.
     dnnl_engine_t engine = nullptr;
+    // Where `desc` is zero: what oneDNN reads there (quantization_arg), when
+    // known: `values` of `value_type` (values 0: unknown, any memory taken).
+    // A host scalar must hold its value in `value_type`.
+    dnnl_dim_t values = 0;
+    dnnl::memory::data_type value_type = dnnl::memory::data_type::undef;
 };
 
 // What execute() checks of a primitive's arguments.
