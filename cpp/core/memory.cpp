@@ -73,6 +73,73 @@ struct mapped_data {
     }
 };
 
+// Why the fields of a descriptor read from a blob cannot be a descriptor's
+// (oneDNN copies a blob without looking: a damaged one divides by zero or
+// reads past its arrays in get_size()), or "". Opaque layouts are taken as
+// they are: their fields are oneDNN's own.
+std::string unsound_fields(const_dnnl_memory_desc_t md) {
+    int ndims = -1;
+    dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
+    if (ndims < 0 || ndims > DNNL_MAX_NDIMS) return "ndims " + std::to_string(ndims);
+    dnnl_data_type_t type = dnnl_data_type_undef;
+    dnnl_memory_desc_query(md, dnnl_query_data_type, &type);
+    if (type != dnnl_data_type_undef && !data_types::find(type))
+        return "data type " + std::to_string(type);
+    dnnl_format_kind_t kind = dnnl_format_kind_undef;
+    dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind);
+    const dnnl_dims_t *dims = nullptr, *padded = nullptr, *offsets = nullptr;
+    dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
+    dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
+    dnnl_memory_desc_query(md, dnnl_query_padded_offsets, &offsets);
+    dnnl_dim_t offset0 = 0;
+    dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset0);
+    if (offset0 < 0) return "offset " + std::to_string(offset0);
+    for (int d = 0; d < ndims; ++d) {
+        auto n = (*dims)[d], p = (*padded)[d];
+        bool runtime = n == DNNL_RUNTIME_DIM_VAL || p == DNNL_RUNTIME_DIM_VAL;
+        if (!runtime && (n < 0 || p < n || (*offsets)[d] < 0 || (*offsets)[d] > p - n))
+            return "dimension " + std::to_string(d);
+    }
+    switch (kind) {
+        case dnnl_format_kind_undef:
+        case dnnl_format_kind_any:
+        case dnnl_format_kind_opaque:
+        case dnnl_format_kind_host_scalar: return "";
+        case dnnl_blocked: break;
+        case dnnl_format_kind_sparse: {
+            dnnl_sparse_encoding_t encoding = dnnl_sparse_encoding_undef;
+            dnnl_dim_t nnz = -1;
+            dnnl_memory_desc_query_v2(md, dnnl_query_sparse_encoding, 0, &encoding);
+            dnnl_memory_desc_query_v2(md, dnnl_query_nnz_s64, 0, &nnz);
+            if (encoding != dnnl_csr && encoding != dnnl_coo && encoding != dnnl_packed)
+                return "sparse encoding " + std::to_string(encoding);
+            return nnz < 0 ? "nnz " + std::to_string(nnz) : "";
+        }
+        default: return "format kind " + std::to_string(kind);
+    }
+    int nblks = -1;
+    const dnnl_dims_t *strides = nullptr, *blks = nullptr, *idxs = nullptr;
+    dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &nblks);
+    dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
+    dnnl_memory_desc_query(md, dnnl_query_inner_blks, &blks);
+    dnnl_memory_desc_query(md, dnnl_query_inner_idxs, &idxs);
+    if (nblks < 0 || nblks > DNNL_MAX_NDIMS) return "inner_nblks " + std::to_string(nblks);
+    dnnl_dim_t blocks[DNNL_MAX_NDIMS];
+    std::fill(blocks, blocks + DNNL_MAX_NDIMS, 1);
+    for (int b = 0; b < nblks; ++b) {
+        auto idx = (*idxs)[b], blk = (*blks)[b];
+        if (idx < 0 || idx >= ndims || blk <= 0 || __builtin_mul_overflow(blocks[idx], blk, &blocks[idx]))
+            return "inner block " + std::to_string(b);
+    }
+    for (int d = 0; d < ndims; ++d) {
+        auto p = (*padded)[d], s = (*strides)[d];
+        if (p != DNNL_RUNTIME_DIM_VAL && p % blocks[d] != 0)
+            return "padded dimension " + std::to_string(d) + " is no multiple of its blocks";
+        if (s < 0 && s != DNNL_RUNTIME_DIM_VAL) return "stride " + std::to_string(d);
+    }
+    return "";
+}
+
 // The NumPy dtype that stores elements of `t` (the data-type table's), or
 // None for sub-byte types (shown as raw bytes).
 py::object numpy_dtype(dt t) {
@@ -244,8 +311,9 @@ void bind_desc(py::class_<memory_object> &mem) {
                     + std::to_string(expected));
         std::vector<uint8_t> data(bytes.begin(), bytes.end());
         memory::desc result(data);
-        if (result.get_ndims() < 0 || result.get_ndims() > DNNL_MAX_NDIMS)
-            throw_invalid_argument("desc(blob): the blob is not a memory descriptor's");
+        std::string why = unsound_fields(result.get());
+        if (!why.empty())
+            throw_invalid_argument("desc(blob): the blob is not a memory descriptor's (" + why + ")");
         return result;
     }),
             py::arg("blob"),
