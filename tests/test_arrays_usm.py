@@ -754,6 +754,19 @@ def test_fill_bad_sizes(cl_queue, device_ptrs):
         usm.fill(cl_queue, p + 4096 - 4, b"\x00\x00\x00\x00", 8)
 
 
+def test_fill_of_zero_bytes_returns_an_event_after_its_deps(cl_context, cl_ooo_queue, device_ptrs):
+    """0 bytes fill nothing, and still return the event the docstring
+    promises (the CPU runtime gives none: a marker stands for it), which
+    completes only after the call's deps, as a fill's would."""
+    p, _ = device_ptrs
+    gate = cl.UserEvent(cl_context)
+    ev = usm.fill(cl_ooo_queue, p, b"\x05", 0, deps=[gate])
+    assert isinstance(ev, cl.Event)
+    assert ev.command_execution_status != cl.command_execution_status.COMPLETE
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    ev.wait()
+
+
 def test_fill_foreign_pointer(cl_queue):
     host = np.zeros(16, np.uint8)
     with pytest.raises(dnnl.error, match="not a USM allocation"):

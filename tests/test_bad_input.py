@@ -609,3 +609,14 @@ def test_enum_results_are_the_members_and_enum_arguments_are_checked_by_class(o)
     assert dnnl.memory.desc([2, 3], DT.s8, TAG.ab).get_data_type() is DT.s8
     with pytest.raises(TypeError):
         dnnl.memory.desc([2, 3], dnnl.algorithm.eltwise_relu, TAG.ab)
+
+
+def test_post_op_argument_index_outside_int_range_is_refused():
+    """C's DNNL_ARG_ATTR_MULTIPLE_POST_OP multiplies in int: -1 gave 0
+    (ARG_UNDEF), 2**24 + 1 the same value as index 1, larger ones overflowed.
+    Indices 0 to 65534 give oneDNN's values; others are refused."""
+    assert dnnl.ARG_ATTR_MULTIPLE_POST_OP(0) == 32768
+    assert dnnl.ARG_ATTR_MULTIPLE_POST_OP(65534) == 32768 * 65535
+    for bad in (-1, -2, 65535, 2**24 + 1, 2**31 - 1):
+        with pytest.raises(dnnl.invalid_arguments, match=f"index must be from 0 to 65534.*not {bad}"):
+            dnnl.ARG_ATTR_MULTIPLE_POST_OP(bad)

@@ -254,6 +254,27 @@ def test_inputs_as_tensors_and_memory(graph_engine, graph_stream, cl_queue, cl_c
                                np.maximum(x @ w1, 0) @ w2, rtol=1e-4, atol=1e-4)
 
 
+def test_inputs_as_usm_allocations(graph_engine, graph_stream, cl_queue, cl_context, cl_device):
+    """dnnl.usm.allocation objects (typed pointers) are taken as they are,
+    as every memory handle parameter takes them, and kept alive by the
+    tensors made of them (they were refused, with advice to use dnnl.usm)."""
+    import gc
+
+    p = pat.mlp(graph_engine, 2, 16, 16)
+    rng = np.random.default_rng(14)
+    host = [rng.uniform(-1, 1, s).astype(np.float32) for s in ((2, 16), (16, 16), (16, 16))]
+    blocks = [usm.allocation(cl_context, a.nbytes, "device", cl_device) for a in host]
+    for block, a in zip(blocks, host):
+        upload(cl_queue, block.ptr, a)
+    out, _ = p(graph_stream, *blocks)
+    del blocks
+    gc.collect()
+    graph_stream.wait()
+    x, w1, w2 = host
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (2, 16)),
+                               np.maximum(x @ w1, 0) @ w2, rtol=1e-4, atol=1e-4)
+
+
 def test_dispatched(graph_engine, graph_stream, device_arrays):
     p = pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="causal")
     args = [device_arrays(np.zeros(s, np.float32)) for s in ((1, 1, 4, 8), (1, 1, 16, 8),

@@ -1,9 +1,12 @@
 // Execution-argument constants, post-ops and primitive attributes.
 #include <algorithm>
+#include <climits>
+#include <string>
 
 #include <pybind11/native_enum.h>
 #include <pybind11/stl.h>
 
+#include "common/errors.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace py = pybind11;
@@ -334,6 +337,13 @@ std::string arg_name(int arg) {
 void bind_attributes(py::module_ &m) {
     for (const auto &c : arg_constants) m.attr(c.name) = c.value;
     m.def("ARG_ATTR_MULTIPLE_POST_OP", [](int index) {
+        // C's macro multiplies in int: a negative index gives ARG_UNDEF or
+        // another argument's value, a large one overflows.
+        constexpr int largest = INT_MAX / DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE - 1;
+        if (index < 0 || index > largest)
+            throw_invalid_argument("ARG_ATTR_MULTIPLE_POST_OP(index): index must be from 0 to "
+                    + std::to_string(largest) + " (a post-op's position), not "
+                    + std::to_string(index));
         return DNNL_ARG_ATTR_MULTIPLE_POST_OP(index);
     }, py::arg("index"), "Base of the arguments of the index-th post-op; add "
                          "ARG_SRC_1 for a binary post-op's input.");

@@ -186,6 +186,10 @@ void bind_usm(py::module_ &m) {
                          static_cast<cl_uint>(wait_list.size()),
                          wait_list.empty() ? nullptr : wait_list.data(), &event),
                 "clEnqueueMemFillINTEL");
+        if (!event) // the CPU runtime gives none for 0 bytes: a marker stands for it
+            check_cl(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(wait_list.size()),
+                             wait_list.empty() ? nullptr : wait_list.data(), &event),
+                    "clEnqueueMarkerWithWaitList");
         return cl_handles::owned_event(event);
     }, py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
             py::arg("deps") = py::tuple(),

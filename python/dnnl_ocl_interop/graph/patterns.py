@@ -31,6 +31,7 @@ and misses.
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -48,6 +49,18 @@ _HOST_SCALAR = _lt.property_type.host_scalar
 _DTYPES = {"f32": _lt.data_type.f32, "f16": _lt.data_type.f16, "bf16": _lt.data_type.bf16}
 _ACTIVATIONS = {"relu": _g.op.kind.ReLU, "gelu": _g.op.kind.GELU,
                 "sigmoid": _g.op.kind.Sigmoid, "tanh": _g.op.kind.Tanh}
+
+
+def _is_pointer(value: Any) -> bool:
+    """An int, or an object that converts to one (``__index__``: a typed
+    pointer such as dnnl.usm.allocation), as memory handles are taken."""
+    if isinstance(value, bool):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _dense_strides(dims: Sequence[int]) -> list[int]:
@@ -240,14 +253,14 @@ class pattern:
                 raise invalid_argument(f"{self.name}: {port.name} must be a dense memory "
                                  f"(strides {_dense_strides(dims)})")
             handle = value.get_data_handle()
-        elif isinstance(value, int) and not isinstance(value, bool):
-            handle = value
+        elif _is_pointer(value):
+            handle = value  # an int, or a typed pointer (dnnl.usm.allocation) the tensor keeps alive
         else:
             hint = (" pyopencl arrays are OpenCL buffers, which graph tensors cannot use;"
                     if type(value).__module__.startswith("pyopencl") else "")
             raise TypeError(f"{self.name}: {port.name} must be a dnnl.graph.tensor, a USM "
-                            f"dnnl.memory or an int USM pointer, not {type(value).__name__}."
-                            f"{hint} allocate USM memory (dnnl.usm) instead")
+                            f"dnnl.memory, or a USM pointer (an int or a dnnl.usm.allocation), "
+                            f"not {type(value).__name__}.{hint} allocate USM memory (dnnl.usm) instead")
         return _g.tensor(lt, self.engine, handle)  # checks the pointer and its size
 
     def __call__(self, stream: Any, *inputs: Any, output: Any = None,
