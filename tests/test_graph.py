@@ -505,6 +505,42 @@ def test_two_tensors_for_one_port_are_refused(engine, stream, buffers):
                          [buffers.tensor(c, engine)])
 
 
+@pytest.mark.parametrize("given, why", [
+    (lt(0, F32, [16], [2]), "strides 2 where they are 1"),
+    (lt(0, lt.data_type.f16, [16], STRIDED), "f16 where it is f32"),
+    (lt(0, F32, [4, 4], STRIDED), "dims 4x4 where they are 16"),
+    (lt(0, F32, [8], STRIDED), "dims 8 where they are 16"),
+], ids=["strides", "data type", "rank", "dims"])
+def test_tensor_unlike_its_compiled_port_is_refused(engine, stream, buffers, given, why):
+    """oneDNN's kernels address a tensor by its port as compiled, whatever
+    its own logical tensor says: a stride-2 view of 32 floats given for a
+    dense [16] port was read as the first 16 floats (a silently wrong
+    ReLU). A tensor whose logical tensor describes other data (strides,
+    data type, dimensions) is refused, even with storage to spare."""
+    x, y = lt(0, F32, [16], STRIDED), lt(1, F32, [16], STRIDED)
+    compiled = _only_partition(g.op(0, g.op.kind.ReLU, [x], [y])).compile([x], [y], engine)
+    roomy = usm.allocation(buffers.context, 1024, "device", buffers.device)
+    buffers.owned.append(roomy)
+    with pytest.raises(dnnl.invalid_arguments, match=rf"inputs\[0\] describes other data than its port "
+                                                     rf"was compiled for \({why}\)"):
+        compiled.execute(stream, [g.tensor(given, engine, roomy.ptr)], [buffers.tensor(y, engine)])
+
+
+def test_strides_of_single_element_dimensions_do_not_matter(engine, stream, buffers, cl_queue):
+    """A dimension of one element is never stepped along: a tensor whose
+    stride differs there from the compiled port's describes the same data,
+    and is taken (the result checked)."""
+    x, y = lt(0, F32, [1, 16], STRIDED), lt(1, F32, [1, 16], STRIDED)
+    compiled = _only_partition(g.op(0, g.op.kind.ReLU, [x], [y])).compile([x], [y], engine)
+    data = np.linspace(-4, 4, 16, dtype=np.float32).reshape(1, 16)
+    source = buffers.tensor(x, engine, data)
+    out = buffers.tensor(y, engine)
+    compiled.execute(stream, [g.tensor(lt(0, F32, [1, 16], [999, 1]), engine, source.get_data_handle())],
+                     [out])
+    stream.wait()
+    np.testing.assert_array_equal(download(cl_queue, out.get_data_handle(), (1, 16)), np.maximum(data, 0))
+
+
 def test_query_logical_tensor_resolves_layout_any(engine):
     ops, (a, b, d) = _matmul_relu_ops(F32, 4, 8, 6)
     partition = _only_partition(*ops)

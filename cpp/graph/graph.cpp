@@ -2,6 +2,7 @@
 // and tensors. Calls that may reach a graph allocator go through
 // graph_allocator::with_callbacks.
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -533,10 +534,55 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
       outputs(std::move(outputs)),
       scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
     for (const auto *ports : {&this->inputs, &this->outputs})
-        for (const lt &port : *ports)
-            compiled_sizes.emplace_back(port.get_id(),
-                    addressed_bytes(this->partition.query_logical_tensor(port.get_id())));
+        for (const lt &port : *ports) {
+            lt compiled = this->partition.query_logical_tensor(port.get_id());
+            compiled_ports.push_back({port.get_id(), compiled, addressed_bytes(compiled)});
+        }
 }
+
+namespace {
+
+// How a tensor's logical tensor describes other data than its port as
+// compiled (data type, dimensions, layout, strides where a dimension has
+// more than one element), or "". Read from the C structs: this runs for
+// every tensor of every execute.
+// The C struct a logical_tensor holds (its one, private, member; the getters
+// copy vectors).
+const dnnl_graph_logical_tensor_t &c_struct(const lt &t) {
+    static_assert(std::is_standard_layout<lt>::value && sizeof(lt) == sizeof(dnnl_graph_logical_tensor_t),
+            "dnnl::graph::logical_tensor holds one dnnl_graph_logical_tensor_t");
+    return reinterpret_cast<const dnnl_graph_logical_tensor_t &>(t);
+}
+
+std::string unlike_compiled(const lt &given, const lt &compiled) {
+    const dnnl_graph_logical_tensor_t &a = c_struct(given), &b = c_struct(compiled);
+    auto type = [](dnnl_data_type_t t) { return std::string(data_types::name(t)); };
+    if (a.data_type != b.data_type) return type(a.data_type) + " where it is " + type(b.data_type);
+    auto dims = [](const dnnl_graph_logical_tensor_t &t) {
+        std::string text;
+        for (int d = 0; d < t.ndims; ++d) text += (d ? "x" : "") + std::to_string(t.dims[d]);
+        return text.empty() ? std::string("0-d") : text;
+    };
+    if (a.ndims != b.ndims || !std::equal(a.dims, a.dims + std::max(a.ndims, 0), b.dims))
+        return "dims " + dims(a) + " where they are " + dims(b);
+    if (a.layout_type != b.layout_type)
+        return "another layout type (" + std::to_string(a.layout_type) + " where it is "
+                + std::to_string(b.layout_type) + ")";
+    if (a.layout_type == dnnl_graph_layout_type_opaque && a.layout.layout_id != b.layout.layout_id)
+        return "another opaque layout id";
+    if (a.layout_type == dnnl_graph_layout_type_strided)
+        for (int d = 0; d < a.ndims; ++d)
+            if (a.dims[d] > 1 && a.layout.strides[d] != b.layout.strides[d]) {
+                std::string why = "strides";
+                for (int i = 0; i < a.ndims; ++i) why += (i ? "," : " ") + std::to_string(a.layout.strides[i]);
+                why += " where they are";
+                for (int i = 0; i < b.ndims; ++i) why += (i ? "," : " ") + std::to_string(b.layout.strides[i]);
+                return why;
+            }
+    return "";
+}
+
+} // namespace
 
 graph_execution graph_execution_args(const compiled_partition_object &cp,
         const stream_object &stream, py::handle inputs, py::handle outputs) {
@@ -601,8 +647,16 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             if (!t.tensor.get_data_handle())
                 throw_invalid_argument(name() + " has no storage (dnnl.MEMORY_NONE)");
             size_t needed = 0;
-            for (const auto &size : cp.compiled_sizes)
-                if (size.first == given.get_id()) needed = size.second;
+            for (const auto &compiled : cp.compiled_ports)
+                if (compiled.id == given.get_id()) {
+                    needed = compiled.bytes;
+                    std::string why = unlike_compiled(given, compiled.logical);
+                    if (!why.empty())
+                        throw_invalid_argument(name() + " describes other data than its port was "
+                                "compiled for (" + why + "); oneDNN's kernels would read it as "
+                                "compiled: make it of compiled_partition.query_logical_tensor("
+                                + std::to_string(given.get_id()) + ")");
+                }
             size_t holds = t.addressed;
             if (holds < needed)
                 throw_invalid_argument(name() + " addresses " + std::to_string(holds)

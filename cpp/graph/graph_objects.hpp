@@ -45,9 +45,16 @@ struct compiled_partition_object {
     engine_object engine; // first: keeps the allocator callable while the partition goes
     dnnl::graph::compiled_partition partition;
     std::vector<dnnl::graph::logical_tensor> inputs, outputs;
-    // Bytes each port needs as compiled, by logical tensor id (checked on
-    // every execute).
-    std::vector<std::pair<size_t, size_t>> compiled_sizes;
+    // Each port as compiled (query_logical_tensor), by logical tensor id:
+    // oneDNN's kernels address a tensor by this whatever the tensor's own
+    // logical tensor says, so execute checks both agree, and that the
+    // tensor's storage holds the bytes this addresses.
+    struct compiled_port {
+        size_t id;
+        dnnl::graph::logical_tensor logical;
+        size_t bytes;
+    };
+    std::vector<compiled_port> compiled_ports;
     size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
     // What a dnnl.profiling recorder calls its executes (oneDNN has no query
     // for a compiled partition's implementation): "partition" unless the
