@@ -1,5 +1,6 @@
 #include <string>
 
+#include "common/instances.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
 #include "common/verbose.hpp"
@@ -67,4 +68,5 @@ PYBIND11_MODULE(_core, m) {
         names.attr("sort")();
         mod.attr("__all__") = names;
     }
+    instances::guard_new(m); // last: every class is made
 }

@@ -620,3 +620,58 @@ def test_post_op_argument_index_outside_int_range_is_refused():
     for bad in (-1, -2, 65535, 2**24 + 1, 2**31 - 1):
         with pytest.raises(dnnl.invalid_arguments, match=f"index must be from 0 to 65534.*not {bad}"):
             dnnl.ARG_ATTR_MULTIPLE_POST_OP(bad)
+
+
+def _bound_classes():
+    """Every class the compiled module binds (its submodules and nested
+    classes included), by qualified name."""
+    found, seen = {}, set()
+
+    def walk(scope):
+        if id(scope) in seen:
+            return
+        seen.add(id(scope))
+        for value in list(vars(scope).values()):
+            if isinstance(value, types.ModuleType) and value.__name__.startswith("dnnl_ocl_interop._core"):
+                walk(value)
+            elif isinstance(value, type) and type(value).__name__ == "pybind11_type":
+                found[f"{value.__module__}.{value.__qualname__}"] = value
+                walk(value)
+    walk(dnnl._core)
+    return found
+
+
+def test_no_bound_class_is_made_by_new_alone():
+    """cls.__new__(cls) without __init__ made objects that held nothing, and
+    their first method call crashed the interpreter (engine.get_kind,
+    memory.desc.get_size, graph.graph.finalize, post_ops' len, ...). Every
+    bound class refuses it with a TypeError naming the class; calling the
+    class still makes its objects."""
+    classes = _bound_classes()
+    assert len(classes) > 100 and "dnnl_ocl_interop._core.memory.desc" in classes
+    for name, cls in classes.items():
+        with pytest.raises(TypeError, match=rf"{re.escape(cls.__qualname__)} cannot be made by "
+                                            r"__new__ alone"):
+            cls.__new__(cls)
+    assert dnnl.memory.desc([2, 3], DT.f32, TAG.ab).get_size() == 24
+
+
+def test_python_subclasses_of_bound_classes_still_work():
+    """The guard serves a Python subclass's instances made by calling it,
+    its own __new__ calling super().__new__ too, and refuses its __new__
+    called alone."""
+    class Desc(dnnl.memory.desc):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.note = "mine"
+
+    class Tensor(dnnl.graph.logical_tensor):
+        def __new__(cls, *args):
+            return super().__new__(cls, *args)
+
+    lt = dnnl.graph.logical_tensor
+    d = Desc([4], DT.f32, TAG.a)
+    assert (d.get_size(), d.note) == (16, "mine")
+    assert Tensor(0, lt.data_type.f32, [2], lt.layout_type.strided).get_dims() == [2]
+    with pytest.raises(TypeError, match="Desc cannot be made by __new__ alone"):
+        Desc.__new__(Desc)

@@ -49,7 +49,10 @@ def corrected(text: str) -> str:
       members, with a bogus __new__: they become `member = ...`;
     - __eq__/__ne__ are bound as operators (another type gives
       NotImplemented), so they take any object;
-    - `__hash__ = None` of unhashable classes is kept, told to mypy.
+    - `__hash__ = None` of unhashable classes is kept, told to mypy;
+    - the __new__ every bound class gets (cpp/common/instances.hpp: it only
+      refuses `cls.__new__(cls)` alone) is left out: the classes are made by
+      calling them, as their __init__ signatures say.
     """
     out: list[str] = []
     enum_indent: str | None = None
@@ -72,6 +75,15 @@ def corrected(text: str) -> str:
                     and lines[i + 1].strip() == "def __new__(cls, value):":
                 i += 3  # @classmethod, def __new__, its `...` body
                 continue
+        if line.strip() == "@staticmethod" and i + 1 < len(lines) \
+                and lines[i + 1].strip().startswith("def __new__(arg0: typing.Any, *args, **kwargs)"):
+            i += 2
+            if i < len(lines) and lines[i].strip() == '"""':  # its docstring
+                i += 1
+                while i < len(lines) and lines[i].strip() != '"""':
+                    i += 1
+                i += 1
+            continue
         operator = _OPERATOR.match(line)
         if operator:
             line = f"{operator.group(1)}other: object{operator.group(3)}"

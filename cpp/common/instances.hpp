@@ -1,0 +1,23 @@
+// Instances of the module's classes made without their __init__.
+//
+// `cls.__new__(cls)` alone makes a pybind11 instance that holds no value, and
+// pybind11 hands its methods uninitialized memory: the first call crashed
+// (engine.get_kind, memory.desc.get_size, graph.graph.finalize, ...).
+// guard_new gives every class of the module a __new__ that refuses such a
+// call with a TypeError naming the class. `cls(...)` is untouched: pybind11's
+// own tp_new slot makes its instance, as before. A Python subclass's
+// instances, whose __new__ slot finds the guard, are made while their
+// type's call runs (pybind11 then checks that __init__ made the value).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace dnnl_ocl_interop {
+namespace instances {
+
+// For every class reachable from `root` (its submodules, nested classes),
+// once, after all bindings are made.
+void guard_new(pybind11::module_ &root);
+
+} // namespace instances
+} // namespace dnnl_ocl_interop
