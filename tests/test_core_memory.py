@@ -16,7 +16,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import DT, TAG, oi
+from helpers import DT, TAG, oi, usm
 
 # data type -> the NumPy dtype of map_data (f16 as float16, bf16 as uint16)
 NUMPY_OF = {
@@ -411,3 +411,48 @@ def test_zero_strides_memory_reads_its_one_element(engine, stream, cl_context, c
     np.testing.assert_array_equal(dnnl.arrays.read(dense), np.full((3, 3), 5.0, np.float32))
     with pytest.raises(dnnl.invalid_arguments, match="strides are all 0"):
         mem.map_data()
+
+
+def test_a_blocked_sub_memory_on_its_parents_buffer(engine):
+    """A sub-memory of a blocked layout keeps its parent's strides: its
+    get_size() is the parent's extent, and its offset lies within it (its
+    furthest block ends at the parent's end), so it is taken on the
+    parent's own buffer; get_size() plus the offset refused it."""
+    parent_desc = dnnl.memory.desc([2, 32, 4, 4], DT.f32, TAG.aBcd16b)
+    parent = dnnl.memory(parent_desc, engine)
+    for dims, offsets in (([2, 16, 4, 4], [0, 16, 0, 0]), ([2, 32, 2, 4], [0, 0, 2, 0])):
+        sub = parent_desc.submemory_desc(dims, offsets)
+        assert sub._addressed_bytes() == 4096 == oi.get_mem_object(parent).size
+        dnnl.memory(sub, engine, oi.get_mem_object(parent))
+        oi.make_memory(sub, engine, oi.memory_kind.buffer, oi.get_mem_object(parent))
+
+
+@pytest.mark.parametrize("kind", ["host", "shared"])
+def test_map_data_of_a_sub_memory_on_host_visible_usm(engine, cl_context, cl_device, kind):
+    """oneDNN maps host and shared USM in place (the pointer itself, no
+    copy of get_size() bytes): a sub-memory ending at its allocation's end
+    maps. (Device USM and buffers are copied by that size: refused there.)"""
+    whole = dnnl.memory.desc([4, 8], DT.f32, TAG.ab)
+    values = np.arange(32, dtype=np.float32).reshape(4, 8)
+    with usm.allocation(cl_context, whole.get_size(), kind, cl_device) as storage:
+        storage.as_array(np.float32)[:] = values.ravel()
+        sub = oi.make_memory(whole.submemory_desc([4, 4], [0, 4]), engine, oi.memory_kind.usm, storage.ptr)
+        view = sub.map_data()
+        np.testing.assert_array_equal(view, values[:, 4:])
+        sub.unmap_data(view)
+        del view, sub
+    with usm.allocation(cl_context, whole.get_size(), "device", cl_device) as storage:
+        sub = oi.make_memory(whole.submemory_desc([4, 4], [0, 4]), engine, oi.memory_kind.usm, storage.ptr)
+        with pytest.raises(dnnl.invalid_arguments, match="oneDNN maps 144 bytes"):
+            sub.map_data()
+
+
+@pytest.mark.parametrize("kind", [oi.memory_kind.usm, oi.memory_kind.buffer])
+def test_memory_the_binding_allocates_maps(engine, kind):
+    """A strided layout addresses fewer bytes than get_size(), which oneDNN
+    maps: the binding's own allocations hold both, so its memory maps."""
+    desc = dnnl.memory.desc([4, 3], DT.f32, [6, 1])
+    mem = oi.make_memory(desc, engine, kind)
+    values = np.arange(12, dtype=np.float32).reshape(4, 3)
+    dnnl.arrays.write(mem, values)
+    np.testing.assert_array_equal(dnnl.arrays.read(mem), values)

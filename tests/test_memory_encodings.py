@@ -274,7 +274,9 @@ def test_csr_and_packed_descriptors():
 
 def test_descriptor_blob_round_trip():
     for d in (desc((2, 3, 4)), dnnl.memory.desc([8, 16], DT.bf16, TAG.AB16b16a),
-              dnnl.memory.desc.coo([4, 6], F32, 5, DT.s32)):
+              dnnl.memory.desc.coo([4, 6], F32, 5, DT.s32), dnnl.memory.desc.packed([4, 6], F32, 5),
+              dnnl.memory.desc.host_scalar(DT.s32), dnnl.memory.desc([1, 4], F32, [-5, 1]),
+              dnnl.memory.desc([2, 32, 4, 4], F32, TAG.aBcd16b).submemory_desc([2, 16, 4, 4], [0, 16, 0, 0])):
         blob = d.get_blob()
         assert isinstance(blob, bytes)
         assert dnnl.memory.desc(blob) == d
@@ -288,7 +290,7 @@ import dnnl_ocl_interop as dnnl
 M, dt, tag = dnnl.memory, dnnl.memory.data_type, dnnl.memory.format_tag
 bases = [M.desc([2, 3, 4, 5], dt.f32, tag.abcd), M.desc([2, 32, 4, 5], dt.f16, tag.aBcd16b),
          M.desc([10], dt.f32, tag.a).submemory_desc([3], [7]), M.desc.csr([4, 8], dt.f32, 5, dt.s32, dt.s32),
-         M.desc([8, 8], dt.s8, [1, 8])]
+         M.desc([8, 8], dt.s8, [1, 8]), M.desc.packed([4, 8], dt.f32, 5)]
 blobs = [d.get_blob() for d in bases]
 refused = 0
 for seed in range(300):
@@ -310,7 +312,7 @@ print("refused", refused)
 
 
 def test_damaged_descriptor_blobs_are_refused_not_crashed_on():
-    """300 blobs of five descriptors with 1 to 3 random bytes changed
+    """300 blobs of six descriptors with 1 to 3 random bytes changed
     (fixed seeds): the fields oneDNN computes sizes from (ndims, data type,
     format kind, dims, padding, offset, inner blocks, strides, sparse
     encoding and nnz) are checked when the blob is read, so none of them

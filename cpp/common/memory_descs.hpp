@@ -27,47 +27,81 @@ inline bool has_runtime_values(const_dnnl_memory_desc_t md) {
     return false;
 }
 
-// Bytes from the handle of buffer `index` that oneDNN's kernels may address
-// for `md`. A plain layout (no inner blocks, no padding) addresses up to its
-// furthest element, from its sub-memory offset on: get_size() counts
-// max(dim * stride) elements without the offset, more than a strided view
-// reaches and less than a sub-memory does (and 0 for all-zero strides).
-// Other layouts: get_size(), plus the offset as oneDNN maps a memory
-// (memory_desc_map_size). The storage checks and the binding's allocations
-// take this.
-inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
+// Bytes oneDNN maps of buffer `index` (memory_desc_map_size): get_size()
+// and, for buffer 0, the sub-memory offset (a sub-byte type's element counted
+// as a byte, as oneDNN counts it there).
+inline size_t mapped_bytes(const_dnnl_memory_desc_t md, int index = 0) {
     size_t size = dnnl_memory_desc_get_size_v2(md, index);
+    if (index != 0) return size;
+    dnnl_data_type_t type = dnnl_data_type_undef;
+    dnnl_dim_t offset = 0;
+    dnnl_memory_desc_query(md, dnnl_query_data_type, &type);
+    dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset);
+    return size + static_cast<size_t>(std::max<dnnl_dim_t>(offset, 0)) * dnnl_data_type_size(type);
+}
+
+// Bytes from the handle of buffer `index` that oneDNN's kernels may address
+// for `md`. A blocked layout (plain ones included) addresses from its
+// sub-memory offset to the end of its furthest block: offset + sum((padded
+// dim / block - 1) * stride) + the inner block's elements. get_size() counts
+// max(padded dim / block * stride) elements and no offset: more than a
+// strided view reaches, less than a plain sub-memory does (the parent's
+// extent for a blocked one), and 0 for all-zero strides. A layout with
+// additional buffers after its data (s8 compensation: get_size() beyond the
+// data's own size) takes its mapped_bytes at least. Other layouts, and
+// what cannot be worked out (negative strides, overflow): get_size() and the
+// offset. The storage checks and the binding's allocations take this.
+inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
+    const size_t size = dnnl_memory_desc_get_size_v2(md, index);
     dnnl_format_kind_t kind = dnnl_format_kind_undef;
     dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind);
     if (index != 0 || kind != dnnl_blocked || has_runtime_values(md)) return size;
-    int ndims = 0, inner_blocks = 0;
-    const dnnl_dims_t *dims = nullptr, *padded = nullptr, *strides = nullptr;
+    int ndims = 0, nblks = 0;
+    const dnnl_dims_t *dims = nullptr, *padded = nullptr, *strides = nullptr, *blks = nullptr,
+                      *idxs = nullptr;
     dnnl_data_type_t type = dnnl_data_type_undef;
     dnnl_dim_t offset = 0;
     dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
     dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
     dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
     dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
-    dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &inner_blocks);
+    dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &nblks);
+    dnnl_memory_desc_query(md, dnnl_query_inner_blks, &blks);
+    dnnl_memory_desc_query(md, dnnl_query_inner_idxs, &idxs);
     dnnl_memory_desc_query(md, dnnl_query_data_type, &type);
     dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset);
-    for (int i = 0; i < ndims; ++i)
-        if ((*dims)[i] == 0) return size; // no element: nothing addressed
-    const size_t element = dnnl_data_type_size(type); // 1 for sub-byte types
-    const size_t bits = data_types::bits(type);
-    bool plain = inner_blocks == 0 && bits != 0 && offset >= 0;
-    unsigned long long furthest = static_cast<unsigned long long>(offset); // in elements
-    for (int i = 0; plain && i < ndims; ++i) {
-        unsigned long long step = 0;
-        plain = (*padded)[i] == (*dims)[i] && (*strides)[i] >= 0
-                && !__builtin_mul_overflow(static_cast<unsigned long long>((*dims)[i] - 1),
-                        static_cast<unsigned long long>((*strides)[i]), &step)
-                && !__builtin_add_overflow(furthest, step, &furthest);
+    for (int d = 0; d < ndims; ++d)
+        if ((*dims)[d] == 0) return size; // no element: nothing addressed
+    const size_t fallback = std::max<size_t>(size, dnnl_data_type_size(type)) + mapped_bytes(md) - size;
+    const unsigned long long bits = data_types::bits(type);
+    if (bits == 0 || offset < 0 || nblks < 0 || nblks > DNNL_MAX_NDIMS) return fallback;
+    unsigned long long blocks[DNNL_MAX_NDIMS], block = 1;
+    std::fill(blocks, blocks + DNNL_MAX_NDIMS, 1ULL);
+    for (int b = 0; b < nblks; ++b) {
+        blocks[(*idxs)[b]] *= (*blks)[b];
+        block *= (*blks)[b];
     }
-    unsigned long long bit_count = 0;
-    if (plain && furthest < ULLONG_MAX && !__builtin_mul_overflow(furthest + 1, bits, &bit_count))
-        return (bit_count + 7) / 8;
-    return std::max(size, element) + static_cast<size_t>(offset) * element;
+    // In elements: the furthest one addressed + 1, and oneDNN's data size.
+    unsigned long long end = static_cast<unsigned long long>(offset) + block, data = 0;
+    for (int d = 0; d < ndims; ++d) {
+        unsigned long long outer = static_cast<unsigned long long>((*padded)[d]) / blocks[d], step = 0;
+        if (outer == 0) return fallback;
+        if (outer == 1) { // never stepped along: any stride
+            data = std::max(data, 1ULL);
+            continue;
+        }
+        if ((*strides)[d] < 0
+                || __builtin_mul_overflow(outer - 1, static_cast<unsigned long long>((*strides)[d]), &step)
+                || __builtin_add_overflow(end, step, &end))
+            return fallback;
+        data = std::max(data, outer * static_cast<unsigned long long>((*strides)[d]));
+    }
+    if (data == 1 && nblks != 0) data = block; // as memory_desc_wrapper::size()
+    unsigned long long end_bits = 0;
+    if (__builtin_mul_overflow(end, bits, &end_bits)) return fallback;
+    const size_t addressed = static_cast<size_t>((end_bits + 7) / 8);
+    if (size > (data * bits + 7) / 8) return std::max(addressed, mapped_bytes(md)); // extra buffers
+    return addressed;
 }
 
 } // namespace dnnl_ocl_interop

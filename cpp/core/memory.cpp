@@ -87,6 +87,7 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
         return "data type " + std::to_string(type);
     dnnl_format_kind_t kind = dnnl_format_kind_undef;
     dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind);
+    if (kind == dnnl_format_kind_host_scalar) return ""; // one element (padded dims left 0)
     const dnnl_dims_t *dims = nullptr, *padded = nullptr, *offsets = nullptr;
     dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
     dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
@@ -97,14 +98,14 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
     for (int d = 0; d < ndims; ++d) {
         auto n = (*dims)[d], p = (*padded)[d];
         bool runtime = n == DNNL_RUNTIME_DIM_VAL || p == DNNL_RUNTIME_DIM_VAL;
-        if (!runtime && (n < 0 || p < n || (*offsets)[d] < 0 || (*offsets)[d] > p - n))
-            return "dimension " + std::to_string(d);
+        if (!runtime && n < 0) return "dimension " + std::to_string(d);
+        if (!runtime && kind == dnnl_blocked && (p < n || (*offsets)[d] < 0 || (*offsets)[d] > p - n))
+            return "padded dimension " + std::to_string(d);
     }
     switch (kind) {
         case dnnl_format_kind_undef:
         case dnnl_format_kind_any:
-        case dnnl_format_kind_opaque:
-        case dnnl_format_kind_host_scalar: return "";
+        case dnnl_format_kind_opaque: return "";
         case dnnl_blocked: break;
         case dnnl_format_kind_sparse: {
             dnnl_sparse_encoding_t encoding = dnnl_sparse_encoding_undef;
@@ -135,7 +136,8 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
         auto p = (*padded)[d], s = (*strides)[d];
         if (p != DNNL_RUNTIME_DIM_VAL && p % blocks[d] != 0)
             return "padded dimension " + std::to_string(d) + " is no multiple of its blocks";
-        if (s < 0 && s != DNNL_RUNTIME_DIM_VAL) return "stride " + std::to_string(d);
+        // (oneDNN steps along no dimension of one padded element)
+        if (s < 0 && s != DNNL_RUNTIME_DIM_VAL && p != 1) return "stride " + std::to_string(d);
     }
     return "";
 }
@@ -290,9 +292,10 @@ void bind_desc(py::class_<memory_object> &mem) {
         if (strides.size() != dims.size()) // as oneDNN's C++ API checks it
             throw_invalid_argument("desc(): " + std::to_string(strides.size())
                     + " strides for " + std::to_string(dims.size()) + " dims");
-        // oneDNN takes them, but data would then lie before the handle.
-        for (auto s : strides)
-            if (s < 0 && s != DNNL_RUNTIME_DIM_VAL)
+        // oneDNN takes them, but data would then lie before the handle
+        // (along a dimension of one element, nothing is stepped over).
+        for (size_t d = 0; d < strides.size(); ++d)
+            if (strides[d] < 0 && strides[d] != DNNL_RUNTIME_DIM_VAL && dims[d] != 1)
                 throw_invalid_argument("desc(): strides must not be negative");
         return or_zero(memory::desc(dims, data_type, strides, allow_empty));
     }),
@@ -314,6 +317,17 @@ void bind_desc(py::class_<memory_object> &mem) {
         std::string why = unsound_fields(result.get());
         if (!why.empty())
             throw_invalid_argument("desc(blob): the blob is not a memory descriptor's (" + why + ")");
+        // A packed layout's blocking fields answer no query, and get_size()
+        // divides by them: the descriptor desc.packed makes of the same
+        // facts stands for it (this build makes packed ones no other way).
+        if (result.get_format_kind() == memory::format_kind::sparse
+                && result.get_sparse_encoding() == memory::sparse_encoding::packed) {
+            memory::desc rebuilt = memory::desc::packed(result.get_dims(), result.get_data_type(),
+                    result.get_nnz(), /*allow_empty=*/true);
+            if (rebuilt.is_zero() || rebuilt != result)
+                throw_invalid_argument("desc(blob): the blob is not a memory descriptor's (packed)");
+            return rebuilt;
+        }
         return result;
     }),
             py::arg("blob"),
@@ -429,7 +443,8 @@ void bind_memory(py::module_ &m) {
             py::arg("desc"), py::arg("engine"),
             py::arg("handle") = memory_allocate,
             "Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE "
-            "(oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the "
+            "(oneDNN allocates; the binding does where oneDNN's get_size() bytes "
+            "fall short of what `desc` addresses), dnnl.MEMORY_NONE (no storage yet), or the "
             "user's storage: on OpenCL engines a cl_mem (pyopencl memory object "
             "or int), which oneDNN retains and which must hold the bytes `desc` "
             "addresses (desc.get_size(), plus a sub-memory offset; a plain layout up "

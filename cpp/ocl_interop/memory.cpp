@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -44,7 +45,8 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
     std::shared_ptr<owned_usm> owner;
     for (size_t i = 0; i < handles.size(); ++i) {
         if (handles[i] != DNNL_MEMORY_ALLOCATE) continue;
-        size_t size = addressed_bytes(desc.get(), static_cast<int>(i));
+        const auto index = static_cast<int>(i); // room for map_data's copy too
+        size_t size = std::max(addressed_bytes(desc.get(), index), mapped_bytes(desc.get(), index));
         if (size == 0) continue;
         if (!owner) {
             cl_context context = oi::get_context(engine);

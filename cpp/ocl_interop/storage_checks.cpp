@@ -3,6 +3,7 @@
 // could address past the storage or in the wrong context.
 #include "ocl_interop/storage_checks.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "common/cl_handles.hpp"
@@ -68,7 +69,7 @@ bool is_usm(const dnnl::memory &memory) {
 std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
         const dnnl::engine &engine, void *&handle) {
     if (engine.get_kind() != dnnl::engine::kind::gpu) return nullptr;
-    size_t needed = addressed_bytes(desc.get());
+    size_t needed = std::max(addressed_bytes(desc.get()), mapped_bytes(desc.get())); // map_data too
     if (needed <= desc.get_size()) return nullptr;
     cl_int err = CL_SUCCESS;
     cl_mem buffer = clCreateBuffer(dnnl::ocl_interop::get_context(engine), CL_MEM_READ_WRITE, needed,
@@ -89,16 +90,16 @@ void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, 
     if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu
             || desc.get_format_kind() == dnnl::memory::format_kind::host_scalar)
         return;
-    size_t mapped = desc.get_size(index); // oneDNN's memory_desc_map_size
-    if (index == 0)
-        mapped += static_cast<size_t>(desc.get_submemory_offset())
-                * dnnl::memory::data_type_size(desc.get_data_type());
+    size_t mapped = mapped_bytes(desc.get(), index);
     void *handle = memory.get_data_handle(index);
     if (!handle || mapped == 0) return;
     size_t held = 0;
-    if (is_usm(memory))
-        held = usm::bytes_available(dnnl::ocl_interop::get_context(memory.get_engine()), handle);
-    else
+    if (is_usm(memory)) {
+        cl_context context = dnnl::ocl_interop::get_context(memory.get_engine());
+        // Host and shared USM map in place (oneDNN hands the pointer back).
+        if (usm::pointer_type(context, handle) != CL_MEM_TYPE_DEVICE_INTEL) return;
+        held = usm::bytes_available(context, handle);
+    } else
         check_cl(clGetMemObjectInfo(static_cast<cl_mem>(handle), CL_MEM_SIZE, sizeof(held), &held,
                          nullptr),
                 "clGetMemObjectInfo(CL_MEM_SIZE)");
@@ -106,8 +107,8 @@ void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, 
         throw_invalid_argument(std::string(what) + ": oneDNN maps " + std::to_string(mapped)
                 + " bytes of this layout (get_size() and the sub-memory offset), more than the "
                   "storage's "
-                + std::to_string(held) + " (a strided view that reaches its storage's end): "
-                  "read it through a reorder into a dense memory");
+                + std::to_string(held) + " (a strided view or sub-memory near its storage's "
+                  "end): read it through a reorder into a dense memory");
 }
 
 void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,

@@ -2359,7 +2359,7 @@ class memory:
     @typing.overload
     def __init__(self, desc: memory.desc, engine: engine, handle: typing.Any = ...) -> None:
         """
-        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold the bytes `desc` addresses (desc.get_size(), plus a sub-memory offset; a plain layout up to its furthest element); a list gives one handle per buffer of a multi-buffer (sparse) layout.
+        Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE (oneDNN allocates; the binding does where oneDNN's get_size() bytes fall short of what `desc` addresses), dnnl.MEMORY_NONE (no storage yet), or the user's storage: on OpenCL engines a cl_mem (pyopencl memory object or int), which oneDNN retains and which must hold the bytes `desc` addresses (desc.get_size(), plus a sub-memory offset; a plain layout up to its furthest element); a list gives one handle per buffer of a multi-buffer (sparse) layout.
         """
     @typing.overload
     def __init__(self, desc: memory.desc, value: typing.SupportsInt | typing.SupportsIndex | typing.SupportsFloat | typing.SupportsIndex) -> None:
