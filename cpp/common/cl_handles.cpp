@@ -179,10 +179,6 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
             state = arg_state::not_an_object;
             return true;
         }
-        if (handle && !is_of_family(handle, f)) {
-            state = arg_state::wrong_family;
-            return true;
-        }
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
         static PyObject *const int_ptr = PyUnicode_InternFromString("int_ptr"); // made once, not per call
         auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), int_ptr));
@@ -229,12 +225,16 @@ bool load_events(py::handle obj, event_list_arg &out) {
     out.events.reserve(static_cast<size_t>(n));
     out.bad_state = arg_state::ok;
     out.bad_item = py::object();
+    out.from_ints.clear();
     for (Py_ssize_t i = 0; i < n; ++i) {
         py::handle item = PySequence_Fast_GET_ITEM(items.ptr(), i);
         if (item.is_none()) continue;
         void *handle = nullptr;
         arg_state state = arg_state::ok;
-        if (!load_handle(item, family::event, handle, state)) state = arg_state::wrong_type;
+        bool from_object = false;
+        if (!load_handle(item, family::event, handle, state, &from_object)) state = arg_state::wrong_type;
+        if (state == arg_state::ok && !from_object)
+            out.from_ints.emplace_back(static_cast<size_t>(i), out.events.size());
         if (state != arg_state::ok && out.bad_state == arg_state::ok) {
             out.bad_index = static_cast<size_t>(i);
             out.bad_state = state;
@@ -246,7 +246,14 @@ bool load_events(py::handle obj, event_list_arg &out) {
 }
 
 const std::vector<cl_event> &event_list_arg::get(const char *param) const {
-    if (bad_state == arg_state::ok) return events;
+    if (bad_state == arg_state::ok) {
+        for (const auto &given : from_ints)
+            if (!is_of_family(events[given.second], family::event)) {
+                std::string item = std::string(param) + "[" + std::to_string(given.first) + "]";
+                throw_bad_value(arg_state::wrong_family, item.c_str(), family::event);
+            }
+        return events;
+    }
     // Only a failure builds the indexed name: this runs on every execute().
     std::string item = std::string(param) + "[" + std::to_string(bad_index) + "]";
     if (bad_state == arg_state::wrong_type) throw_type_error(item, event_family.expected, bad_item);

@@ -3,6 +3,7 @@
 // objects out.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include <CL/cl.h>
@@ -23,7 +24,8 @@ namespace cl_handles {
 enum class family { device, context, queue, mem, event, kernel };
 // not_an_object: an int that does not start like an OpenCL object of this
 // process's platforms (may_be_cl_object); wrong_family: an int the driver
-// takes for an object of another family (is_of_family).
+// takes for an object of another family (is_of_family, asked by get(): a
+// load may be one of several overload attempts).
 enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object, wrong_family };
 
 template <typename Handle>
@@ -48,6 +50,9 @@ using kernel_arg = handle_arg<cl_kernel>;
 // call's other arguments are checked first, as before typed parameters.
 struct event_list_arg {
     std::vector<cl_event> events;
+    // The items given as ints (get() asks the driver of them): (position in
+    // the sequence, position in `events`).
+    std::vector<std::pair<size_t, size_t>> from_ints;
     // The first bad item: its position in the sequence, what is wrong, and
     // the item (for the TypeError's "not <type>").
     size_t bad_index = 0;
@@ -75,9 +80,14 @@ constexpr family family_of_handle<cl_mem>() { return family::mem; }
 template <>
 constexpr family family_of_handle<cl_kernel>() { return family::kernel; }
 
+bool is_of_family(void *handle, family f);
+
 template <typename Handle>
 Handle handle_arg<Handle>::get(const char *param) const {
-    if (state != arg_state::ok) throw_bad_value(state, param, family_of_handle<Handle>());
+    constexpr family f = family_of_handle<Handle>();
+    if (state != arg_state::ok) throw_bad_value(state, param, f);
+    if (!from_object && handle && !is_of_family(handle, f))
+        throw_bad_value(arg_state::wrong_family, param, f);
     return handle;
 }
 
@@ -96,11 +106,11 @@ readable read_word(const void *address, void *&word);
 // word.
 bool may_be_cl_object(const void *handle);
 
-// Whether the driver takes `handle` (one that may_be_cl_object) as an object
-// of family `f`: false only when it answers a query of that family with its
-// CL_INVALID_<family> code (a queue passed as a context, say), which the CPU
-// runtime does; oneDNN would send it the same handle.
-bool is_of_family(void *handle, family f);
+// Whether the driver takes `handle` (an int that may_be_cl_object) as an
+// object of family `f`: false only when it answers a query of that family
+// with its CL_INVALID_<family> code (a queue passed as a context, say), as
+// the CPU runtime does; oneDNN would send it the same handle. (Declared
+// above, for get().)
 
 // True when `obj` is a pyopencl memory object (for overloads that take either
 // a cl_mem or something else).

@@ -53,7 +53,8 @@ void visit(py::handle scope, std::unordered_set<PyObject *> &seen, py::handle gu
         py::handle value = item.second;
         if (PyModule_Check(value.ptr())) {
             visit(value, seen, guard);
-        } else if (is_bound_class(value) && !seen.count(value.ptr())) {
+        } else if (is_bound_class(value) && !seen.count(value.ptr())
+                && std::string(py::str(value.attr("__module__"))).rfind("dnnl_ocl_interop", 0) == 0) {
             auto *type = reinterpret_cast<PyTypeObject *>(value.ptr());
             if (!pybind11_new) {
                 pybind11_new = type->tp_new;

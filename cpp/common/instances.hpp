@@ -8,6 +8,9 @@
 // own tp_new slot makes its instance, as before. A Python subclass's
 // instances, whose __new__ slot finds the guard, are made while their
 // type's call runs (pybind11 then checks that __init__ made the value).
+// Not covered: pybind11_object.__new__(cls), the base every pybind11 class
+// shares, called on purpose; and a Python metaclass of a subclass whose
+// __call__ reaches pybind11's through super() (its instances are refused).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -62,6 +62,7 @@ struct mapped_data {
     void unmap() {
         if (!mapped) return;
         mapped = false;
+        if (fork_guard::forked_after_use()) return; // the child's OpenCL is unusable: left as is
         py::gil_scoped_release release;
         dnnl::memory done = std::move(through); // its cl_mem reference goes with the mapping
         done.unmap_data(ptr, index);

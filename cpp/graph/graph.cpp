@@ -570,7 +570,7 @@ std::string unlike_compiled(const lt &given, const lt &compiled) {
                 + std::to_string(b.layout_type) + ")";
     if (a.layout_type == dnnl_graph_layout_type_opaque && a.layout.layout_id != b.layout.layout_id)
         return "another opaque layout id";
-    if (a.layout_type == dnnl_graph_layout_type_strided)
+    if (a.layout_type == dnnl_graph_layout_type_strided && std::find(a.dims, a.dims + a.ndims, 0) == a.dims + a.ndims)
         for (int d = 0; d < a.ndims; ++d)
             if (a.dims[d] > 1 && a.layout.strides[d] != b.layout.strides[d]) {
                 std::string why = "strides";
@@ -656,6 +656,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                                 "compiled for (" + why + "); oneDNN's kernels would read it as "
                                 "compiled: make it of compiled_partition.query_logical_tensor("
                                 + std::to_string(given.get_id()) + ")");
+                    break;
                 }
             size_t holds = t.addressed;
             if (holds < needed)

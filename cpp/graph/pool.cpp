@@ -68,13 +68,14 @@ bool caching_pool::make_room(size_t size_class, std::string &error) {
 
 void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
         cl_context context, cl_command_queue queue, std::string &error, bool &exhausted) {
-    if (size > SIZE_MAX - (granularity_ - 1)) { // no multiple of the granularity holds it
+    size_t size_class = 0; // the multiple of the granularity that holds the size
+    const size_t blocks = std::max<size_t>(size, 1) / granularity_ + (size % granularity_ != 0);
+    if (__builtin_mul_overflow(blocks, granularity_, &size_class)) {
         error = "caching_pool: " + std::to_string(size) + " bytes asked for cannot be rounded up to "
                 "a multiple of granularity=" + std::to_string(granularity_);
         exhausted = true;
         return nullptr;
     }
-    const size_t size_class = (std::max<size_t>(size, 1) + granularity_ - 1) / granularity_ * granularity_;
     auto record = [&](void *ptr) { // mutex_ held
         sizes_[ptr] = size_class;
         ++counters_.allocations;

@@ -181,15 +181,15 @@ void bind_usm(py::module_ &m) {
             throw_invalid_argument("fill(): ptr is not a USM allocation of the "
                                    "queue's context with size bytes left");
         cl_event event = nullptr;
-        check_cl(usm::api_for(ctx).enqueue_fill(q, ptr,
-                         pat.data(), pat.size(), size,
-                         static_cast<cl_uint>(wait_list.size()),
-                         wait_list.empty() ? nullptr : wait_list.data(), &event),
-                "clEnqueueMemFillINTEL");
-        if (!event) // the CPU runtime gives none for 0 bytes: a marker stands for it
+        if (size == 0) // nothing to fill (the CPU runtime's fill gives no event): a marker
             check_cl(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(wait_list.size()),
                              wait_list.empty() ? nullptr : wait_list.data(), &event),
                     "clEnqueueMarkerWithWaitList");
+        else
+            check_cl(usm::api_for(ctx).enqueue_fill(q, ptr, pat.data(), pat.size(), size,
+                             static_cast<cl_uint>(wait_list.size()),
+                             wait_list.empty() ? nullptr : wait_list.data(), &event),
+                    "clEnqueueMemFillINTEL");
         return cl_handles::owned_event(event);
     }, py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
             py::arg("deps") = py::tuple(),

@@ -254,7 +254,7 @@ class pattern:
                                  f"(strides {_dense_strides(dims)})")
             handle = value.get_data_handle()
         elif _is_pointer(value):
-            handle = value  # an int, or a typed pointer (dnnl.usm.allocation) the tensor keeps alive
+            handle = value  # an int, or a typed pointer (dnnl.usm.allocation)
         else:
             hint = (" pyopencl arrays are OpenCL buffers, which graph tensors cannot use;"
                     if type(value).__module__.startswith("pyopencl") else "")
