@@ -350,3 +350,37 @@ def test_host_scalar_of_another_type_than_the_attributes_set_is_refused(engine, 
         run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.s32), 2)})
     run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.f32), 2.0)})
     np.testing.assert_array_equal(get(args[dnnl.ARG_DST]), np.full((m, n), 2.0 * k))
+
+
+def _reorder_with_dst_zero_points(engine, mask):
+    attr = dnnl.primitive_attr()
+    attr.set_zero_points_mask(dnnl.ARG_DST, mask)
+    return dnnl.reorder.primitive_desc(engine, desc((1, 3, 2, 2)), engine, desc((1, 3, 2, 2), DT.s32), attr)
+
+
+def test_reorder_per_channel_dst_zero_points_are_refused_where_applied_wrongly(engine, stream):
+    """oneDNN's ocl:ref reorder reads one destination zero point for every
+    element whatever the mask: per-channel zero points [1, -2, 3] gave 1
+    everywhere. Refused naming the problem; one zero point (mask 0) is
+    applied and taken."""
+    with pytest.raises(dnnl.unimplemented, match="reorder-ref-dst-zero-points"):
+        _reorder_with_dst_zero_points(engine, 1 << 1)
+    pd = _reorder_with_dst_zero_points(engine, 0)
+    out = dnnl.memory(desc((1, 3, 2, 2), DT.s32), engine)
+    run(dnnl.reorder(pd), stream, {dnnl.ARG_FROM: put(engine, np.zeros((1, 3, 2, 2))), dnnl.ARG_TO: out,
+                                   dnnl.ARG_ATTR_ZERO_POINTS | dnnl.ARG_DST: put(engine, [-7], DT.s32)})
+    np.testing.assert_array_equal(get(out), np.full((1, 3, 2, 2), -7))
+
+
+@pytest.mark.test_hooks
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:ref reorder applies the first destination "
+                                       "zero point everywhere: known problem reorder-ref-dst-zero-points; "
+                                       "this watches oneDNN with the workaround off")
+def test_reorder_per_channel_dst_zero_points_raw_onednn(engine, stream):
+    from helpers import workarounds_off
+    with workarounds_off():
+        pd = _reorder_with_dst_zero_points(engine, 1 << 1)
+    out = dnnl.memory(desc((1, 3, 2, 2), DT.s32), engine)
+    run(dnnl.reorder(pd), stream, {dnnl.ARG_FROM: put(engine, np.zeros((1, 3, 2, 2))), dnnl.ARG_TO: out,
+                                   dnnl.ARG_ATTR_ZERO_POINTS | dnnl.ARG_DST: put(engine, [1, -2, 3], DT.s32)})
+    np.testing.assert_array_equal(get(out)[0, :, 0, 0], [1, -2, 3])

@@ -139,6 +139,9 @@ const std::vector<problem> &problems() {
     static const std::vector<problem> list = {
             {"sum-many-inputs-scales",
                     "sum's ocl:many_inputs applies scales[i-1] to source i", {0, 0, 0}},
+            {"reorder-ref-dst-zero-points",
+                    "reorder's ocl:ref applies the first destination zero point everywhere",
+                    {0, 0, 0}},
             {"reorder-direct-copy-memory-kinds",
                     "reorder's gpu:direct_copy copies nothing between buffer and USM memory",
                     {0, 0, 0}},
@@ -253,6 +256,15 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
     return "sum: oneDNN chose ocl:many_inputs, which applies scales to the wrong sources when "
            "they differ (known problem sum-many-inputs-scales); use a first scale other than "
            "1, equal scales, or binary primitives";
+}
+
+std::string known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask) {
+    if (!pd || dst_zero_points_mask <= 0 || !applies("reorder-ref-dst-zero-points")
+            || std::strncmp(pd.impl_info_str(), "ocl:ref", 7) != 0)
+        return "";
+    return "reorder: oneDNN chose ocl:ref, which applies the first destination zero point to "
+           "every element whatever the mask (known problem reorder-ref-dst-zero-points); use "
+           "one zero point (mask 0), or add per-channel zero points with a binary primitive";
 }
 
 std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd) {

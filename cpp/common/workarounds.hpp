@@ -50,6 +50,9 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd);
 bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd);
 // The same for a sum with `scales`.
 std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales);
+// The same for a reorder whose attributes set destination zero points with
+// `dst_zero_points_mask` (negative: none; oneDNN answers no query for it).
+std::string known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask);
 
 // ---- execution: a reorder implementation that copies nothing between
 // buffer and USM memory (the caller refuses such executions).

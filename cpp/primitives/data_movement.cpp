@@ -35,12 +35,17 @@ void bind_reorder(py::module_ &m) {
         fork_guard::check();
         attr_object fresh; // C++'s default_attr(), per call (see create())
         const attr_object &a = attr ? *attr : fresh;
+        int dst_zero_points_mask = -1;
+        for (const auto &q : a.quantization_args)
+            if (q.arg == (DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST)) dst_zero_points_mask = q.mask;
         dnnl::primitive_desc_base desc;
         {
             py::gil_scoped_release release;
             desc = refuse_known_wrong(verbose::creating([&] {
                 return P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
             }), allow_empty);
+            std::string why = workarounds::known_wrong_reorder(desc, dst_zero_points_mask);
+            if (!why.empty()) desc = refuse_known_wrong(desc, allow_empty, why);
         }
         // The reorder runs on the GPU engine of the two (the source's when
         // both are), and keeps the other alive.
