@@ -176,14 +176,15 @@ bool is_emulated(cl_device_id device) {
     }
     cl_device_type type = 0;
     cl_uint vendor = 0;
-    bool emulated
-            = target.clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type),
-                      &type, nullptr)
+    bool answered = target.clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(type), &type, nullptr)
                     == CL_SUCCESS
-            && target.clGetDeviceInfo(device, CL_DEVICE_VENDOR_ID,
-                       sizeof(vendor), &vendor, nullptr)
-                    == CL_SUCCESS
-            && (type & CL_DEVICE_TYPE_CPU) && vendor == intel_vendor_id;
+            && target.clGetDeviceInfo(device, CL_DEVICE_VENDOR_ID, sizeof(vendor), &vendor, nullptr)
+                    == CL_SUCCESS;
+    bool emulated = answered && (type & CL_DEVICE_TYPE_CPU) && vendor == intel_vendor_id;
+    // Only a device's answer is kept: a handle that is no device (another
+    // object asked as one) must not decide for a sub-device made later at
+    // the same address, which was then presented as a CPU.
+    if (!answered) return false;
     std::lock_guard<std::mutex> lock(state_mutex);
     emulated_cache[device] = emulated;
     return emulated;
