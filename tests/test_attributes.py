@@ -337,21 +337,6 @@ def test_short_memory_for_what_the_attributes_ask_is_refused(engine, stream, ask
     run(prim, stream, {**args, arg: dnnl.memory(dnnl.memory.desc([count], dt, TAG.a), engine)})
 
 
-def test_host_scalar_of_another_type_than_the_attributes_set_is_refused(engine, stream):
-    m, k, n = 2, 4, 8
-    attr = dnnl.primitive_attr()
-    attr.set_host_scale(dnnl.ARG_SRC, DT.f32)
-    _, prim = matmul(engine, m, k, n, attr)
-    args = {dnnl.ARG_SRC: put(engine, np.ones((m, k))), dnnl.ARG_WEIGHTS: put(engine, np.ones((k, n))),
-            dnnl.ARG_DST: dnnl.memory(desc((m, n)), engine)}
-    scale = dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC
-    with pytest.raises(dnnl.invalid_arguments, match=r"ARG_ATTR_SCALES \| ARG_SRC is s32 host-scalar "
-                                                     r"memory, where the attributes set f32"):
-        run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.s32), 2)})
-    run(prim, stream, {**args, scale: dnnl.memory(dnnl.memory.desc.host_scalar(DT.f32), 2.0)})
-    np.testing.assert_array_equal(get(args[dnnl.ARG_DST]), np.full((m, n), 2.0 * k))
-
-
 def _reorder_with_dst_zero_points(engine, mask):
     attr = dnnl.primitive_attr()
     attr.set_zero_points_mask(dnnl.ARG_DST, mask)

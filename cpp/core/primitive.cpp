@@ -461,11 +461,6 @@ std::vector<dnnl_exec_arg_t> execution_args(
                                       "on its engine (primitive_attr.set_host_scale and "
                                       "set_host_zero_point ask for host scalars)"));
         if (mem.host_scalar) { // on no engine, holding its value
-            auto type = mem.desc.get_data_type();
-            if (expected->value_type != dnnl::memory::data_type::undef && type != expected->value_type)
-                throw_invalid_argument(arg_name(arg) + " is " + data_types::name(type)
-                        + " host-scalar memory, where the attributes set "
-                        + data_types::name(expected->value_type));
             converted.push_back({arg, mem.memory.get()});
             continue;
         }

@@ -65,7 +65,6 @@ struct expected_arg {
     dnnl_engine_t engine = nullptr;
     // Where `desc` is zero: what oneDNN reads there (quantization_arg), when
     // known: `values` of `value_type` (values 0: unknown, any memory taken).
-    // A host scalar must hold its value in `value_type`.
     dnnl_dim_t values = 0;
     dnnl::memory::data_type value_type = dnnl::memory::data_type::undef;
 };
