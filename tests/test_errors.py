@@ -19,7 +19,6 @@ import sys
 import traceback
 
 import numpy as np
-import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
@@ -155,45 +154,6 @@ def test_int_that_is_no_opencl_object_is_invalid_arguments(cl_device, cl_context
         call(cl_device, cl_context, cl_queue, stray)
     _assert_raised_as(info.value, "invalid_arguments")
     assert f"{param} is not an OpenCL object" in str(info.value)
-
-
-@pytest.mark.parametrize("other", ["device", "context", "queue", "buffer", "event", "kernel"])
-@pytest.mark.parametrize("call, param, c_type", [
-    (lambda dev, ctx, q, v: oi.make_engine(v, ctx), "device", "cl_device_id"),
-    (lambda dev, ctx, q, v: oi.make_engine(dev, v), "context", "cl_context"),
-    (lambda dev, ctx, q, v: usm.memcpy(v, np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4), "queue",
-     "cl_command_queue"),
-    (lambda dev, ctx, q, v: usm.memcpy(q, np.zeros(4, np.uint8), np.zeros(4, np.uint8), 4,
-                                       deps=[None, v]), "deps[1]", "cl_event"),
-    (lambda dev, ctx, q, v: usm.set_kernel_arg(v, 0, 0), "kernel", "cl_kernel"),
-], ids=["device", "context", "queue", "deps", "kernel"])
-def test_int_of_a_live_object_of_another_family_is_invalid_arguments(cl_device, cl_context, cl_queue,
-                                                                      call, param, c_type, other):
-    """The int of a live OpenCL object of another family (a queue given as
-    a context, say) passes the dispatch-table check; the driver's answer to
-    a query of the parameter's family refuses it, naming the parameter,
-    before oneDNN or the driver is handed it ("could not create an engine"
-    said nothing of which argument). The object of the parameter's own
-    family is taken."""
-    made = {"device": lambda: cl_device, "context": lambda: cl_context, "queue": lambda: cl_queue,
-            "buffer": lambda: cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 64),
-            "event": lambda: cl.enqueue_marker(cl_queue),
-            "kernel": lambda: cl.Program(cl_context, "__kernel void k(__global int *p) { *p = 1; }")
-            .build().k}
-    own = {"cl_device_id": "device", "cl_context": "context", "cl_command_queue": "queue",
-           "cl_event": "event", "cl_kernel": "kernel"}[c_type]
-    handle = made[other]()
-    if other == own == "kernel":  # with a USM pointer for its argument
-        with usm.allocation(cl_context, 64, "device", cl_device) as storage:
-            usm.set_kernel_arg(handle.int_ptr, 0, storage.ptr)
-        return
-    if other == own:
-        call(cl_device, cl_context, cl_queue, handle.int_ptr)
-        return
-    with pytest.raises(dnnl.error) as info:
-        call(cl_device, cl_context, cl_queue, handle.int_ptr)
-    _assert_raised_as(info.value, "invalid_arguments")
-    assert f"{param} is an OpenCL object of another kind, not a {c_type}" in str(info.value)
 
 
 def test_handle_beyond_64_bits_is_invalid_arguments(cl_context):

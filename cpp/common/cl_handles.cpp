@@ -20,7 +20,6 @@ namespace {
 
 // One OpenCL object family: its pyopencl classes and how messages name it.
 struct family_t {
-    const char *c_type;         // OpenCL's type, for messages
     const char *accepted_class; // pyopencl class accepted on input
     const char *wrapper_class;  // pyopencl class built on output
     const char *expected;       // for TypeError messages
@@ -29,14 +28,14 @@ struct family_t {
     PyObject *from_int_ptr = nullptr; // wrapper.from_int_ptr
 };
 
-family_t device_family {"cl_device_id", "Device", "Device", "a pyopencl.Device or an int cl_device_id"};
-family_t context_family {"cl_context", "Context", "Context", "a pyopencl.Context or an int cl_context"};
-family_t queue_family {"cl_command_queue", "CommandQueue", "CommandQueue",
+family_t device_family {"Device", "Device", "a pyopencl.Device or an int cl_device_id"};
+family_t context_family {"Context", "Context", "a pyopencl.Context or an int cl_context"};
+family_t queue_family {"CommandQueue", "CommandQueue",
         "a pyopencl.CommandQueue or an int cl_command_queue"};
-family_t mem_family {"cl_mem", "MemoryObjectHolder", "Buffer",
+family_t mem_family {"MemoryObjectHolder", "Buffer",
         "a pyopencl memory object or an int cl_mem"};
-family_t event_family {"cl_event", "Event", "Event", "a pyopencl.Event or an int cl_event"};
-family_t kernel_family {"cl_kernel", "Kernel", "Kernel", "a pyopencl.Kernel or an int cl_kernel"};
+family_t event_family {"Event", "Event", "a pyopencl.Event or an int cl_event"};
+family_t kernel_family {"Kernel", "Kernel", "a pyopencl.Kernel or an int cl_kernel"};
 
 // pyopencl's classes, looked up once and kept for the life of the process.
 PyObject *pyopencl_class(const char *name, PyObject *&cache) {
@@ -132,38 +131,6 @@ bool may_be_cl_object(const void *handle) {
     return false;
 }
 
-bool is_of_family(void *handle, family f) {
-    cl_context context = nullptr;
-    switch (f) {
-        case family::device: {
-            cl_device_type type = 0;
-            return clGetDeviceInfo(static_cast<cl_device_id>(handle), CL_DEVICE_TYPE, sizeof(type),
-                           &type, nullptr)
-                    != CL_INVALID_DEVICE;
-        }
-        case family::context: {
-            cl_uint devices = 0;
-            return clGetContextInfo(static_cast<cl_context>(handle), CL_CONTEXT_NUM_DEVICES,
-                           sizeof(devices), &devices, nullptr)
-                    != CL_INVALID_CONTEXT;
-        }
-        case family::queue:
-            return clGetCommandQueueInfo(static_cast<cl_command_queue>(handle), CL_QUEUE_CONTEXT,
-                           sizeof(context), &context, nullptr)
-                    != CL_INVALID_COMMAND_QUEUE;
-        case family::event:
-            return clGetEventInfo(static_cast<cl_event>(handle), CL_EVENT_CONTEXT, sizeof(context),
-                           &context, nullptr)
-                    != CL_INVALID_EVENT;
-        case family::kernel:
-            return clGetKernelInfo(static_cast<cl_kernel>(handle), CL_KERNEL_CONTEXT,
-                           sizeof(context), &context, nullptr)
-                    != CL_INVALID_KERNEL;
-        case family::mem: break; // checked where its use is known (storage_checks)
-    }
-    return true;
-}
-
 bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool *from_object) {
     initialize_system_loader();
     if (from_object) *from_object = false;
@@ -193,10 +160,7 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
     return true;
 }
 
-void throw_bad_value(arg_state state, const char *param, family f) {
-    if (state == arg_state::wrong_family)
-        throw_invalid_argument(std::string(param) + " is an OpenCL object of another kind, not a "
-                + family_of(f).c_type + " (the driver refuses it as one)");
+void throw_bad_value(arg_state state, const char *param) {
     if (state == arg_state::out_of_range) // no C++ caller can pass one: Python's own
         throw_invalid_argument(std::string(param) + " must be an OpenCL handle between 0 "
                                                    "and 2**64-1");
@@ -225,16 +189,12 @@ bool load_events(py::handle obj, event_list_arg &out) {
     out.events.reserve(static_cast<size_t>(n));
     out.bad_state = arg_state::ok;
     out.bad_item = py::object();
-    out.from_ints.clear();
     for (Py_ssize_t i = 0; i < n; ++i) {
         py::handle item = PySequence_Fast_GET_ITEM(items.ptr(), i);
         if (item.is_none()) continue;
         void *handle = nullptr;
         arg_state state = arg_state::ok;
-        bool from_object = false;
-        if (!load_handle(item, family::event, handle, state, &from_object)) state = arg_state::wrong_type;
-        if (state == arg_state::ok && !from_object)
-            out.from_ints.emplace_back(static_cast<size_t>(i), out.events.size());
+        if (!load_handle(item, family::event, handle, state)) state = arg_state::wrong_type;
         if (state != arg_state::ok && out.bad_state == arg_state::ok) {
             out.bad_index = static_cast<size_t>(i);
             out.bad_state = state;
@@ -246,18 +206,11 @@ bool load_events(py::handle obj, event_list_arg &out) {
 }
 
 const std::vector<cl_event> &event_list_arg::get(const char *param) const {
-    if (bad_state == arg_state::ok) {
-        for (const auto &given : from_ints)
-            if (!is_of_family(events[given.second], family::event)) {
-                std::string item = std::string(param) + "[" + std::to_string(given.first) + "]";
-                throw_bad_value(arg_state::wrong_family, item.c_str(), family::event);
-            }
-        return events;
-    }
+    if (bad_state == arg_state::ok) return events;
     // Only a failure builds the indexed name: this runs on every execute().
     std::string item = std::string(param) + "[" + std::to_string(bad_index) + "]";
     if (bad_state == arg_state::wrong_type) throw_type_error(item, event_family.expected, bad_item);
-    throw_bad_value(bad_state, item.c_str(), family::event);
+    throw_bad_value(bad_state, item.c_str());
 }
 
 bool is_mem_object(py::handle obj) {
@@ -269,7 +222,7 @@ cl_mem to_mem(py::handle obj, const char *param) {
     arg_state state = arg_state::ok;
     if (!load_handle(obj, family::mem, handle, state))
         throw_type_error(param, mem_family.expected, obj);
-    if (state != arg_state::ok) throw_bad_value(state, param, family::mem);
+    if (state != arg_state::ok) throw_bad_value(state, param);
     return static_cast<cl_mem>(handle);
 }
 

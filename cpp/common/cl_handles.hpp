@@ -3,7 +3,6 @@
 // objects out.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 #include <CL/cl.h>
@@ -23,10 +22,8 @@ namespace cl_handles {
 
 enum class family { device, context, queue, mem, event, kernel };
 // not_an_object: an int that does not start like an OpenCL object of this
-// process's platforms (may_be_cl_object); wrong_family: an int the driver
-// takes for an object of another family (is_of_family, asked by get(): a
-// load may be one of several overload attempts).
-enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object, wrong_family };
+// process's platforms (may_be_cl_object).
+enum class arg_state : unsigned char { ok, null, out_of_range, wrong_type, not_an_object };
 
 template <typename Handle>
 struct handle_arg {
@@ -50,9 +47,6 @@ using kernel_arg = handle_arg<cl_kernel>;
 // call's other arguments are checked first, as before typed parameters.
 struct event_list_arg {
     std::vector<cl_event> events;
-    // The items given as ints (get() asks the driver of them): (position in
-    // the sequence, position in `events`).
-    std::vector<std::pair<size_t, size_t>> from_ints;
     // The first bad item: its position in the sequence, what is wrong, and
     // the item (for the TypeError's "not <type>").
     size_t bad_index = 0;
@@ -65,29 +59,11 @@ struct event_list_arg {
 bool load_handle(pybind11::handle obj, family f, void *&handle, arg_state &state,
         bool *from_object = nullptr);
 bool load_events(pybind11::handle obj, event_list_arg &out);
-[[noreturn]] void throw_bad_value(arg_state state, const char *param, family f);
-
-template <typename Handle>
-constexpr family family_of_handle();
-template <>
-constexpr family family_of_handle<cl_device_id>() { return family::device; }
-template <>
-constexpr family family_of_handle<cl_context>() { return family::context; }
-template <>
-constexpr family family_of_handle<cl_command_queue>() { return family::queue; }
-template <>
-constexpr family family_of_handle<cl_mem>() { return family::mem; }
-template <>
-constexpr family family_of_handle<cl_kernel>() { return family::kernel; }
-
-bool is_of_family(void *handle, family f);
+[[noreturn]] void throw_bad_value(arg_state state, const char *param);
 
 template <typename Handle>
 Handle handle_arg<Handle>::get(const char *param) const {
-    constexpr family f = family_of_handle<Handle>();
-    if (state != arg_state::ok) throw_bad_value(state, param, f);
-    if (!from_object && handle && !is_of_family(handle, f))
-        throw_bad_value(arg_state::wrong_family, param, f);
+    if (state != arg_state::ok) throw_bad_value(state, param);
     return handle;
 }
 
@@ -105,12 +81,6 @@ readable read_word(const void *address, void *&word);
 // cannot be read back, or no platform is found: the int is then taken at its
 // word.
 bool may_be_cl_object(const void *handle);
-
-// Whether the driver takes `handle` (an int that may_be_cl_object) as an
-// object of family `f`: false only when it answers a query of that family
-// with its CL_INVALID_<family> code (a queue passed as a context, say), as
-// the CPU runtime does; oneDNN would send it the same handle. (Declared
-// above, for get().)
 
 // True when `obj` is a pyopencl memory object (for overloads that take either
 // a cl_mem or something else).
