@@ -284,6 +284,29 @@ def test_descriptor_blob_round_trip():
         dnnl.memory.desc(b"abc")
 
 
+def test_a_layout_with_a_compensation_buffer_needs_its_whole_size(engine, cl_context):
+    """A descriptor can carry an s8 compensation buffer after its data
+    (oneDNN's memory_extra_desc_t; a blob from a CPU process brings one):
+    get_size() counts it, and storage must hold it, though the data's own
+    blocks end before it. The extra fields are the blob's last 128 bytes
+    (flags, then the compensation mask); the get_size() asserted first
+    proves the fields were hit."""
+    import pyopencl as cl
+    dense = dnnl.memory.desc([4, 8], DT.s8, TAG.ab)
+    blob = bytearray(dense.get_blob())
+    extra = len(blob) - 128
+    blob[extra:extra + 8] = (1).to_bytes(8, "little")              # compensation_conv_s8s8
+    blob[extra + 8:extra + 12] = (1).to_bytes(4, "little")         # per dimension 0: 4 int32
+    compensated = dnnl.memory.desc(bytes(blob))
+    assert compensated.get_size() == 32 + 4 * 4
+    assert compensated._addressed_bytes() == 48
+    data_only = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 32)
+    with pytest.raises(dnnl.invalid_arguments, match="48"):
+        dnnl.ocl_interop.make_memory(compensated, engine, dnnl.ocl_interop.memory_kind.buffer, data_only)
+    whole = cl.Buffer(cl_context, cl.mem_flags.READ_WRITE, 48)
+    dnnl.ocl_interop.make_memory(compensated, engine, dnnl.ocl_interop.memory_kind.buffer, whole)
+
+
 _BLOB_FUZZ = """
 import random, sys
 import dnnl_ocl_interop as dnnl
