@@ -63,9 +63,7 @@ def mlp_block(x, p):
 # Weights prepared once for calls like the block's: the first argument only
 # shows the shape and dtype of the activations they will meet. No host wait:
 # the reorders are ordered by events like everything else. (Weights kept as
-# [out, in] would be prepared with transpose_b=True; on the emulated device a
-# transposing reorder of axes that are multiples of 8 is wrong: see
-# docs/ops.md.)
+# [out, in] are prepared with transpose_b=True.)
 like_x = cla.empty(queue, (TOKENS, HIDDEN), np.float32)
 like_h = cla.empty(queue, (TOKENS, INTERMEDIATE), np.float32)
 params = dict(dev, w1=ops.prepare_weights(ops.matmul, like_x, dev["w1"]),

@@ -419,8 +419,7 @@ def test_a_blocked_sub_memory_on_its_parents_buffer(engine, stream, cl_queue):
     furthest block ends at the parent's end), so it is taken on the
     parent's own buffer; get_size() plus the offset refused it. A reorder
     into it writes its elements where the parent's layout puts them, and
-    nothing else (read as raw bytes: oneDNN's blocked-to-plain reorder is
-    the sub-group transpose that is wrong on the emulated device)."""
+    nothing else (read as raw bytes, with no other reorder involved)."""
     parent_desc = dnnl.memory.desc([2, 32, 4, 4], DT.f32, TAG.aBcd16b)
     for dims, offsets in (([2, 16, 4, 4], [0, 16, 0, 0]), ([2, 32, 2, 4], [0, 0, 2, 0])):
         parent = dnnl.memory(parent_desc, engine)

@@ -36,7 +36,6 @@ from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import dnnl_ocl_interop as dnnl
-from dnnl_ocl_interop import emulation
 from helpers import (ALG, DT, ENTRY_POINTS, F32, INFERENCE, MF, STRIDED, TAG, USM_POINTER_USES,
                      compile_partition, g, goi, lt, oi, usm)
 
@@ -288,13 +287,11 @@ def _physical(engine, memory, dims, order, data_type):
 
 
 SUBGROUP_TRANSPOSE = "ocl:custom:any"
-UNCHECKED_TRANSPOSE = "ocl:custom on the emulated device: result not checked"
 
 
-def _check_reorder(engine, stream, case, check_transpose=False):
-    """Runs one reorder case; returns its outcome: "checked", "direct copy
-    refused", or UNCHECKED_TRANSPOSE (the known emulation gap, see
-    test_subgroup_transpose_reorder, which checks it with `check_transpose`)."""
+def _check_reorder(engine, stream, case):
+    """Runs one reorder case; returns its outcome: "checked" or "direct copy
+    refused"."""
     dims, src_order, dst_order, src_type, dst_type, kinds, seed = case
     rng = np.random.default_rng(seed)
     raw = rng.uniform(-200, 200, size=dims)
@@ -317,11 +314,6 @@ def _check_reorder(engine, stream, case, check_transpose=False):
             reorder.execute(stream, {dnnl.ARG_FROM: src, dnnl.ARG_TO: dst})
         assert refused.value.status == dnnl.status.unimplemented
         return "direct copy refused"
-    if pd.impl_info_str() == SUBGROUP_TRANSPOSE and emulation.is_enabled() and not check_transpose:
-        # oneDNN's sub-group transpose kernel gives wrong results on Intel's
-        # CPU runtime (only element [0, 0] is right): a known gap of the
-        # emulated device, watched by test_subgroup_transpose_reorder.
-        return UNCHECKED_TRANSPOSE
     reorder.execute(stream, {dnnl.ARG_FROM: src, dnnl.ARG_TO: dst})
     stream.wait()
 
@@ -338,8 +330,7 @@ def _check_reorder(engine, stream, case, check_transpose=False):
 
 def _run_reorder_property(engine, stream, strategy, examples, explicit):
     """Runs the property over `examples` drawn cases and the `explicit` ones;
-    returns the outcomes counted. Cases left unchecked (the emulation gap)
-    are counted, shown as hypothesis events, and bounded by the caller."""
+    returns the outcomes counted (shown as hypothesis events)."""
     outcomes = collections.Counter()
 
     @_settings(examples)
@@ -359,8 +350,7 @@ def test_reorder_matches_numpy(engine, stream):
     outcomes = _run_reorder_property(
         engine, stream, reorder_cases(), 40,
         [([3, 5], [0, 1], [1, 0], "f32", "s8", ("buffer", "buffer"), 3)])
-    assert outcomes["checked"] >= 30, outcomes
-    assert set(outcomes) <= {"checked", UNCHECKED_TRANSPOSE}, outcomes
+    assert set(outcomes) == {"checked"}, outcomes
 
 
 SUBGROUP_TRANSPOSES = [([8, 8], [0, 1], [1, 0], "f32", "f32", ("buffer", "buffer"), 1),
@@ -368,21 +358,18 @@ SUBGROUP_TRANSPOSES = [([8, 8], [0, 1], [1, 0], "f32", "f32", ("buffer", "buffer
 
 
 @pytest.mark.parametrize("case", SUBGROUP_TRANSPOSES)
-def test_subgroup_transpose_reorder(request, engine, stream, case):
+def test_subgroup_transpose_reorder(engine, stream, case):
     """Dims of multiples of 8 swapping the last two axes: oneDNN's ocl:custom
-    transpose kernel (sub-groups of 8 or 16). Wrong on the emulated device
-    (docs/known-problems.md): expected to fail there, strictly, so that the
-    day it gives the right answer the suite says so."""
+    transpose kernel (sub-groups of 8 or 16, in work-groups of (1, 16, 1)).
+    Right on the emulated device once its sub-groups are formed as a GPU's
+    (docs/emulation.md; test_emulation_device.py watches the runtime's own
+    way)."""
     dims, src_order, dst_order, src_type, dst_type, _, _ = case
     pd = dnnl.reorder.primitive_desc(
         engine, dnnl.memory.desc(dims, REORDER_TYPES[src_type], _plain_tag(src_order)),
         engine, dnnl.memory.desc(dims, REORDER_TYPES[dst_type], _plain_tag(dst_order)))
     assert pd.impl_info_str() == SUBGROUP_TRANSPOSE  # the kernel this test is about
-    if emulation.is_enabled():
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="oneDNN's ocl:custom sub-group transpose reorder is wrong on "
-                                "Intel's CPU OpenCL runtime (docs/known-problems.md)"))
-    assert _check_reorder(engine, stream, case, check_transpose=True) == "checked"
+    assert _check_reorder(engine, stream, case) == "checked"
 
 
 def test_reorder_between_buffer_and_usm_memory_matches_numpy(engine, stream):

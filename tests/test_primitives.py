@@ -697,6 +697,216 @@ def test_reorder_layout(engine, stream, layout, dt):
     np.testing.assert_array_equal(get(raw), np.transpose(x, physical_order))
 
 
+def _reorder_of_strided_innermost(engine, stream, dims, src_strides, dst_strides):
+    """A float32 reorder between views of `dims` with these strides
+    (elements), each on a buffer of its own filled beforehand (the source
+    with 1, 2, ..., the destination with -7): the destination buffer after
+    it, and what it should hold."""
+    import pyopencl as cl
+    context = oi.get_mem_object(dnnl.memory(md([1], "f32"), engine)).context
+    queue = cl.CommandQueue(context)
+    extent = [1 + sum((n - 1) * s for n, s in zip(dims, st)) for st in (src_strides, dst_strides)]
+    flat = np.arange(1, extent[0] + 1, dtype=np.float32)
+    source = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+    target = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4 * extent[1])
+    cl.enqueue_fill_buffer(queue, target, np.float32(-7), 0, 4 * extent[1]).wait()
+    src_desc = dnnl.memory.desc(dims, DT.f32, src_strides)
+    dst_desc = dnnl.memory.desc(dims, DT.f32, dst_strides)
+    pd = dnnl.reorder.primitive_desc(engine, src_desc, engine, dst_desc)
+    run(dnnl.reorder(pd), stream, {dnnl.ARG_FROM: oi.make_memory(src_desc, engine, source),
+                                   dnnl.ARG_TO: oi.make_memory(dst_desc, engine, target)})
+    got = np.empty(extent[1], np.float32)
+    cl.enqueue_copy(queue, got, target).wait()
+    expected = np.full(extent[1], -7, np.float32)
+    view = np.lib.stride_tricks.as_strided
+    view(expected, dims, [4 * s for s in dst_strides])[...] = view(flat, dims, [4 * s for s in src_strides])
+    return got, expected
+
+
+# (dims, source strides, destination strides): the innermost dimension of
+# 16 elements with a stride of 2 (x[:, ::2] of a row of 32), where oneDNN
+# picks ocl:custom.
+_STRIDED_INNERMOST = [([8, 16], [32, 2], [16, 1]), ([1, 16], [32, 2], [16, 1]),
+                      ([3, 16], [16, 1], [32, 2]),
+                      # x.T of a 4 x 16 array into rows of 7: an innermost
+                      # dimension of 4 and the next one not contiguous with it
+                      ([16, 4], [1, 16], [7, 1])]
+
+
+@pytest.mark.parametrize("dims,src_strides,dst_strides", _STRIDED_INNERMOST)
+def test_reorder_custom_with_a_strided_innermost_dimension_is_refused(engine, dims, src_strides,
+                                                                       dst_strides):
+    """oneDNN's ocl:custom reorder reads and writes the innermost dimension
+    as if its stride were 1 (its xb_to_xab_xba kernel indexes by the lane
+    alone): refused naming the problem and the way around it."""
+    with pytest.raises(dnnl.unimplemented, match=r"reorder-custom-innermost-stride.*binary"):
+        dnnl.reorder.primitive_desc(engine, dnnl.memory.desc(dims, DT.f32, src_strides), engine,
+                                    dnnl.memory.desc(dims, DT.f32, dst_strides))
+
+
+def test_reorder_with_a_strided_innermost_dimension_oneDNN_computes_right_is_taken(engine, stream):
+    """Where oneDNN picks another implementation for a strided innermost
+    dimension (ocl:ref for rows of 8 or 32), the reorder is made and right."""
+    for dims, src_strides in (([8, 8], [16, 2]), ([8, 32], [64, 2])):
+        got, expected = _reorder_of_strided_innermost(engine, stream, dims, src_strides,
+                                                      [dims[1], 1])
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.test_hooks
+@pytest.mark.parametrize("dims,src_strides,dst_strides", _STRIDED_INNERMOST)
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:custom reorder reads and writes the "
+                                       "innermost dimension as if its stride were 1: known problem "
+                                       "reorder-custom-innermost-stride; this watches oneDNN with "
+                                       "the workaround off")
+def test_reorder_custom_with_a_strided_innermost_dimension_raw_onednn(engine, stream, dims,
+                                                                       src_strides, dst_strides):
+    from helpers import workarounds_off
+    with workarounds_off():
+        got, expected = _reorder_of_strided_innermost(engine, stream, dims, src_strides, dst_strides)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _concat_into(engine, stream, sources, axis, dst_strides):
+    """Float32 concat of views (dims, strides) along `axis` into a
+    destination of `dst_strides` (its buffer filled with -7 first): the
+    destination buffer after it, and what it should hold."""
+    import pyopencl as cl
+    context = oi.get_mem_object(dnnl.memory(md([1], "f32"), engine)).context
+    queue = cl.CommandQueue(context)
+    view = np.lib.stride_tricks.as_strided
+    descs, mems, values = [], [], []
+    for k, (dims, strides) in enumerate(sources):
+        flat = np.arange(1 + sum((n - 1) * s for n, s in zip(dims, strides)), dtype=np.float32) + 100 * k
+        buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+        descs.append(dnnl.memory.desc(dims, DT.f32, strides))
+        mems.append(oi.make_memory(descs[-1], engine, buffer))
+        values.append(view(flat, dims, [4 * s for s in strides]).copy())
+    whole = np.concatenate(values, axis)
+    extent = 1 + sum((n - 1) * s for n, s in zip(whole.shape, dst_strides))
+    target = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4 * extent)
+    cl.enqueue_fill_buffer(queue, target, np.float32(-7), 0, 4 * extent).wait()
+    dst_desc = dnnl.memory.desc(list(whole.shape), DT.f32, dst_strides)
+    pd = dnnl.concat.primitive_desc(engine, dst_desc, axis, descs)
+    args = {dnnl.ARG_DST: oi.make_memory(dst_desc, engine, target)}
+    args.update({dnnl.ARG_MULTIPLE_SRC + i: m for i, m in enumerate(mems)})
+    run(dnnl.concat(pd), stream, args)
+    got = np.empty(extent, np.float32)
+    cl.enqueue_copy(queue, got, target).wait()
+    expected = np.full(extent, -7, np.float32)
+    view(expected, whole.shape, [4 * s for s in dst_strides])[...] = whole
+    return got, expected
+
+
+# (sources, axis, destination strides) oneDNN 3.13.1 computes wrong: into a
+# destination of innermost stride 2 (ocl:simple), transposed views into a
+# dense destination and (16, 1) views of stride 16 along their dimension of
+# one (ref:any, whose reorders into place are ocl:custom of rows of 7 and 2)
+_WRONG_CONCATS = [([([4, 5], [5, 1]), ([4, 5], [5, 1])], 1, [20, 2]),
+                  ([([16, 4], [1, 16]), ([16, 3], [1, 16])], 1, [7, 1]),
+                  ([([16, 1], [1, 16]), ([16, 1], [1, 16])], 1, [2, 1])]
+
+
+@pytest.mark.parametrize("sources,axis,dst_strides", _WRONG_CONCATS)
+def test_concat_oneDNN_computes_wrong_is_refused(engine, sources, axis, dst_strides):
+    dims = list(sources[0][0])
+    dims[axis] = sum(d[axis] for d, _ in sources)
+    # oneDNN's cache takes the (16, 1) sources of stride 16 along their
+    # dimension of one for dense ones: a dense concat made earlier in the
+    # process (ocl:simple, right for both) would serve this one
+    capacity = dnnl.get_primitive_cache_capacity()
+    dnnl.set_primitive_cache_capacity(0)
+    dnnl.set_primitive_cache_capacity(capacity)
+    with pytest.raises(dnnl.unimplemented,
+                       match="concat-simple-strided-dst|reorder-custom-innermost-stride"):
+        dnnl.concat.primitive_desc(engine, dnnl.memory.desc(dims, DT.f32, dst_strides), axis,
+                                   [dnnl.memory.desc(d, DT.f32, s) for d, s in sources])
+
+
+def test_concat_of_strided_views_oneDNN_computes_right_is_taken(engine, stream):
+    """Strided sources (ref:any, reordering them into a dense destination
+    with ocl:ref) and a destination with gaps between rows (ocl:simple)."""
+    for sources, axis, dst_strides in (([([4, 5], [10, 2]), ([4, 5], [5, 1])], 1, [10, 1]),
+                                       ([([4, 5], [5, 1]), ([4, 5], [5, 1])], 1, [12, 1])):
+        got, expected = _concat_into(engine, stream, sources, axis, dst_strides)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.test_hooks
+@pytest.mark.parametrize("sources,axis,dst_strides", _WRONG_CONCATS)
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:simple concat writes a strided innermost "
+                                       "destination as dense, and its ref:any reorders sources into "
+                                       "place with ocl:custom kernels that misaddress them: known "
+                                       "problems concat-simple-strided-dst and "
+                                       "reorder-custom-innermost-stride; this watches oneDNN with the "
+                                       "workarounds off")
+def test_concat_oneDNN_computes_wrong_raw_onednn(engine, stream, sources, axis, dst_strides):
+    from helpers import workarounds_off
+    capacity = dnnl.get_primitive_cache_capacity()
+    try:
+        with workarounds_off():
+            got, expected = _concat_into(engine, stream, sources, axis, dst_strides)
+    finally:
+        # oneDNN's cache takes a concat of (16, 1) sources of stride 16 along
+        # their dimension of one for the dense one: its ref:any primitive
+        # would serve later dense concats in this process
+        dnnl.set_primitive_cache_capacity(0)
+        dnnl.set_primitive_cache_capacity(capacity)
+    np.testing.assert_array_equal(got, expected)
+
+
+def _inner_product_into(engine, stream, dst_strides):
+    """A 4 x 10 by 6 x 10 float32 inner product into a destination of
+    `dst_strides` (its buffer filled with -7): the buffer after it, and
+    what it should hold."""
+    import pyopencl as cl
+    rng = np.random.default_rng(56)
+    x = rng.standard_normal((4, 10)).astype(np.float32)
+    w = rng.standard_normal((6, 10)).astype(np.float32)
+    dst_desc = dnnl.memory.desc([4, 6], DT.f32, dst_strides)
+    pd = dnnl.inner_product_forward.primitive_desc(engine, INFERENCE, md([4, 10], "f32"),
+                                                   md([6, 10], "f32"), dst_desc)
+    context = oi.get_mem_object(dnnl.memory(md([1], "f32"), engine)).context
+    queue = cl.CommandQueue(context)
+    extent = 1 + 3 * dst_strides[0] + 5 * dst_strides[1]
+    target = cl.Buffer(context, cl.mem_flags.READ_WRITE, 4 * extent)
+    cl.enqueue_fill_buffer(queue, target, np.float32(-7), 0, 4 * extent).wait()
+    run(dnnl.inner_product_forward(pd), stream,
+        {dnnl.ARG_SRC: put(engine, x, "f32"), dnnl.ARG_WEIGHTS: put(engine, w, "f32"),
+         dnnl.ARG_DST: oi.make_memory(dst_desc, engine, target)})
+    got = np.empty(extent, np.float32)
+    cl.enqueue_copy(queue, got, target).wait()
+    expected = np.full(extent, -7, np.float32)
+    np.lib.stride_tricks.as_strided(expected, (4, 6), [4 * s for s in dst_strides])[...] = x @ w.T
+    return got, expected
+
+
+@pytest.mark.parametrize("dst_strides", [[1, 4], [12, 2], [9, 1]])
+def test_inner_product_into_a_strided_destination_is_refused(engine, dst_strides):
+    with pytest.raises(dnnl.unimplemented, match="inner-product-dst-strides"):
+        dnnl.inner_product_forward.primitive_desc(engine, INFERENCE, md([4, 10], "f32"),
+                                                  md([6, 10], "f32"),
+                                                  dnnl.memory.desc([4, 6], DT.f32, dst_strides))
+
+
+def test_inner_product_into_a_dense_destination(engine, stream):
+    got, expected = _inner_product_into(engine, stream, [6, 1])
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.test_hooks
+@pytest.mark.parametrize("dst_strides", [[1, 4], [12, 2], [9, 1]])
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:ref inner product writes a strided "
+                                       "destination as dense: known problem "
+                                       "inner-product-dst-strides; this watches oneDNN with the "
+                                       "workaround off")
+def test_inner_product_into_a_strided_destination_raw_onednn(engine, stream, dst_strides):
+    from helpers import workarounds_off
+    with workarounds_off():
+        got, expected = _inner_product_into(engine, stream, dst_strides)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def test_reorder_from_memory_objects(engine, stream):
     rng = np.random.default_rng(51)
     x = rand(rng, [3, 5], "f32")

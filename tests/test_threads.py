@@ -573,6 +573,7 @@ def test_out_of_order_chains_while_other_threads_create_primitives(engine, cl_co
         for _ in range(4):
             # below 8: an ab -> ba reorder of multiples of 8 takes oneDNN's
             # ocl:custom transpose kernel, which test_hypothesis.py covers
+            # (this test is about threads, not that kernel)
             m, k, nn = (int(v) for v in rng.integers(1, 8, size=3))
             pd = dnnl.matmul.primitive_desc(engine, plain_desc([m, k]), plain_desc([k, nn]),
                                             plain_desc([m, nn]))

@@ -63,6 +63,46 @@ const_dnnl_memory_desc_t md_of(const dnnl::primitive_desc_base &pd, dnnl::query 
     return dnnl_primitive_desc_query_md(pd.get(), dnnl::convert_to_c(what), index);
 }
 
+// Why oneDNN's ocl:custom reorder would misaddress `md`, or "": its kernels
+// take the dimension of smallest stride (among those of more than one
+// padded element; get_Nth_last_dim_or_block in its custom.cpp) as
+// contiguous, and its xb_to_xab_xba kernel groups an innermost dimension of
+// fewer than 16 elements with the next one into bursts of 16 contiguous
+// ones. A layout with inner blocks (their elements adjacent), not blocked,
+// or known at execute only is taken.
+std::string custom_reorder_misreads(const_dnnl_memory_desc_t md) {
+    int ndims = 0, nblks = 0;
+    dnnl_format_kind_t kind = dnnl_format_kind_undef;
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+            || dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind) != dnnl_success
+            || kind != dnnl_blocked || has_runtime_values(md))
+        return "";
+    dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &nblks);
+    if (nblks > 0) return "";
+    const dnnl_dims_t *padded = nullptr, *strides = nullptr;
+    dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
+    dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
+    int inner = -1, next = -1; // the two dimensions of smallest stride
+    for (int d = 0; d < ndims; ++d) {
+        if ((*padded)[d] == 1) continue;
+        if (inner < 0 || (*strides)[d] < (*strides)[inner]) {
+            next = inner;
+            inner = d;
+        } else if (next < 0 || (*strides)[d] < (*strides)[next]) {
+            next = d;
+        }
+    }
+    if (inner < 0) return "";
+    if ((*strides)[inner] != 1)
+        return "its innermost dimension (stride " + std::to_string((*strides)[inner])
+                + ") as if its stride were 1";
+    if (next >= 0 && (*padded)[inner] < 16 && (*strides)[next] != (*padded)[inner])
+        return "its two innermost dimensions (" + std::to_string((*padded)[inner])
+                + " elements, then a stride of " + std::to_string((*strides)[next])
+                + ") as if they were contiguous";
+    return "";
+}
+
 // The plain row-major layout of its dims (format tag ab, abc, ...), dense
 // from the handle on.
 bool row_major(const dnnl::memory::desc &md) {
@@ -142,6 +182,17 @@ const std::vector<problem> &problems() {
             {"reorder-ref-dst-zero-points",
                     "reorder's ocl:ref applies the first destination zero point everywhere",
                     {0, 0, 0}},
+            {"reorder-custom-innermost-stride",
+                    "reorder's ocl:custom reads or writes the innermost dimension of its "
+                    "source or destination as if its stride were 1",
+                    {0, 0, 0}},
+            {"concat-simple-strided-dst",
+                    "concat's ocl:simple writes a destination whose innermost dimension has a "
+                    "stride other than 1 as if it were 1",
+                    {0, 0, 0}},
+            {"inner-product-dst-strides",
+                    "inner product's ocl:ref writes its destination as dense whatever its strides",
+                    {0, 0, 0}},
             {"reorder-direct-copy-memory-kinds",
                     "reorder's gpu:direct_copy copies nothing between buffer and USM memory",
                     {0, 0, 0}},
@@ -188,6 +239,58 @@ bool applies(const char *id) {
 
 void set_enabled(bool on) { enabled.store(on); }
 
+// Why oneDNN's chosen concat implementation would compute wrong results, or
+// "". ocl:simple writes the destination's innermost dimension as if its
+// stride were 1. ref:any copies each source into its piece of the
+// destination with a reorder (gpu/generic/ref_concat.hpp), a known-wrong one
+// where that reorder is ocl:custom of a layout it misaddresses: the same
+// reorders are made here and checked.
+static std::string concat_problem(const dnnl::primitive_desc_base &pd) {
+    const char *impl = pd.impl_info_str();
+    const_dnnl_memory_desc_t dst = md_of(pd, dnnl::query::dst_md, 0);
+    if (std::strncmp(impl, "ocl:simple", 10) == 0 && applies("concat-simple-strided-dst")) {
+        std::string why = custom_reorder_misreads(dst);
+        if (why.rfind("its innermost", 0) == 0)
+            return "concat: oneDNN chose " + std::string(impl) + ", which would write the "
+                    "destination's " + why.substr(4) + " (known problem concat-simple-strided-dst): "
+                    "concatenate into dense memory and copy it into place (a binary multiply by "
+                    "1 copies right; dnnl.ops does so)";
+    }
+    if (std::strcmp(impl, "ref:any") != 0 || !applies("reorder-custom-innermost-stride")) return "";
+    int inputs = 0, ndims = 0;
+    dnnl_primitive_desc_query(pd.get(), dnnl_query_num_of_inputs_s32, 0, &inputs);
+    dnnl_memory_desc_query(dst, dnnl_query_ndims_s32, &ndims);
+    const dnnl_dims_t *dst_dims = nullptr;
+    dnnl_memory_desc_query(dst, dnnl_query_dims, &dst_dims);
+    dnnl_dims_t offsets = {0};
+    for (int i = 0; i < inputs; ++i) {
+        const_dnnl_memory_desc_t src = md_of(pd, dnnl::query::src_md, i);
+        const dnnl_dims_t *dims = nullptr;
+        dnnl_memory_desc_query(src, dnnl_query_dims, &dims);
+        int axis = 0; // the dimension a source is shorter in than the destination
+        while (axis < ndims && (*dims)[axis] == (*dst_dims)[axis]) ++axis;
+        if (axis == ndims) axis = 0;
+        dnnl_memory_desc_t piece = nullptr;
+        dnnl_primitive_desc_t reorder = nullptr;
+        if (dnnl_memory_desc_create_submemory(&piece, dst, *dims, offsets) == dnnl_success
+                && dnnl_reorder_primitive_desc_create(&reorder, src, pd.get_engine().get(), piece,
+                           pd.get_engine().get(), nullptr)
+                        == dnnl_success) {
+            dnnl::primitive_desc_base copy(reorder); // owns it
+            reorder = nullptr;
+            std::string why = known_wrong_reorder(copy, -1);
+            if (!why.empty()) {
+                dnnl_memory_desc_destroy(piece);
+                return "concat: oneDNN chose ref:any, which copies source " + std::to_string(i)
+                        + " into its place with a reorder it cannot do right: " + why;
+            }
+        }
+        if (piece) dnnl_memory_desc_destroy(piece);
+        offsets[axis] += (*dims)[axis];
+    }
+    return "";
+}
+
 std::string known_wrong(const dnnl::primitive_desc_base &pd) {
     if (!pd || !is_gpu(pd)) return "";
     using kind = dnnl::primitive::kind;
@@ -208,6 +311,21 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
             && pd.get_prop_kind() != dnnl::prop_kind::backward && applies("softmax-layouts")) {
         std::string why = softmax_problem(pd);
         if (!why.empty()) return why;
+    }
+    if (k == kind::concat) {
+        std::string why = concat_problem(pd);
+        if (!why.empty()) return why;
+    }
+    if (k == kind::inner_product && applies("inner-product-dst-strides")
+            && std::strncmp(pd.impl_info_str(), "ocl:ref", 7) == 0) {
+        // A plain layout other than row-major from the handle on (its
+        // blocked ones it addresses by their blocks)
+        auto dst = pd.query_md(dnnl::query::dst_md);
+        if (!dst.is_zero() && dst.get_format_kind() == dnnl::memory::format_kind::blocked
+                && dst.get_inner_nblks() == 0 && !has_runtime_values(dst.get()) && !row_major(dst))
+        return "inner product: oneDNN chose ocl:ref, which writes dst as if it were row-major "
+                       "from the handle on, whatever its strides (known problem inner-product-dst-strides): "
+               "give it a dense destination and reorder the result into place (dnnl.ops does so)";
     }
     if (k == kind::group_normalization && applies("group-normalization-strides")) {
         for (auto what : {dnnl::query::src_md, dnnl::query::dst_md, dnnl::query::diff_src_md,
@@ -259,8 +377,24 @@ std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vect
 }
 
 std::string known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask) {
-    if (!pd || dst_zero_points_mask <= 0 || !applies("reorder-ref-dst-zero-points")
-            || std::strncmp(pd.impl_info_str(), "ocl:ref", 7) != 0)
+    if (!pd) return "";
+    const char *impl = pd.impl_info_str();
+    // Its kernels index both by the work-item's lane (custom.cl); the
+    // binding cannot tell one from the other (one implementation name), so
+    // every ocl:custom reorder of such a layout is refused.
+    if (std::strcmp(impl, "ocl:custom:any") == 0 && applies("reorder-custom-innermost-stride"))
+        for (auto what : {dnnl::query::src_md, dnnl::query::dst_md}) {
+            std::string why = custom_reorder_misreads(md_of(pd, what, 0));
+            if (!why.empty())
+                return std::string("reorder: oneDNN chose ocl:custom, which would read or write ")
+                        + (what == dnnl::query::src_md ? "the source's " : "the destination's ")
+                        + why.substr(4)
+                        + " (known problem reorder-custom-innermost-stride): copy through a "
+                          "binary primitive (multiply by 1; dnnl.ops does so), or through a "
+                          "dense layout";
+        }
+    if (dst_zero_points_mask <= 0 || !applies("reorder-ref-dst-zero-points")
+            || std::strncmp(impl, "ocl:ref", 7) != 0)
         return "";
     return "reorder: oneDNN chose ocl:ref, which applies the first destination zero point to "
            "every element whatever the mask (known problem reorder-ref-dst-zero-points); use "

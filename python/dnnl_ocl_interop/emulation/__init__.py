@@ -47,6 +47,14 @@ _RUNTIME_FILE = "libintelocl.so"
 _REQUIRED_SUB_GROUP_SIZES = "CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE"
 _SOFTMAX_KERNEL = "reusable_softmax_fwd_generic"
 _SOFTMAX_SUB_GROUP = f"{_SOFTMAX_KERNEL}(16)"
+# How the runtime forms sub-groups: by default along dimension 0 of the
+# work-group only; -1 forms them from the linear local id, as Intel GPUs do.
+# oneDNN's kernels that vectorize along another dimension (a work-group of
+# (1, 16, 1), as its transposing reorders are launched) assume the GPU's way:
+# with the default, their sub-groups hold one work-item, and the results came
+# out wrong or the runtime's compiler crashed (docs/emulation.md).
+_SUB_GROUP_CONSTRUCTION = "CL_CONFIG_CPU_SUB_GROUP_CONSTRUCTION"
+_LINEAR_SUB_GROUPS = "-1"
 
 
 class EmulationError(RuntimeError):
@@ -188,8 +196,10 @@ def enable(devices: Optional[int] = None) -> str:
     visible) and ``OPENCL_LAYERS`` (the emulation layer), and adds
     ``reusable_softmax_fwd_generic(16)`` to the CPU runtime's
     ``CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE`` (oneDNN's softmax kernel gets the
-    sub-groups of 16 it assumes: docs/known-problems.md); child processes
-    inherit all three. Must run before the first OpenCL call. Returns a one-line
+    sub-groups of 16 it assumes: docs/known-problems.md), and sets
+    ``CL_CONFIG_CPU_SUB_GROUP_CONSTRUCTION=-1`` (sub-groups formed from the
+    linear local id, as on Intel GPUs: docs/emulation.md); child processes
+    inherit them all. Must run before the first OpenCL call. Returns a one-line
     description; raises :class:`EmulationError` when the runtime is missing
     or OpenCL is already initialized. ``DNNL_OCL_INTEROP_EMULATION=1``
     inherited without the loader's variables (or with ones naming files that
@@ -227,6 +237,7 @@ def enable(devices: Optional[int] = None) -> str:
     os.environ["OPENCL_LAYERS"] = layer
     os.environ[_REQUIRED_SUB_GROUP_SIZES] = _with_softmax_sub_group(
         os.environ.get(_REQUIRED_SUB_GROUP_SIZES, ""))
+    os.environ[_SUB_GROUP_CONSTRUCTION] = _LINEAR_SUB_GROUPS
     if count == 1:  # the default: the environment stays as it always was
         os.environ.pop(_DEVICE_COUNT, None)
     else:

@@ -46,7 +46,7 @@ class context:
     busy loop do not push out the events of its inputs."""
 
     __slots__ = ("engine", "stream", "in_order", "queue", "own_references", "markers",
-                 "known", "cl_context", "handle")
+                 "known", "cl_context", "handle", "ones")
 
     def __init__(self, engine: Any, stream: Any, in_order: bool, queue: Any,
                  own_references: int, cl_context: Any) -> None:
@@ -56,6 +56,7 @@ class context:
         self.in_order = in_order  #: whether execute returns no event (an in-order queue)
         self.queue = queue        #: a pyopencl.CommandQueue of the cache's own
         self.handle = queue.int_ptr  #: the cl_command_queue
+        self.ones = None  #: a float32 array holding 1, made by ones_like_queue
         self.own_references = own_references  #: the queue's references the cache holds
         # id(event) -> event: held, so that an id is not reused meanwhile
         self.markers: "OrderedDict[int, Any]" = OrderedDict()
@@ -95,6 +96,24 @@ def of_queue(queue: Any) -> context:
     if found is not None:
         return found
     return _make(queue)
+
+
+def ones_like_queue(queue: Any) -> Any:
+    """A float32 array of one element holding 1, on `queue`'s context (the
+    other operand of a copy made as a binary multiply by 1). Made once per
+    queue, written through a queue of its own, so that it waits for none of
+    the user's work and holds no event (an event would retain the queue)."""
+    record = of_queue(queue)
+    if record.ones is None:
+        import numpy as np
+        import pyopencl as cl
+        import pyopencl.array as cla
+
+        writer = cl.CommandQueue(record.cl_context, record.queue.device)
+        ones = cla.to_device(writer, np.ones(1, np.float32)).with_queue(record.queue)
+        del ones.events[:]  # the blocking write is done; its event names the writer
+        record.ones = ones
+    return record.ones
 
 
 def _references(queue: Any) -> int:

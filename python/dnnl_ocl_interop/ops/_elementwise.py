@@ -112,8 +112,12 @@ def _clip_plan(x: Any, lower: Any, upper: Any, out: Any) -> plan:
 
 
 def _binary_plan(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
-    A = array_operand("a", _A.ARG_SRC_0, a)
-    B = array_operand("b", _A.ARG_SRC_1, b)
+    return binary_operands_plan(array_operand("a", _A.ARG_SRC_0, a),
+                                array_operand("b", _A.ARG_SRC_1, b), alg, post_ops, out, dtype)
+
+
+def binary_operands_plan(A: Any, B: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> plan:
+    """The plan of a binary on two operands (their args ARG_SRC_0 and ARG_SRC_1)."""
     shape = _broadcast_shape(A.dims, B.dims)
     broadcast_to(A, shape)
     broadcast_to(B, shape)

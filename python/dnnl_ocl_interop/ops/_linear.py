@@ -107,7 +107,9 @@ def matmul(a: Any, b: Any, bias: Any = None, *, transpose_a: bool = False,
     ``b``. The result has ``a``'s dtype (f32 for int8), or ``dtype``, or
     ``out``'s. int8 scales: ``a_scale``, ``out_scale`` numbers; ``b_scale`` a
     number or a float32 array of N factors (per output column); the result is
-    ``(a*a_scale) @ (b*b_scale) / out_scale``.
+    ``(a*a_scale) @ (b*b_scale) / out_scale``, where oneDNN divides by
+    ``out_scale`` after the post-ops (with ``post_ops=[("add", p)]``:
+    ``(acc + p) / out_scale``).
     """
     A = array_operand("a", _A.ARG_SRC, a)
     B = _weights("b", _A.ARG_WEIGHTS, b, "matmul", {"transpose_b": bool(transpose_b)})
@@ -183,8 +185,10 @@ def inner_product(x: Any, weights: Any, bias: Any = None, *, post_ops: Any = (),
                                                            dst_desc, attr)
         return _A.inner_product_forward.primitive_desc(engine, _FI, d[0], d[1], dst_desc, attr)
 
-    return plan("inner_product", _A.inner_product_forward, None, operands, dst,
-                result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
+    p = plan("inner_product", _A.inner_product_forward, None, operands, dst,
+             result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
+    p.dense_out = True  # ocl:ref writes a strided destination as dense (known problem)
+    return p
 
 
 def _grouped(W: operand, groups: int) -> None:

@@ -8,14 +8,50 @@ from typing import Any, Optional, Sequence
 
 from .. import _core
 from .._errors import invalid_argument
-from ._operands import array_operand, number, operand, result_type
+from ._context import ones_like_queue
+from ._elementwise import binary_operands_plan
+from ._operands import array_operand, element_strides, number, operand, result_type
 from ._plan import operation, plan
 
 _A = _core
 
+# Data types a binary multiply by 1 copies exactly (it computes in f32).
+_COPIED_BY_BINARY = frozenset(("f32", "f16", "bf16", "s8", "u8"))
+
+
+def _strided_innermost(dims: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether the smallest stride (elements) among the dimensions of more
+    than one element is not 1: oneDNN's ocl:custom reorder reads or writes
+    such a layout wrong (known problem reorder-custom-innermost-stride)."""
+    inner = [s for n, s in zip(dims, strides) if n != 1]
+    return bool(inner) and builtins.min(inner) != 1
+
+
+def _binary_copy(X: operand, dtype: Any, out: Any) -> Optional[plan]:
+    """A plain copy (or conversion) of `X` as a binary multiply by 1, when
+    `X` or `out` has a strided innermost dimension and the data types are
+    copied exactly; else None (a reorder)."""
+    result = result_type(X.data_type, dtype, out)
+    if X.data_type._name_ not in _COPIED_BY_BINARY or result._name_ not in _COPIED_BY_BINARY:
+        return None
+    if not _strided_innermost(X.dims, X.strides) and (
+            out is None or not _strided_innermost(out.shape, element_strides(out))):
+        return None
+    queue = (out if out is not None else X.array).queue
+    if queue is None:
+        return None  # (the reorder's plan says which array has no queue)
+    X.arg = _A.ARG_SRC_0
+    one = array_operand("1", _A.ARG_SRC_1, ones_like_queue(queue))
+    return binary_operands_plan(X, one, _A.algorithm.binary_mul, (), out, dtype)
+
 
 def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: Any,
                   axis: Optional[int], out: Any) -> plan:
+    if src_scale is None and dst_scale is None:
+        by_binary = _binary_copy(X, dtype, out)
+        if by_binary is not None:
+            return by_binary
+
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.reorder.primitive_desc(engine, d[0], engine, dst_desc, attr)
 
@@ -110,8 +146,14 @@ def concat(arrays: Sequence[Any], axis: int = 0, *, out: Any = None) -> plan:
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.concat.primitive_desc(engine, dst_desc, axis, list(d[:len(operands)]), attr)
 
-    return plan("concat", _A.concat, (axis, len(operands)), operands, tuple(dst),
-                result_type(first.data_type, None, out), out, make_pd)
+    p = plan("concat", _A.concat, (axis, len(operands)), operands, tuple(dst),
+             result_type(first.data_type, None, out), out, make_pd)
+    # oneDNN 3.13.1's ocl:simple concat writes a strided innermost destination
+    # as dense, and its ref:any reorders strided sources into place with
+    # ocl:custom kernels that misaddress them (docs/known-problems.md): dense
+    # sources and destination only
+    p.dense_only = True
+    return p
 
 
 @operation
@@ -147,7 +189,8 @@ def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.sum.primitive_desc(engine, dst_desc, ordered, list(d[:len(operands)]), attr)
 
-    dst_type = result_type(operands[0].data_type, None, out)
+    # arrays[0]'s type, whichever source the order puts first
+    dst_type = result_type(operands[order.index(0)].data_type, None, out)
     p = plan("sum", _A.sum, tuple(ordered), operands, shape, dst_type, out, make_pd)
     p.queue_array = arrays[0]  # the result lives on the first array's queue, whatever the order
     return p

@@ -43,8 +43,12 @@ def _layer_plan(x: Any, weight: Any, bias: Any, eps: Any, out: Any, dtype: Any,
     flags = _scale_shift(operands, weight, bias, X.dims[-1])
     if rms:
         flags |= _F.rms_norm
-    # scale and shift in the weight's (or bias's) type: f32, f16 or bf16
+    # scale and shift in the weight's (or bias's) type: f32, f16 or bf16;
+    # oneDNN takes one type for both (it would read the other's bits as it)
     scale_type = operands[1].data_type if len(operands) > 1 else _core.memory.data_type.f32
+    if len(operands) == 3 and operands[2].data_type != scale_type:
+        raise TypeError(f"weight and bias must have one dtype (oneDNN takes one type for both), "
+                        f"not {weight.dtype} and {bias.dtype}")
 
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.layer_normalization_forward.primitive_desc(

@@ -218,10 +218,17 @@ def array_operand(name: str, arg: int, array: Any) -> operand:
     refused here, with as_memory's message (oneDNN descriptors have at
     least one dimension)."""
     check_array(array, name)
-    if not array.shape:
+    shape = array.shape
+    if not shape:
         raise invalid_argument(f"{name}: array is 0-dimensional: reshape it to (1,) first")
-    return operand(name, arg, array, array.shape, element_strides(array),
-                   data_type_of(array, name))
+    strides = element_strides(array)
+    if 1 in shape:
+        # A dimension of one element is never stepped along, so its stride
+        # means nothing; oneDNN compares descriptors so too (its primitive
+        # cache takes one for the other), yet some of its implementations
+        # misread an odd one (a ref:any concat): the row-major one is given.
+        strides = tuple(d if n == 1 else s for n, s, d in zip(shape, strides, dense_strides(shape)))
+    return operand(name, arg, array, shape, strides, data_type_of(array, name))
 
 
 def prepend(op: operand, count: int) -> None:

@@ -53,7 +53,7 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "dense_only", "out_strides", "in_place")
+                 "dst_desc", "dense_only", "dense_out", "out_strides", "in_place")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -83,6 +83,9 @@ class plan:
         # Primitives that mishandle strided operands in oneDNN 3.13 get dense
         # copies, and write a strided out= through a dense result.
         self.dense_only = False
+        # Primitives that write a strided out= wrong (their sources are right):
+        # a dense result, copied into it
+        self.dense_out = False
         self.queue_array: Any = operands[0].array  # the result lives on its queue
         # The arguments (ARG_SRC, ...) whose operand out= may be, the same view
         # (see _overlap): those oneDNN computes in place
@@ -230,8 +233,9 @@ def _check_out_context(p: plan) -> None:
 def _densify(p: plan) -> Any:
     """Dense copies of the strided operands oneDNN would misread (those of a
     dense_only plan, and operands marked dense), in place in the plan; for a
-    dense_only plan with a strided ``out``, that ``out`` (the plan then makes
-    a new dense result on its queue, to be copied into it), else None.
+    dense_only or dense_out plan with a strided ``out``, that ``out`` (the
+    plan then makes a new dense result on its queue, to be copied into it),
+    else None.
     Operands marked dense are only ever reinterpreted with leading 1s, so
     the copy's row-major layout is theirs."""
     for op in p.operands:
@@ -240,9 +244,11 @@ def _densify(p: plan) -> Any:
             op.strides = dense_strides(op.dims)
             op.rekey()
     target = p.out
-    if not p.dense_only or target is None or p.out_strides is None:
+    if not (p.dense_only or p.dense_out) or target is None or p.out_strides is None:
         return None
     p.out, p.queue_array, p.out_strides = None, target, None
+    if any(item[0] == "sum" for item in p.post_ops):
+        p.out = _copy(target)  # a sum post-op adds to what out holds
     return target
 
 
