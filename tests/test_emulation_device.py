@@ -552,6 +552,28 @@ def test_transposing_reorders_right_with_sub_groups_formed_as_a_gpu_does():
     assert max(error for _, error in result.values()) == 0.0, result
 
 
+def test_enable_sets_the_runtime_settings_in_a_process_that_inherited_emulation():
+    """A process inheriting an enabled environment without the runtime's
+    settings (an environment copied in part) gets them from enable() before
+    its first OpenCL call; is_enabled() alone did not look at them."""
+    env = dict(os.environ)
+    if env.get("DNNL_OCL_INTEROP_EMULATION") != "1":
+        env = _child_env(True)
+        env["DNNL_OCL_INTEROP_EMULATION"] = "1"
+        env["OCL_ICD_VENDORS"] = emulation.cpu_runtime_path()
+        env["OPENCL_LAYERS"] = emulation.layer_path()
+    env.pop("CL_CONFIG_CPU_SUB_GROUP_CONSTRUCTION", None)
+    env.pop("CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE", None)
+    script = ("import os; from dnnl_ocl_interop import emulation; "
+              "assert emulation.is_enabled(); emulation.enable(); "
+              "print(os.environ['CL_CONFIG_CPU_SUB_GROUP_CONSTRUCTION'], "
+              "os.environ['CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE'])")
+    child = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split() == ["-1", "reusable_softmax_fwd_generic(16)"]
+
+
 @pytest.mark.xfail(strict=True, reason="Intel's CPU runtime forms sub-groups along the first "
                                        "dimension unless told otherwise; oneDNN's ocl:custom "
                                        "reorders assume a GPU's (docs/emulation.md)")

@@ -1754,3 +1754,27 @@ def test_layer_norm_weight_and_bias_of_two_dtypes_are_refused(queue):
     with pytest.raises(TypeError, match="float32 and float16"):
         ops.layer_norm(x, cla.to_device(queue, np.ones(8, np.float32)),
                        cla.to_device(queue, np.zeros(8, np.float16)))
+
+
+def test_copies_between_column_slices_and_transposes_into_them(queue):
+    """Column slices (rows with gaps) are copied by oneDNN's reorder; a
+    transpose into such rows, which the binding refuses for ocl:custom
+    (known problem reorder-custom-innermost-stride), is done by ops as a
+    binary multiply by 1 instead."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 16)).astype(np.float32)
+    X = cla.to_device(queue, x)
+    np.testing.assert_array_equal(ops.copy(X[:, :8]).get(), x[:, :8])
+    np.testing.assert_array_equal(ops.relu(X[:, :8]).get(), np.maximum(x[:, :8], 0))
+    np.testing.assert_array_equal(ops.concat([X[:, :8], X[:, :8]], 0).get(),
+                                  np.concatenate([x[:, :8], x[:, :8]], 0))
+    target = cla.to_device(queue, np.full((4, 16), -7, np.float32))
+    ops.copy(cla.to_device(queue, x[:, 8:].copy()), out=target[:, :8])
+    expected = np.full((4, 16), -7, np.float32)
+    expected[:, :8] = x[:, 8:]
+    np.testing.assert_array_equal(target.get(), expected)
+    wide = cla.to_device(queue, np.full((16, 7), -7, np.float32))
+    ops.copy(X.T, out=wide[:, :4])
+    expected = np.full((16, 7), -7, np.float32)
+    expected[:, :4] = x.T
+    np.testing.assert_array_equal(wide.get(), expected)

@@ -753,6 +753,16 @@ def test_reorder_with_a_strided_innermost_dimension_oneDNN_computes_right_is_tak
         np.testing.assert_array_equal(got, expected)
 
 
+def test_reorder_of_column_slices_is_taken(engine, stream):
+    """Rows with gaps (x[:, :8] of rows of 16) in and out, which oneDNN's
+    ocl:custom copies right (its pad_innermost kernel, through the rows'
+    strides): taken, not refused as the transposes into such rows are."""
+    for src_strides, dst_strides in (([8, 1], [16, 1]), ([16, 1], [8, 1])):
+        got, expected = _reorder_of_strided_innermost(engine, stream, [4, 8], src_strides,
+                                                      dst_strides)
+        np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.test_hooks
 @pytest.mark.parametrize("dims,src_strides,dst_strides", _STRIDED_INNERMOST)
 @pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:custom reorder reads and writes the "
@@ -832,6 +842,23 @@ def test_concat_of_strided_views_oneDNN_computes_right_is_taken(engine, stream):
         np.testing.assert_array_equal(got, expected)
 
 
+def test_concat_into_a_blocked_destination_through_a_temporary(engine, stream):
+    """Channels of 8 and 8 into aBcd16b: the destination takes no piece at
+    channel 8 (inside a block), so oneDNN's ref:any concatenates into a
+    dense temporary destination and reorders it into place; the binding
+    checks those reorders and takes it; the result is right."""
+    rng = np.random.default_rng(57)
+    parts = [rng.standard_normal((1, 8, 2, 2)).astype(np.float32) for _ in range(2)]
+    dst_desc = dnnl.memory.desc([1, 16, 2, 2], DT.f32, TAG.aBcd16b)
+    pd = dnnl.concat.primitive_desc(engine, dst_desc, 1, [md([1, 8, 2, 2], "f32")] * 2)
+    dst = dnnl.memory(dst_desc, engine)
+    run(dnnl.concat(pd), stream, {dnnl.ARG_DST: dst, dnnl.ARG_MULTIPLE_SRC: put(engine, parts[0], "f32"),
+                                  dnnl.ARG_MULTIPLE_SRC + 1: put(engine, parts[1], "f32")})
+    plain = dnnl.memory(md([1, 16, 2, 2], "f32"), engine)
+    run(dnnl.reorder(dst, plain), stream, {dnnl.ARG_FROM: dst, dnnl.ARG_TO: plain})
+    np.testing.assert_array_equal(get(plain), np.concatenate(parts, 1))
+
+
 @pytest.mark.test_hooks
 @pytest.mark.parametrize("sources,axis,dst_strides", _WRONG_CONCATS)
 @pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:simple concat writes a strided innermost "
@@ -887,6 +914,15 @@ def test_inner_product_into_a_strided_destination_is_refused(engine, dst_strides
         dnnl.inner_product_forward.primitive_desc(engine, INFERENCE, md([4, 10], "f32"),
                                                   md([6, 10], "f32"),
                                                   dnnl.memory.desc([4, 6], DT.f32, dst_strides))
+
+
+@pytest.mark.parametrize("tag", ["AB16b16a", "Ab8a", "BA16a16b"])
+def test_inner_product_into_a_blocked_destination_is_refused(engine, tag):
+    """ocl:ref writes dst[mb * OC + oc] whatever the layout: blocked ones too."""
+    with pytest.raises(dnnl.unimplemented, match="inner-product-dst-strides"):
+        dnnl.inner_product_forward.primitive_desc(engine, INFERENCE, md([4, 10], "f32"),
+                                                  md([6, 10], "f32"),
+                                                  dnnl.memory.desc([4, 6], DT.f32, getattr(TAG, tag)))
 
 
 def test_inner_product_into_a_dense_destination(engine, stream):

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 
 namespace dnnl_ocl_interop {
 namespace workarounds {
@@ -63,43 +64,71 @@ const_dnnl_memory_desc_t md_of(const dnnl::primitive_desc_base &pd, dnnl::query 
     return dnnl_primitive_desc_query_md(pd.get(), dnnl::convert_to_c(what), index);
 }
 
-// Why oneDNN's ocl:custom reorder would misaddress `md`, or "": its kernels
-// take the dimension of smallest stride (among those of more than one
-// padded element; get_Nth_last_dim_or_block in its custom.cpp) as
-// contiguous, and its xb_to_xab_xba kernel groups an innermost dimension of
-// fewer than 16 elements with the next one into bursts of 16 contiguous
-// ones. A layout with inner blocks (their elements adjacent), not blocked,
-// or known at execute only is taken.
-std::string custom_reorder_misreads(const_dnnl_memory_desc_t md) {
+// The dimensions oneDNN's ocl:custom reorder takes for the innermost two of
+// a layout: those of smallest stride among the dimensions of more than one
+// padded element (get_Nth_last_dim_or_block in its custom.cpp). Only plain
+// layouts (blocked without inner blocks, whose blocks are adjacent, and
+// known before execute) are looked at.
+struct innermost_dims {
+    bool plain = false;
+    int dim = -1, next = -1;
+    dnnl_dim_t stride = 1, size = 1, next_stride = 0;
+};
+
+innermost_dims custom_innermost(const_dnnl_memory_desc_t md) {
+    innermost_dims found;
     int ndims = 0, nblks = 0;
     dnnl_format_kind_t kind = dnnl_format_kind_undef;
     if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
             || dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind) != dnnl_success
             || kind != dnnl_blocked || has_runtime_values(md))
-        return "";
+        return found;
     dnnl_memory_desc_query(md, dnnl_query_inner_nblks_s32, &nblks);
-    if (nblks > 0) return "";
+    if (nblks > 0) return found;
+    found.plain = true;
     const dnnl_dims_t *padded = nullptr, *strides = nullptr;
     dnnl_memory_desc_query(md, dnnl_query_padded_dims, &padded);
     dnnl_memory_desc_query(md, dnnl_query_strides, &strides);
-    int inner = -1, next = -1; // the two dimensions of smallest stride
     for (int d = 0; d < ndims; ++d) {
         if ((*padded)[d] == 1) continue;
-        if (inner < 0 || (*strides)[d] < (*strides)[inner]) {
-            next = inner;
-            inner = d;
-        } else if (next < 0 || (*strides)[d] < (*strides)[next]) {
-            next = d;
+        if (found.dim < 0 || (*strides)[d] < (*strides)[found.dim]) {
+            found.next = found.dim;
+            found.dim = d;
+        } else if (found.next < 0 || (*strides)[d] < (*strides)[found.next]) {
+            found.next = d;
         }
     }
-    if (inner < 0) return "";
-    if ((*strides)[inner] != 1)
-        return "its innermost dimension (stride " + std::to_string((*strides)[inner])
-                + ") as if its stride were 1";
-    if (next >= 0 && (*padded)[inner] < 16 && (*strides)[next] != (*padded)[inner])
-        return "its two innermost dimensions (" + std::to_string((*padded)[inner])
-                + " elements, then a stride of " + std::to_string((*strides)[next])
-                + ") as if they were contiguous";
+    if (found.dim >= 0) {
+        found.stride = (*strides)[found.dim];
+        found.size = (*padded)[found.dim];
+    }
+    if (found.next >= 0) found.next_stride = (*strides)[found.next];
+    return found;
+}
+
+// Why oneDNN's ocl:custom reorder from `src` to `dst` would misaddress one
+// of them, or "". Its kernels take the innermost dimension as contiguous
+// whatever its stride; and its xb_to_xab_xba kernel, which it picks for a
+// reorder whose two sides have different innermost dimensions (a
+// transpose), groups an innermost dimension of fewer than 16 elements with
+// the next one into bursts of 16 contiguous elements. (Its pad_innermost
+// kernel, picked where both sides share the innermost dimension, addresses
+// the rows through their strides.)
+std::string custom_reorder_misreads(const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t dst) {
+    const innermost_dims sides[2] = {custom_innermost(src), custom_innermost(dst)};
+    const char *names[2] = {"the source's", "the destination's"};
+    for (int i = 0; i < 2; ++i)
+        if (sides[i].plain && sides[i].dim >= 0 && sides[i].stride != 1)
+            return std::string(names[i]) + " innermost dimension (stride "
+                    + std::to_string(sides[i].stride) + ") as if its stride were 1";
+    if (!sides[0].plain || !sides[1].plain || sides[0].dim < 0 || sides[1].dim < 0
+            || sides[0].dim == sides[1].dim)
+        return "";
+    for (int i = 0; i < 2; ++i)
+        if (sides[i].next >= 0 && sides[i].size < 16 && sides[i].next_stride != sides[i].size)
+            return std::string(names[i]) + " two innermost dimensions ("
+                    + std::to_string(sides[i].size) + " elements, then a stride of "
+                    + std::to_string(sides[i].next_stride) + ") as if they were contiguous";
     return "";
 }
 
@@ -249,44 +278,77 @@ static std::string concat_problem(const dnnl::primitive_desc_base &pd) {
     const char *impl = pd.impl_info_str();
     const_dnnl_memory_desc_t dst = md_of(pd, dnnl::query::dst_md, 0);
     if (std::strncmp(impl, "ocl:simple", 10) == 0 && applies("concat-simple-strided-dst")) {
-        std::string why = custom_reorder_misreads(dst);
-        if (why.rfind("its innermost", 0) == 0)
+        const innermost_dims inner = custom_innermost(dst);
+        if (inner.plain && inner.dim >= 0 && inner.stride != 1)
             return "concat: oneDNN chose " + std::string(impl) + ", which would write the "
-                    "destination's " + why.substr(4) + " (known problem concat-simple-strided-dst): "
-                    "concatenate into dense memory and copy it into place (a binary multiply by "
-                    "1 copies right; dnnl.ops does so)";
+                    "destination's innermost dimension (stride " + std::to_string(inner.stride)
+                    + ") as if its stride were 1 (known problem concat-simple-strided-dst): "
+                      "concatenate into dense memory and copy it into place (a binary multiply "
+                      "by 1 copies right; dnnl.ops does so)";
     }
     if (std::strcmp(impl, "ref:any") != 0 || !applies("reorder-custom-innermost-stride")) return "";
+    using owned_md = std::unique_ptr<dnnl_memory_desc, decltype(&dnnl_memory_desc_destroy)>;
+    // The reorder oneDNN would make from `from` to `to`, if it is a known-wrong one.
+    auto wrong_copy = [&](const_dnnl_memory_desc_t from, const_dnnl_memory_desc_t to) {
+        dnnl_primitive_desc_t made = nullptr;
+        if (dnnl_reorder_primitive_desc_create(&made, from, pd.get_engine().get(), to,
+                    pd.get_engine().get(), nullptr)
+                != dnnl_success)
+            return std::string();
+        return known_wrong_reorder(dnnl::primitive_desc_base(made), -1); // owns it
+    };
     int inputs = 0, ndims = 0;
     dnnl_primitive_desc_query(pd.get(), dnnl_query_num_of_inputs_s32, 0, &inputs);
     dnnl_memory_desc_query(dst, dnnl_query_ndims_s32, &ndims);
     const dnnl_dims_t *dst_dims = nullptr;
+    dnnl_data_type_t type = dnnl_data_type_undef;
     dnnl_memory_desc_query(dst, dnnl_query_dims, &dst_dims);
-    dnnl_dims_t offsets = {0};
-    for (int i = 0; i < inputs; ++i) {
-        const_dnnl_memory_desc_t src = md_of(pd, dnnl::query::src_md, i);
-        const dnnl_dims_t *dims = nullptr;
-        dnnl_memory_desc_query(src, dnnl_query_dims, &dims);
-        int axis = 0; // the dimension a source is shorter in than the destination
-        while (axis < ndims && (*dims)[axis] == (*dst_dims)[axis]) ++axis;
-        if (axis == ndims) axis = 0;
-        dnnl_memory_desc_t piece = nullptr;
-        dnnl_primitive_desc_t reorder = nullptr;
-        if (dnnl_memory_desc_create_submemory(&piece, dst, *dims, offsets) == dnnl_success
-                && dnnl_reorder_primitive_desc_create(&reorder, src, pd.get_engine().get(), piece,
-                           pd.get_engine().get(), nullptr)
-                        == dnnl_success) {
-            dnnl::primitive_desc_base copy(reorder); // owns it
-            reorder = nullptr;
-            std::string why = known_wrong_reorder(copy, -1);
-            if (!why.empty()) {
-                dnnl_memory_desc_destroy(piece);
+    dnnl_memory_desc_query(dst, dnnl_query_data_type, &type);
+    // Where the destination takes no pieces (sub-memories), ref:any
+    // concatenates into a dense temporary destination and reorders that
+    // into the destination (its tent_dst_md_).
+    const_dnnl_memory_desc_t target = dst;
+    owned_md temporary(nullptr, dnnl_memory_desc_destroy);
+    for (int pass = 0; pass < 2; ++pass) {
+        dnnl_dims_t offsets = {0};
+        bool pieces = true;
+        for (int i = 0; i < inputs && pieces; ++i) {
+            const_dnnl_memory_desc_t src = md_of(pd, dnnl::query::src_md, i);
+            const dnnl_dims_t *dims = nullptr;
+            dnnl_memory_desc_query(src, dnnl_query_dims, &dims);
+            int axis = 0; // the dimension a source is shorter in than the destination
+            while (axis < ndims && (*dims)[axis] == (*dst_dims)[axis]) ++axis;
+            if (axis == ndims) axis = 0;
+            dnnl_memory_desc_t made = nullptr;
+            pieces = dnnl_memory_desc_create_submemory(&made, target, *dims, offsets) == dnnl_success;
+            owned_md piece(made, dnnl_memory_desc_destroy);
+            if (!pieces) break;
+            std::string why = wrong_copy(src, piece.get());
+            if (!why.empty())
                 return "concat: oneDNN chose ref:any, which copies source " + std::to_string(i)
                         + " into its place with a reorder it cannot do right: " + why;
-            }
+            offsets[axis] += (*dims)[axis];
         }
-        if (piece) dnnl_memory_desc_destroy(piece);
-        offsets[axis] += (*dims)[axis];
+        if (pieces) break;
+        if (pass == 1 || temporary) return "";
+        dnnl_dims_t strides;
+        dnnl_dim_t step = 1;
+        for (int d = ndims; d-- > 0;) {
+            strides[d] = step;
+            step *= (*dst_dims)[d];
+        }
+        dnnl_memory_desc_t made = nullptr;
+        if (dnnl_memory_desc_create_with_strides(&made, ndims, *dst_dims, type, strides)
+                != dnnl_success)
+            return "";
+        temporary.reset(made);
+        target = temporary.get();
+    }
+    if (temporary) {
+        std::string why = wrong_copy(temporary.get(), dst);
+        if (!why.empty())
+            return "concat: oneDNN chose ref:any, which copies its dense result into the "
+                   "destination with a reorder it cannot do right: " + why;
     }
     return "";
 }
@@ -318,11 +380,11 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
     }
     if (k == kind::inner_product && applies("inner-product-dst-strides")
             && std::strncmp(pd.impl_info_str(), "ocl:ref", 7) == 0) {
-        // A plain layout other than row-major from the handle on (its
-        // blocked ones it addresses by their blocks)
+        // Any layout other than row-major from the handle on, blocked ones
+        // included (its kernel writes dst[mb * OC + oc], ip/ref.cl)
         auto dst = pd.query_md(dnnl::query::dst_md);
         if (!dst.is_zero() && dst.get_format_kind() == dnnl::memory::format_kind::blocked
-                && dst.get_inner_nblks() == 0 && !has_runtime_values(dst.get()) && !row_major(dst))
+                && !has_runtime_values(dst.get()) && !row_major(dst))
         return "inner product: oneDNN chose ocl:ref, which writes dst as if it were row-major "
                        "from the handle on, whatever its strides (known problem inner-product-dst-strides): "
                "give it a dense destination and reorder the result into place (dnnl.ops does so)";
@@ -382,17 +444,15 @@ std::string known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zer
     // Its kernels index both by the work-item's lane (custom.cl); the
     // binding cannot tell one from the other (one implementation name), so
     // every ocl:custom reorder of such a layout is refused.
-    if (std::strcmp(impl, "ocl:custom:any") == 0 && applies("reorder-custom-innermost-stride"))
-        for (auto what : {dnnl::query::src_md, dnnl::query::dst_md}) {
-            std::string why = custom_reorder_misreads(md_of(pd, what, 0));
-            if (!why.empty())
-                return std::string("reorder: oneDNN chose ocl:custom, which would read or write ")
-                        + (what == dnnl::query::src_md ? "the source's " : "the destination's ")
-                        + why.substr(4)
-                        + " (known problem reorder-custom-innermost-stride): copy through a "
-                          "binary primitive (multiply by 1; dnnl.ops does so), or through a "
-                          "dense layout";
-        }
+    if (std::strcmp(impl, "ocl:custom:any") == 0 && applies("reorder-custom-innermost-stride")) {
+        std::string why = custom_reorder_misreads(
+                md_of(pd, dnnl::query::src_md, 0), md_of(pd, dnnl::query::dst_md, 0));
+        if (!why.empty())
+            return "reorder: oneDNN chose ocl:custom, which would read or write " + why
+                    + " (known problem reorder-custom-innermost-stride): copy through a binary "
+                      "primitive (a multiply by 1; dnnl.ops does so for copies and type "
+                      "conversions without scales), or through a dense layout";
+    }
     if (dst_zero_points_mask <= 0 || !applies("reorder-ref-dst-zero-points")
             || std::strncmp(impl, "ocl:ref", 7) != 0)
         return "";

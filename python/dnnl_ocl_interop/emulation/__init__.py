@@ -119,6 +119,14 @@ def _opencl_initialized() -> bool:
     return any(name in drivers or name.split(".so")[0] + ".so" in drivers for name in mapped)
 
 
+def _set_runtime_settings() -> None:
+    """The CPU runtime's settings the emulated device needs (read at its
+    start): softmax's sub-group size and sub-groups formed as a GPU's."""
+    os.environ[_REQUIRED_SUB_GROUP_SIZES] = _with_softmax_sub_group(
+        os.environ.get(_REQUIRED_SUB_GROUP_SIZES, ""))
+    os.environ[_SUB_GROUP_CONSTRUCTION] = _LINEAR_SUB_GROUPS
+
+
 def _with_softmax_sub_group(setting: str) -> str:
     """`setting` (CL_CONFIG_CPU_REQD_SUB_GROUP_SIZE) with oneDNN's softmax
     kernel asking for sub-groups of 16, unless it names that kernel already."""
@@ -215,6 +223,8 @@ def enable(devices: Optional[int] = None) -> str:
     """
     count = _device_count(devices)
     if is_enabled() and str(count) == (os.environ.get(_DEVICE_COUNT, "") or "1"):
+        if not _opencl_initialized():  # inherited: the runtime's settings may be missing
+            _set_runtime_settings()
         return _description()
     if _opencl_initialized():
         if is_enabled():
@@ -235,9 +245,7 @@ def enable(devices: Optional[int] = None) -> str:
     layer = layer_path()
     os.environ["OCL_ICD_VENDORS"] = runtime
     os.environ["OPENCL_LAYERS"] = layer
-    os.environ[_REQUIRED_SUB_GROUP_SIZES] = _with_softmax_sub_group(
-        os.environ.get(_REQUIRED_SUB_GROUP_SIZES, ""))
-    os.environ[_SUB_GROUP_CONSTRUCTION] = _LINEAR_SUB_GROUPS
+    _set_runtime_settings()
     if count == 1:  # the default: the environment stays as it always was
         os.environ.pop(_DEVICE_COUNT, None)
     else:

@@ -27,14 +27,15 @@ def _strided_innermost(dims: Sequence[int], strides: Sequence[int]) -> bool:
     return bool(inner) and builtins.min(inner) != 1
 
 
-def _binary_copy(X: operand, dtype: Any, out: Any) -> Optional[plan]:
+def _binary_copy(X: operand, dtype: Any, out: Any, always: bool = False) -> Optional[plan]:
     """A plain copy (or conversion) of `X` as a binary multiply by 1, when
-    `X` or `out` has a strided innermost dimension and the data types are
-    copied exactly; else None (a reorder)."""
+    `X` or `out` has a strided innermost dimension (or `always`: oneDNN's
+    reorder was refused for the layouts) and the data types are copied
+    exactly; else None (a reorder)."""
     result = result_type(X.data_type, dtype, out)
     if X.data_type._name_ not in _COPIED_BY_BINARY or result._name_ not in _COPIED_BY_BINARY:
         return None
-    if not _strided_innermost(X.dims, X.strides) and (
+    if not always and not _strided_innermost(X.dims, X.strides) and (
             out is None or not _strided_innermost(out.shape, element_strides(out))):
         return None
     queue = (out if out is not None else X.array).queue
@@ -66,6 +67,11 @@ def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: 
         mask, channels = 1 << axis, dims[axis]
     p.add_scale(src_scale, "src_scale", _A.ARG_FROM, mask, channels)
     p.add_scale(dst_scale, "dst_scale", _A.ARG_TO, mask, channels)
+    if src_scale is None and dst_scale is None:
+        # the layouts the binding refuses for oneDNN's ocl:custom beyond a
+        # strided innermost dimension (a transpose into rows with gaps)
+        p.fallback = ("reorder-custom-innermost-stride",
+                      lambda: _binary_copy(X, dtype, out, always=True))
     return p
 
 

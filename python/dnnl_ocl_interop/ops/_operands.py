@@ -137,6 +137,17 @@ def accumulating_type(src_type: Any) -> Any:
 _dense: Dict[Tuple[int, ...], Tuple[int, ...]] = {}  # a memo of dense_strides
 
 
+def row_major_ones(dims: Sequence[int], strides: Tuple[int, ...]) -> Tuple[int, ...]:
+    """`strides` with the row-major stride for each dimension of one element.
+    Such a dimension is never stepped along, so its stride means nothing;
+    oneDNN compares descriptors so too (its primitive cache takes one for the
+    other), yet some of its implementations misread an odd one (a ref:any
+    concat)."""
+    if 1 not in dims:
+        return strides
+    return tuple(d if n == 1 else s for n, s, d in zip(dims, strides, dense_strides(dims)))
+
+
 def dense_strides(dims: Sequence[int]) -> Tuple[int, ...]:
     """Row-major strides (elements) of `dims`."""
     dims = tuple(dims)
@@ -221,14 +232,8 @@ def array_operand(name: str, arg: int, array: Any) -> operand:
     shape = array.shape
     if not shape:
         raise invalid_argument(f"{name}: array is 0-dimensional: reshape it to (1,) first")
-    strides = element_strides(array)
-    if 1 in shape:
-        # A dimension of one element is never stepped along, so its stride
-        # means nothing; oneDNN compares descriptors so too (its primitive
-        # cache takes one for the other), yet some of its implementations
-        # misread an odd one (a ref:any concat): the row-major one is given.
-        strides = tuple(d if n == 1 else s for n, s, d in zip(shape, strides, dense_strides(shape)))
-    return operand(name, arg, array, shape, strides, data_type_of(array, name))
+    return operand(name, arg, array, shape, row_major_ones(shape, element_strides(array)),
+                   data_type_of(array, name))
 
 
 def prepend(op: operand, count: int) -> None:

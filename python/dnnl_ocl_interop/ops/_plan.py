@@ -53,7 +53,7 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "dense_only", "dense_out", "out_strides", "in_place")
+                 "dst_desc", "dense_only", "dense_out", "out_strides", "in_place", "fallback")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -92,12 +92,15 @@ class plan:
         self.in_place: Tuple[int, ...] = ()
         # out's strides in elements; None for a new result or a dense out
         self.out_strides: Optional[Tuple[int, ...]] = None
+        # (known problem id, a function giving another plan for the call or
+        # None): run where oneDNN's descriptor is refused naming that problem
+        self.fallback: Optional[Tuple[str, Callable[[], Optional["plan"]]]] = None
         if out is not None:
             check_array(out, "out")
             if tuple(out.shape) != self.dst_dims:
                 raise invalid_argument(f"out has shape {tuple(out.shape)}, the result of {op} has "
                                  f"shape {self.dst_dims}")
-            strides = element_strides(out)
+            strides = _operands.row_major_ones(self.dst_dims, element_strides(out))
             if not is_dense(self.dst_dims, strides):
                 self.out_strides = strides
         if post_ops:
@@ -263,7 +266,13 @@ def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
     if target is not None:
         return _copy(run(p), out=target)
     queue = queue_of(p)
-    entry, ctx = cached_entry(p, queue)
+    try:
+        entry, ctx = cached_entry(p, queue)
+    except _core.unimplemented as refused:
+        other = p.fallback[1]() if p.fallback and p.fallback[0] in str(refused) else None
+        if other is None:
+            raise
+        return run(other)
     operands = [(op.arg, i, op.name, facts, key)
                 for i, (op, facts, key) in enumerate(zip(p.operands, entry.facts, entry.memory_keys))]
     result = _launch(entry, ctx, queue, operands, [op.array for op in p.operands], p.out,
