@@ -220,7 +220,7 @@ const std::vector<problem> &problems() {
                     "stride other than 1 as if it were 1",
                     {0, 0, 0}},
             {"inner-product-dst-strides",
-                    "inner product's ocl:ref writes its destination as dense whatever its strides",
+                    "inner product's ocl:ref writes its destination as row-major whatever its layout",
                     {0, 0, 0}},
             {"reorder-direct-copy-memory-kinds",
                     "reorder's gpu:direct_copy copies nothing between buffer and USM memory",
@@ -385,9 +385,10 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
         auto dst = pd.query_md(dnnl::query::dst_md);
         if (!dst.is_zero() && dst.get_format_kind() == dnnl::memory::format_kind::blocked
                 && !has_runtime_values(dst.get()) && !row_major(dst))
-        return "inner product: oneDNN chose ocl:ref, which writes dst as if it were row-major "
-                       "from the handle on, whatever its strides (known problem inner-product-dst-strides): "
-               "give it a dense destination and reorder the result into place (dnnl.ops does so)";
+            return "inner product: oneDNN chose ocl:ref, which writes dst as if it were "
+                   "row-major from the handle on, whatever its layout (known problem "
+                   "inner-product-dst-strides): give it a dense destination and reorder the "
+                   "result into place (dnnl.ops does so)";
     }
     if (k == kind::group_normalization && applies("group-normalization-strides")) {
         for (auto what : {dnnl::query::src_md, dnnl::query::dst_md, dnnl::query::diff_src_md,

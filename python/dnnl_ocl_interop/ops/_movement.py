@@ -10,7 +10,7 @@ from .. import _core
 from .._errors import invalid_argument
 from ._context import ones_like_queue
 from ._elementwise import binary_operands_plan
-from ._operands import array_operand, element_strides, number, operand, result_type
+from ._operands import array_operand, number, operand, result_type
 from ._plan import operation, plan
 
 _A = _core
@@ -19,24 +19,13 @@ _A = _core
 _COPIED_BY_BINARY = frozenset(("f32", "f16", "bf16", "s8", "u8"))
 
 
-def _strided_innermost(dims: Sequence[int], strides: Sequence[int]) -> bool:
-    """Whether the smallest stride (elements) among the dimensions of more
-    than one element is not 1: oneDNN's ocl:custom reorder reads or writes
-    such a layout wrong (known problem reorder-custom-innermost-stride)."""
-    inner = [s for n, s in zip(dims, strides) if n != 1]
-    return bool(inner) and builtins.min(inner) != 1
-
-
-def _binary_copy(X: operand, dtype: Any, out: Any, always: bool = False) -> Optional[plan]:
-    """A plain copy (or conversion) of `X` as a binary multiply by 1, when
-    `X` or `out` has a strided innermost dimension (or `always`: oneDNN's
-    reorder was refused for the layouts) and the data types are copied
-    exactly; else None (a reorder)."""
+def _binary_copy(X: operand, dtype: Any, out: Any) -> Optional[plan]:
+    """A plain copy (or conversion) of `X` as a binary multiply by 1, for a
+    reorder the binding refused (known problem
+    reorder-custom-innermost-stride: the layouts are its to judge), when the
+    data types are copied exactly; else None."""
     result = result_type(X.data_type, dtype, out)
     if X.data_type._name_ not in _COPIED_BY_BINARY or result._name_ not in _COPIED_BY_BINARY:
-        return None
-    if not always and not _strided_innermost(X.dims, X.strides) and (
-            out is None or not _strided_innermost(out.shape, element_strides(out))):
         return None
     queue = (out if out is not None else X.array).queue
     if queue is None:
@@ -48,11 +37,6 @@ def _binary_copy(X: operand, dtype: Any, out: Any, always: bool = False) -> Opti
 
 def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: Any,
                   axis: Optional[int], out: Any) -> plan:
-    if src_scale is None and dst_scale is None:
-        by_binary = _binary_copy(X, dtype, out)
-        if by_binary is not None:
-            return by_binary
-
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.reorder.primitive_desc(engine, d[0], engine, dst_desc, attr)
 
@@ -68,10 +52,9 @@ def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: 
     p.add_scale(src_scale, "src_scale", _A.ARG_FROM, mask, channels)
     p.add_scale(dst_scale, "dst_scale", _A.ARG_TO, mask, channels)
     if src_scale is None and dst_scale is None:
-        # the layouts the binding refuses for oneDNN's ocl:custom beyond a
-        # strided innermost dimension (a transpose into rows with gaps)
-        p.fallback = ("reorder-custom-innermost-stride",
-                      lambda: _binary_copy(X, dtype, out, always=True))
+        # layouts the binding refuses for oneDNN's ocl:custom (a strided
+        # innermost dimension, a transpose into rows with gaps)
+        p.fallback = ("reorder-custom-innermost-stride", lambda: _binary_copy(X, dtype, out))
     return p
 
 
