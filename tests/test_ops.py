@@ -283,7 +283,8 @@ def test_convolution_strided_input_and_out_view(queue):
 
 
 @pytest.mark.parametrize("groups,stride,padding,output_padding,dilation",
-                         [(1, 2, 1, 1, 1), (2, 1, 0, 0, 2), (1, (2, 3), (0, 1), (1, 2), 1)])
+                         [(1, 2, 1, 1, 1), (2, 1, 0, 0, 2), (1, (2, 3), (0, 1), (1, 2), 1),
+                          (1, 1, 1, 1, 2)])
 def test_deconvolution(queue, groups, stride, padding, output_padding, dilation):
     rng = np.random.default_rng(9)
     c, og = 4, 3
@@ -296,6 +297,19 @@ def test_deconvolution(queue, groups, stride, padding, output_padding, dilation)
     pads = _per(padding, 2)
     close(host(y), deconv_ref(x, w, b, _per(stride, 2), pads, pads, _per(dilation, 2), groups,
                               _per(output_padding, 2)), tol=1e-4)
+
+
+def test_deconvolution_output_padding_beyond_what_onednn_makes_is_refused_by_name(queue):
+    """PyTorch takes output_padding below the dilation; oneDNN's right
+    padding must stay above -stride, so stride 1 with no padding takes none."""
+    x, w = dev(queue, np.ones((1, 2, 5, 5))), dev(queue, np.ones((2, 3, 3, 3)))
+    with pytest.raises(ValueError, match=r"^output_padding \[1, 1\] must be smaller than the "
+                                         r"stride \[1, 1\] plus the right padding \[0, 0\]"):
+        ops.deconvolution(x, w, stride=1, dilation=2, output_padding=1)
+    with pytest.raises(ValueError, match=r"^output_padding \[2, 0\] must be smaller than the stride"):
+        ops.deconvolution(x, w, stride=(2, 1), dilation=3, output_padding=(2, 0))
+    assert ops.deconvolution(x, w, stride=2, dilation=3, output_padding=2, padding=1).shape == \
+        (1, 3, 15, 15)
 
 
 def test_deconvolution_1d_with_post_op(queue):
@@ -604,6 +618,16 @@ def test_pooling(queue, kind, dims):
     else:
         y = ops.avg_pool(d, 3, stride=2, padding=1, count_include_pad=kind == "avg_include")
     close(host(y), pool_ref(x, kind, [3] * dims, [2] * dims, [1] * dims, [1] * dims))
+
+
+def test_max_pool_window_wholly_in_padding_gives_the_lowest_value(queue):
+    """Padding past half the window is taken, as oneDNN takes it."""
+    x = np.arange(1, 10, dtype=np.float32).reshape(1, 1, 3, 3)
+    y = host(ops.max_pool(dev(queue, x), 2, stride=1, padding=2))
+    assert y.shape == (1, 1, 6, 6)
+    lowest = np.finfo(np.float32).min
+    assert np.all(y[0, 0, 0] == lowest) and np.all(y[0, 0, :, -1] == lowest)
+    close(y[0, 0, 1:5, 1:5], pool_ref(x, "max", [2, 2], [1, 1], [1, 1], [1, 1])[0, 0])
 
 
 @pytest.mark.parametrize("dt", ["f16", "bf16"])

@@ -281,8 +281,10 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
     ``weights`` ``[C, OC / groups, k...]`` (PyTorch's layout) plus ``bias``
     ``[OC]``. The output size is ``(I - 1) * stride - left - right +
     dilation * (k - 1) + output_padding + 1``; ``padding`` as in
-    :func:`convolution` (no "same"). ``weights`` may be
-    :class:`prepared_weights`.
+    :func:`convolution` (no "same"). ``output_padding`` must be smaller
+    than the stride plus the right padding (PyTorch allows up to the
+    dilation too; oneDNN makes at most stride - 1 outputs past the last one
+    an input reaches). ``weights`` may be :class:`prepared_weights`.
     """
     groups, X, W, n, strides, dilations = _window_operands(
         "deconvolution", x, weights, groups, stride, dilation, "(C, OC / groups")
@@ -302,6 +304,11 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
         raise invalid_argument(f"the output would have spatial size {sizes}")
     if any(o >= max(s, d) for o, s, d in zip(extra, strides, dilations)):
         raise invalid_argument(f"output_padding {extra} must be smaller than the stride or the dilation")
+    if any(o - r >= s for o, r, s in zip(extra, right, strides)):
+        # oneDNN keeps right padding above -stride: no more than stride - 1
+        # outputs past the last one an input reaches (PyTorch allows up to dilation - 1)
+        raise invalid_argument(f"output_padding {extra} must be smaller than the stride {strides} "
+                               f"plus the right padding {right} in oneDNN's deconvolution")
     right = [r - o for r, o in zip(right, extra)]
     dst = (X.dims[0], oc) + tuple(sizes)
     # PyTorch's [C, OC/G, k...] as oneDNN's [OC, C, k...] or [G, OC/G, C/G, k...]

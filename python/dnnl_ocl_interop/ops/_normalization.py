@@ -161,7 +161,9 @@ def max_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
     """Max pooling over the spatial axes of ``x`` ``[N, C, spatial...]`` (1
     to 3), as PyTorch's ``max_pool1d/2d/3d``: ``stride`` defaults to the
     kernel size; padding as in :func:`convolution`; output sizes rounded
-    down."""
+    down. Padding may exceed half the window (PyTorch refuses it; oneDNN
+    takes it): a window wholly in the padding gives the data type's lowest
+    value."""
     return _pool_plan(x, _A.algorithm.pooling_max, kernel_size, stride, padding, dilation, out)
 
 
