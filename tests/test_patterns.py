@@ -301,11 +301,38 @@ def test_cache(graph_engine):
               pat.gqa(graph_engine, 1, 1, 1, 4, 16, 24, mask="causal")]
     assert all(o is not first for o in others) and len({id(o) for o in others}) == 4
     assert pat.cache_info()["misses"] == after["misses"] + 4
+    nan = pat.sdpa(graph_engine, 1, 1, 4, 16, 24, scale=float("nan"))
+    assert pat.sdpa(graph_engine, 1, 1, 4, 16, 24, scale=float("nan")) is nan
+
+
+def test_sdpa_on_an_out_of_order_stream_is_refused(graph_engine, cl_context, cl_device, cl_queue,
+                                                   device_arrays):
+    """Its scale is a host scalar (known problem graph-host-scalar-null-event):
+    refused before oneDNN is called, and the stream still works after."""
+    import pyopencl as cl
+
+    queue = cl.CommandQueue(cl_context, cl_device,
+                            properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    stream = dnnl.ocl_interop.make_stream(graph_engine, queue)
+    attention = pat.sdpa(graph_engine, 1, 1, 4, 16, 8)
+    args = [device_arrays(np.zeros((1, 1, 4 if i == 0 else 16, 8), np.float32)) for i in range(3)]
+    with pytest.raises(dnnl.unimplemented, match="graph-host-scalar-null-event.*in-order stream"):
+        attention(stream, *args)
+    m = pat.mlp(graph_engine, 2, 16, 16)
+    x, w1, w2 = (np.full(s, 0.5, np.float32) for s in ((2, 16), (16, 16), (16, 16)))
+    out, _ = m(stream, *(device_arrays(a) for a in (x, w1, w2)))
+    stream.wait()
+    np.testing.assert_allclose(download(cl_queue, out.get_data_handle(), (2, 16)),
+                               np.maximum(x @ w1, 0) @ w2, rtol=1e-5)
 
 
 def test_bad_arguments(graph_engine, graph_stream, cl_context, cl_device, device_arrays):
     import pyopencl.array as cl_array
     import pyopencl as cl
+
+    for builder, args in ((pat.sdpa, (1, 1, 4, 16, 8)), (pat.mlp, (2, 16, 16))):
+        with pytest.raises(TypeError, match="^engine must be a dnnl.engine .* not NoneType"):
+            builder(None, *args)
 
     with pytest.raises(ValueError, match="dtype"):
         pat.sdpa(graph_engine, 1, 1, 4, 16, 8, dtype="f64")

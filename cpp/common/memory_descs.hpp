@@ -27,6 +27,25 @@ inline bool has_runtime_values(const_dnnl_memory_desc_t md) {
     return false;
 }
 
+// The strided-view rule both addressed_bytes (memory descriptors here,
+// logical tensors in graph.cpp) take: adds to `end` (in elements) the
+// offset of the furthest element from the first, sum((count - 1) * stride)
+// over the dimensions. A stride of 0 or below never reaches past the first
+// element's end. False on overflow.
+template <typename Count, typename Stride>
+inline bool add_furthest_offset(int ndims, const Count *counts, const Stride *strides,
+        unsigned long long &end) {
+    for (int d = 0; d < ndims; ++d) {
+        unsigned long long step = 0;
+        if (counts[d] <= 1 || strides[d] <= 0) continue;
+        if (__builtin_mul_overflow(static_cast<unsigned long long>(counts[d] - 1),
+                    static_cast<unsigned long long>(strides[d]), &step)
+                || __builtin_add_overflow(end, step, &end))
+            return false;
+    }
+    return true;
+}
+
 // Bytes oneDNN maps of buffer `index` (memory_desc_map_size): get_size()
 // and, for buffer 0, the sub-memory offset (a sub-byte type's element counted
 // as a byte, as oneDNN counts it there).
@@ -49,8 +68,7 @@ inline size_t mapped_bytes(const_dnnl_memory_desc_t md, int index = 0) {
 // extent for a blocked one), and 0 for all-zero strides. A layout with
 // additional buffers after its data (s8 compensation: get_size() beyond the
 // data's own size) takes its mapped_bytes at least. Other layouts, and
-// what cannot be worked out (negative strides, overflow): get_size() and the
-// offset. The storage checks and the binding's allocations take this.
+// what cannot be worked out (overflow): get_size() and the offset. The storage checks and the binding's allocations take this.
 inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
     const size_t size = dnnl_memory_desc_get_size_v2(md, index);
     dnnl_format_kind_t kind = dnnl_format_kind_undef;
@@ -82,20 +100,15 @@ inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
         block *= (*blks)[b];
     }
     // In elements: the furthest one addressed + 1, and oneDNN's data size.
-    unsigned long long end = static_cast<unsigned long long>(offset) + block, data = 0;
+    unsigned long long outer[DNNL_MAX_NDIMS], end = static_cast<unsigned long long>(offset) + block,
+                                              data = 0;
     for (int d = 0; d < ndims; ++d) {
-        unsigned long long outer = static_cast<unsigned long long>((*padded)[d]) / blocks[d], step = 0;
-        if (outer == 0) return fallback;
-        if (outer == 1) { // never stepped along: any stride
-            data = std::max(data, 1ULL);
-            continue;
-        }
-        if ((*strides)[d] < 0
-                || __builtin_mul_overflow(outer - 1, static_cast<unsigned long long>((*strides)[d]), &step)
-                || __builtin_add_overflow(end, step, &end))
-            return fallback;
-        data = std::max(data, outer * static_cast<unsigned long long>((*strides)[d]));
+        outer[d] = static_cast<unsigned long long>((*padded)[d]) / blocks[d];
+        if (outer[d] == 0) return fallback;
+        // never stepped along: any stride
+        data = std::max(data, outer[d] == 1 ? 1ULL : outer[d] * static_cast<unsigned long long>((*strides)[d]));
     }
+    if (!add_furthest_offset(ndims, outer, *strides, end)) return fallback;
     if (data == 1 && nblks != 0) data = block; // as memory_desc_wrapper::size()
     unsigned long long end_bits = 0;
     if (__builtin_mul_overflow(end, bits, &end_bits)) return fallback;

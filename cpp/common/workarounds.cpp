@@ -250,6 +250,10 @@ const std::vector<problem> &problems() {
                     "a partition starting with a no-op step passes a NULL event as a wait list "
                     "on an out-of-order queue without dependencies",
                     {0, 0, 0}},
+            {"graph-host-scalar-null-event",
+                    "a partition with a host-scalar input passes a NULL event on as a wait list "
+                    "after copying the scalar, on an out-of-order queue",
+                    {0, 0, 0}},
             {"stream-profiling-without-order",
                     "a stream made with the profiling flag alone is not marked in-order, and "
                     "ocl_interop execute then crashes",
@@ -503,6 +507,166 @@ unsigned stream_flags(unsigned flags) {
 bool graph_needs_dependency_marker() { return applies("graph-noop-null-event"); }
 
 bool inorder_execute_needs_barrier() { return applies("inorder-execute-drops-deps"); }
+
+namespace {
+
+using graph_kind = dnnl::graph::op::kind;
+
+bool is_graph_softmax(graph_kind k) { return k == graph_kind::SoftMax || k == graph_kind::LogSoftmax; }
+
+// Element-wise ops of one input, run as oneDNN's eltwise primitive.
+bool is_graph_eltwise(graph_kind k) {
+    switch (k) {
+        case graph_kind::Abs: case graph_kind::Clamp: case graph_kind::Elu: case graph_kind::Exp:
+        case graph_kind::GELU: case graph_kind::HardSigmoid: case graph_kind::HardSwish:
+        case graph_kind::LeakyReLU: case graph_kind::Log: case graph_kind::Mish:
+        case graph_kind::Reciprocal: case graph_kind::ReLU: case graph_kind::Round:
+        case graph_kind::Sigmoid: case graph_kind::SoftPlus: case graph_kind::Sqrt:
+        case graph_kind::Square: case graph_kind::Tanh: return true;
+        default: return false;
+    }
+}
+
+// Element-wise ops of two inputs, run as oneDNN's binary primitive (or as a
+// binary post-op of the op producing their first input).
+bool is_graph_binary(graph_kind k) {
+    switch (k) {
+        case graph_kind::Add: case graph_kind::Subtract: case graph_kind::Multiply:
+        case graph_kind::Divide: case graph_kind::Maximum: case graph_kind::Minimum:
+        case graph_kind::SquaredDifference: case graph_kind::BiasAdd: return true;
+        default: return false;
+    }
+}
+
+// A strided port's memory descriptor, and its plain row-major counterpart;
+// false for ports without one (any or opaque layouts, host scalars, rank 0,
+// values oneDNN's descriptors refuse).
+bool port_descs(const dnnl::graph::logical_tensor &port, dnnl::memory::desc &given,
+        dnnl::memory::desc &plain) {
+    using lt = dnnl::graph::logical_tensor;
+    if (port.get_layout_type() != lt::layout_type::strided
+            || port.get_property_type() == lt::property_type::host_scalar)
+        return false;
+    try {
+        auto dims = port.get_dims();
+        if (dims.empty()) return false;
+        auto type = static_cast<dnnl::memory::data_type>(port.get_data_type());
+        given = dnnl::memory::desc(dims, type, port.get_strides());
+        dnnl::memory::dims strides(dims.size());
+        dnnl::memory::dim step = 1;
+        for (size_t i = dims.size(); i-- > 0;) {
+            strides[i] = step;
+            step *= std::max<dnnl::memory::dim>(dims[i], 1);
+        }
+        plain = dnnl::memory::desc(dims, type, strides);
+        return true;
+    } catch (const dnnl::error &) {
+        return false;
+    }
+}
+
+// The smallest stride other than 0 among a strided port's dimensions of
+// more than one element (1 when there is none).
+int64_t innermost_nonzero_stride(const dnnl::graph::logical_tensor &port) {
+    auto dims = port.get_dims();
+    auto strides = port.get_strides();
+    int64_t smallest = 0;
+    for (size_t d = 0; d < dims.size() && d < strides.size(); ++d)
+        if (dims[d] > 1 && strides[d] != 0 && (smallest == 0 || strides[d] < smallest))
+            smallest = strides[d];
+    return smallest == 0 ? 1 : smallest;
+}
+
+} // namespace
+
+std::string known_wrong_partition(const std::vector<op_facts> &ops,
+        const std::vector<dnnl::graph::logical_tensor> &inputs,
+        const std::vector<dnnl::graph::logical_tensor> &outputs) {
+    auto port = [](const std::vector<dnnl::graph::logical_tensor> &ports, size_t id) {
+        auto found = std::find_if(ports.begin(), ports.end(),
+                [&](const dnnl::graph::logical_tensor &t) { return t.get_id() == id; });
+        return found == ports.end() ? nullptr : &*found;
+    };
+    // An eltwise or binary op whose first input another op of the partition
+    // makes is a post-op of that op: it writes where its producer writes.
+    auto producer = [&](size_t id) -> const op_facts * {
+        for (const auto &op : ops)
+            if (std::find(op.outputs.begin(), op.outputs.end(), id) != op.outputs.end()) return &op;
+        return nullptr;
+    };
+    auto writes_as_matmul = [&](const op_facts &op) {
+        const op_facts *at = &op;
+        for (size_t steps = 0; at && steps <= ops.size(); ++steps) { // (a cycle ends the walk)
+            if (at->kind == graph_kind::MatMul) return true;
+            if ((!is_graph_eltwise(at->kind) && !is_graph_binary(at->kind)) || at->inputs.empty())
+                return false;
+            at = producer(at->inputs[0]);
+        }
+        return false;
+    };
+    dnnl::memory::desc given, plain;
+    for (const auto &op : ops) {
+        const bool matmul = writes_as_matmul(op), softmax = is_graph_softmax(op.kind);
+        for (int side = 0; side < 2; ++side) {
+            const bool input = side == 0;
+            const auto &ids = input ? op.inputs : op.outputs;
+            for (size_t i = 0; i < ids.size(); ++i) {
+                const auto *t = port(input ? inputs : outputs, ids[i]);
+                if (!t || !port_descs(*t, given, plain)) continue;
+                auto where = [&] {
+                    return "compile(): logical tensor " + std::to_string(ids[i]) + ", "
+                            + (input ? "input " : "output ") + std::to_string(i) + " of op "
+                            + std::to_string(op.id) + ", ";
+                };
+                if (softmax) {
+                    if (applies("softmax-layouts") && !row_major(given))
+                        return where() + "has a layout other than the plain row-major one, which "
+                               "oneDNN's GPU softmax reads and writes as if it were plain (known "
+                               "problem softmax-layouts; it may write past the tensor's end): give "
+                               "softmax ports the plain layout";
+                    continue;
+                }
+                if (matmul && (!input || op.kind == graph_kind::MatMul || i == 0))
+                    continue; // matmul reads and writes any strides, post-ops included
+                if (matmul) { // a binary post-op's second input: measured wrong only so
+                    if (applies("reorder-custom-innermost-stride")
+                            && innermost_nonzero_stride(*t) != 1)
+                        return where() + "has an innermost stride other than 1, which oneDNN "
+                               "reads as if it were 1 in a binary post-op (known problem "
+                               "reorder-custom-innermost-stride): give it a layout whose "
+                               "innermost stride is 1";
+                    continue;
+                }
+                if (input && is_graph_binary(op.kind) && !matmul) continue;
+                if (input && is_graph_eltwise(op.kind)) {
+                    if (applies("eltwise-strides") && !dense_from_the_handle(given.get()))
+                        return where() + "is not dense, and oneDNN's GPU eltwise reads it as if it "
+                               "were (known problem eltwise-strides): give it a dense layout";
+                    continue;
+                }
+                if (!applies("reorder-custom-innermost-stride")) continue;
+                // The backend copies the port through the plain layout.
+                std::string why = input ? custom_reorder_misreads(given.get(), plain.get())
+                                        : custom_reorder_misreads(plain.get(), given.get());
+                if (!why.empty())
+                    return where() + "would be copied by oneDNN's ocl:custom reorder, which "
+                           "would read or write " + why
+                            + " (known problem reorder-custom-innermost-stride): give it a "
+                              "layout whose innermost stride is 1 (rows with gaps are fine; "
+                              "transposes of fewer than 16 elements only when dense)";
+            }
+        }
+    }
+    return "";
+}
+
+std::string out_of_order_host_scalar_refusal() {
+    if (!applies("graph-host-scalar-null-event")) return "";
+    return "a partition with a host-scalar input cannot run on an out-of-order stream: oneDNN "
+           "passes a NULL event as the next step's wait list after copying the scalar, which "
+           "the queue refuses and which has crashed the OpenCL runtime (known problem "
+           "graph-host-scalar-null-event): execute it on an in-order stream";
+}
 
 } // namespace workarounds
 } // namespace dnnl_ocl_interop

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_facts.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
 namespace workarounds {
@@ -80,6 +82,20 @@ bool inorder_execute_needs_barrier();
 // ---- graph: whether an execution with no dependencies on an out-of-order
 // queue needs a marker event as its dependency.
 bool graph_needs_dependency_marker();
+// ---- graph: why oneDNN's graph backend is known to compute a partition of
+// `ops` wrong with the port layouts it was compiled with (`inputs` and
+// `outputs`, as query_logical_tensor answers them), or "". The backend makes
+// primitives inside the partition that the binding cannot query: the rule
+// goes by what each op does with a strided port (measured: matmul reads and
+// writes any strides; softmax, eltwise and other ops go through the same
+// implementations as the primitive API, or through reorders to and from the
+// plain layout), with the problems and checks of the primitive API.
+std::string known_wrong_partition(const std::vector<op_facts> &ops,
+        const std::vector<dnnl::graph::logical_tensor> &inputs,
+        const std::vector<dnnl::graph::logical_tensor> &outputs);
+// ---- graph: why a partition with a host-scalar input port is refused on an
+// out-of-order stream (known problem graph-host-scalar-null-event), or "".
+std::string out_of_order_host_scalar_refusal();
 
 } // namespace workarounds
 } // namespace dnnl_ocl_interop

@@ -13,9 +13,11 @@
 #include <pybind11/stl.h>
 
 #include "common/data_types.hpp"
+#include "common/memory_descs.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
 #include "common/verbose.hpp"
+#include "common/workarounds.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
 #include "ocl_interop/profiling.hpp"
@@ -188,7 +190,7 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
 }
 
 void bind_op(py::module_ &m) {
-    py::class_<g::op> cls(m, "op", "An operation of a graph (dnnl::graph::op).");
+    py::class_<op_object> cls(m, "op", "An operation of a graph (dnnl::graph::op).");
     using k = g::op::kind;
     {
         using E = k; // members from the headers (core/enums.cpp)
@@ -210,12 +212,23 @@ void bind_op(py::module_ &m) {
                     const std::string &>(),
             py::arg("id"), py::arg("kind"), py::arg("inputs"), py::arg("outputs"),
             py::arg("verbose_name") = "");
-    cls.def("add_input", &g::op::add_input, py::arg("tensor"), "Append an input logical tensor.");
-    cls.def("add_inputs", &g::op::add_inputs, py::arg("tensors"), "Append input logical tensors.");
-    cls.def("add_output", &g::op::add_output, py::arg("tensor"), "Append an output logical tensor.");
-    cls.def("add_outputs", &g::op::add_outputs, py::arg("tensors"),
-            "Append output logical tensors.");
-    cls.def("set_attr", [](g::op &op, g::op::attr name, py::handle value) -> g::op & {
+    cls.def("add_input", [](op_object &op, const lt &t) {
+        op.add_input(t);
+        op.facts.inputs.push_back(t.get_id());
+    }, py::arg("tensor"), "Append an input logical tensor.");
+    cls.def("add_inputs", [](op_object &op, const std::vector<lt> &ts) {
+        op.add_inputs(ts);
+        op_object::note(op.facts.inputs, ts);
+    }, py::arg("tensors"), "Append input logical tensors.");
+    cls.def("add_output", [](op_object &op, const lt &t) {
+        op.add_output(t);
+        op.facts.outputs.push_back(t.get_id());
+    }, py::arg("tensor"), "Append an output logical tensor.");
+    cls.def("add_outputs", [](op_object &op, const std::vector<lt> &ts) {
+        op.add_outputs(ts);
+        op_object::note(op.facts.outputs, ts);
+    }, py::arg("tensors"), "Append output logical tensors.");
+    cls.def("set_attr", [](op_object &op, g::op::attr name, py::handle value) -> op_object & {
         set_attr_checked(op, name, value);
         return op;
     }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal,
@@ -234,12 +247,13 @@ void bind_graph_and_partition(py::module_ &m) {
 #undef VALUE
     }
 
-    py::class_<g::partition> part(m, "partition",
+    py::class_<partition_object> part(m, "partition",
             "A part of a graph oneDNN can compile and run as one kernel or fused set.");
     part.attr("policy") = m.attr("partition_policy");
-    part.def(py::init([](const g::op &op, dnnl::engine::kind kind) {
+    part.def(py::init([](const op_object &op, dnnl::engine::kind kind) {
         // oneDNN's reasons for a refused op go with the exception (common/verbose).
-        return verbose::creating([&] { return g::partition(op, kind); });
+        return partition_object(verbose::creating([&] { return g::partition(op, kind); }),
+                {op.facts});
     }), py::arg("op"), py::arg("engine_kind"),
             "A partition of the one op `op` (copied) for engines of `engine_kind`, "
             "without a graph.");
@@ -254,27 +268,35 @@ void bind_graph_and_partition(py::module_ &m) {
     part.def("get_id", &g::partition::get_id, "The partition id.");
     part.def("get_engine_kind", &g::partition::get_engine_kind,
             "The engine kind the partition was made for.");
-    part.def("compile", [](const g::partition &p, const std::vector<lt> &inputs,
+    part.def("compile", [](const partition_object &p, const std::vector<lt> &inputs,
                                 const std::vector<lt> &outputs, const engine_object &engine) {
         // oneDNN's reasons for a refusal go with the exception (common/verbose).
         g::compiled_partition cp = verbose::creating([&] {
             return graph_allocator::with_callbacks(
                     engine, [&] { return p.compile(inputs, outputs, engine); });
         });
-        return compiled_partition_object(cp, engine, inputs, outputs);
+        compiled_partition_object compiled(cp, engine, inputs, outputs);
+        std::vector<lt> ports[2]; // compiled_ports: the inputs, then the outputs
+        for (size_t i = 0; i < compiled.compiled_ports.size(); ++i)
+            ports[i < inputs.size() ? 0 : 1].push_back(compiled.compiled_ports[i].logical);
+        std::string why = workarounds::known_wrong_partition(p.ops, ports[0], ports[1]);
+        if (!why.empty()) throw status_error(dnnl_unimplemented, why);
+        return compiled;
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
             "(layout_type.any lets oneDNN choose; query the result). The GIL is "
             "released; the engine's allocator may be called.");
 
-    py::class_<g::graph> graph(m, "graph", "A graph of ops to partition (dnnl::graph::graph).");
+    py::class_<graph_object> graph(m, "graph", "A graph of ops to partition (dnnl::graph::graph).");
     graph.def(py::init<dnnl::engine::kind>(), py::arg("engine_kind"));
     graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
             py::arg("fpmath_mode"));
-    graph.def("add_op", [](g::graph &gr, const g::op &op, bool allow_exception) {
+    graph.def("add_op", [](graph_object &gr, const op_object &op, bool allow_exception) {
         // oneDNN's reasons for a refused op go with the exception (common/verbose).
-        return verbose::creating(
+        auto status = verbose::creating(
                 [&] { return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception)); });
+        if (status == dnnl_success) gr.ops[op.facts.id] = op.facts;
+        return status;
     }, py::arg("op"), py::arg("allow_exception") = true,
             "Add an op (copied) to the graph; returns status.success. When the op "
             "is refused (schema check, finalized graph), raises dnnl.error, or "
@@ -282,16 +304,29 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def("finalize", &g::graph::finalize,
             "Close the graph to new ops; needed before get_partitions().");
     graph.def("is_finalized", &g::graph::is_finalized, "Whether finalize() was called.");
-    graph.def("get_partitions", [](g::graph &gr, g::partition::policy policy) {
-        py::gil_scoped_release release;
-        return gr.get_partitions(policy);
+    graph.def("get_partitions", [](graph_object &gr, g::partition::policy policy) {
+        std::vector<g::partition> parts;
+        {
+            py::gil_scoped_release release;
+            parts = gr.get_partitions(policy);
+        }
+        std::vector<partition_object> objects;
+        for (auto &p : parts) {
+            std::vector<op_facts> ops;
+            for (size_t id : p.get_ops()) {
+                auto found = gr.ops.find(id);
+                if (found != gr.ops.end()) ops.push_back(found->second);
+            }
+            objects.emplace_back(std::move(p), std::move(ops));
+        }
+        return objects;
     }, py::arg_v("policy", g::partition::policy::fusion, "partition.policy.fusion"),
             "Partition the finalized graph; the GIL is released.");
     graph.def("set_fpmath_mode", &g::graph::set_fpmath_mode, py::arg("mode"),
             py::arg("apply_to_int") = false,
             "Allow implicit down-conversions in the graph's floating-point math (and, "
             "with `apply_to_int`, in integer ops).");
-    graph.def("get_fpmath_mode", [](const g::graph &gr) {
+    graph.def("get_fpmath_mode", [](const graph_object &gr) {
         dnnl::fpmath_mode mode;
         bool apply_to_int;
         gr.get_fpmath_mode(mode, apply_to_int);
@@ -306,7 +341,8 @@ bool is_host_scalar(const lt &desc) {
 } // namespace
 
 // Bytes from the handle on that a tensor of `desc` addresses. For a strided
-// layout: up to its furthest element, sum((dim - 1) * stride) + 1 elements.
+// layout: up to its furthest element (add_furthest_offset, the rule memory
+// descriptors take too) + 1 elements.
 // get_mem_size() counts max(dim * stride) elements, which a view into a
 // larger allocation (stacked Q/K/V, combined gate/up weights) overstates.
 // Other layouts (opaque, any, unknown dims): get_mem_size().
@@ -321,17 +357,13 @@ size_t addressed_bytes(const lt &desc) {
         return desc.get_mem_size(); // unknown rank
     }
     if (bits == 0 || dims.empty() || strides.size() != dims.size()) return desc.get_mem_size();
-    uint64_t furthest = 0; // element offset of the furthest element
-    for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] == 0) return 0;
-        if (dims[i] < 0) return desc.get_mem_size(); // unknown dims
-        if (strides[i] <= 0) continue; // never past the handle's end
-        uint64_t step = 0;
-        if (__builtin_mul_overflow(static_cast<uint64_t>(dims[i] - 1),
-                    static_cast<uint64_t>(strides[i]), &step)
-                || __builtin_add_overflow(furthest, step, &furthest))
-            return SIZE_MAX;
+    for (auto dim : dims) {
+        if (dim == 0) return 0;
+        if (dim < 0) return desc.get_mem_size(); // unknown dims
     }
+    unsigned long long furthest = 0; // element offset of the furthest element
+    if (!add_furthest_offset(static_cast<int>(dims.size()), dims.data(), strides.data(), furthest))
+        return SIZE_MAX;
     uint64_t total_bits = 0;
     if (__builtin_mul_overflow(furthest + 1, static_cast<uint64_t>(bits), &total_bits))
         return SIZE_MAX;
@@ -410,6 +442,13 @@ void bind_tensor(py::module_ &m) {
         if (is_host_scalar(desc))
             throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
                                    "tensor with tensor.make_scalar_tensor, not on an engine");
+        auto layout = desc.get_layout_type();
+        if (h != DNNL_MEMORY_NONE
+                && (layout == lt::layout_type::any || layout == lt::layout_type::undef))
+            throw_invalid_argument(std::string("a logical tensor of layout_type.")
+                    + (layout == lt::layout_type::any ? "any" : "undef")
+                    + " has no size to allocate or check: make the tensor with the compiled "
+                      "partition's query_logical_tensor(id)");
         check_tensor_storage(desc, engine, h);
         g::tensor t = graph_allocator::with_callbacks(engine, [&] {
             return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
@@ -532,12 +571,20 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
     : engine(std::move(engine)), partition(std::move(partition)), inputs(std::move(inputs)),
       outputs(std::move(outputs)),
-      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
-    for (const auto *ports : {&this->inputs, &this->outputs})
+      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()),
+      host_scalar_input(std::any_of(this->inputs.begin(), this->inputs.end(), is_host_scalar)) {
+    for (auto *ports : {&this->inputs, &this->outputs}) {
+        // oneDNN takes logical tensors that are none of the partition's ports
+        // at compile and answers them undefined: execute() wants no tensor for them.
+        ports->erase(std::remove_if(ports->begin(), ports->end(), [&](const lt &port) {
+            return this->partition.query_logical_tensor(port.get_id()).get_data_type()
+                    == lt::data_type::undef;
+        }), ports->end());
         for (const lt &port : *ports) {
             lt compiled = this->partition.query_logical_tensor(port.get_id());
             compiled_ports.push_back({port.get_id(), compiled, addressed_bytes(compiled)});
         }
+    }
 }
 
 namespace {

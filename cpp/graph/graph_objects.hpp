@@ -9,7 +9,10 @@
 #include <CL/cl.h>
 #include <pybind11/pybind11.h>
 
+#include <unordered_map>
+
 #include "core/objects.hpp"
+#include "graph/op_facts.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
@@ -21,6 +24,35 @@ struct subject; // ocl_interop/profiling.hpp
 // Bytes from a tensor's handle to the end of the furthest element its
 // logical tensor addresses (its memory size for layouts other than strided).
 size_t addressed_bytes(const dnnl::graph::logical_tensor &desc);
+
+// dnnl.graph.op: oneDNN's op and its facts, kept as they are added.
+struct op_object : dnnl::graph::op {
+    op_object(size_t id, kind k, const std::string &name)
+        : op(id, k, name), facts{id, k, {}, {}} {}
+    op_object(size_t id, kind k, const std::vector<dnnl::graph::logical_tensor> &inputs,
+            const std::vector<dnnl::graph::logical_tensor> &outputs, const std::string &name)
+        : op(id, k, inputs, outputs, name), facts{id, k, {}, {}} {
+        note(facts.inputs, inputs);
+        note(facts.outputs, outputs);
+    }
+    static void note(std::vector<size_t> &ids, const std::vector<dnnl::graph::logical_tensor> &tensors) {
+        for (const auto &t : tensors) ids.push_back(t.get_id());
+    }
+    op_facts facts;
+};
+
+// dnnl.graph.graph: oneDNN's graph and the facts of the ops it took, by id.
+struct graph_object : dnnl::graph::graph {
+    using graph::graph;
+    std::unordered_map<size_t, op_facts> ops;
+};
+
+// dnnl.graph.partition: oneDNN's partition and the facts of its ops.
+struct partition_object : dnnl::graph::partition {
+    partition_object(dnnl::graph::partition p, std::vector<op_facts> ops)
+        : partition(std::move(p)), ops(std::move(ops)) {}
+    std::vector<op_facts> ops;
+};
 
 struct tensor_object {
     tensor_object(dnnl::graph::tensor tensor, engine_object engine,
@@ -56,6 +88,7 @@ struct compiled_partition_object {
     };
     std::vector<compiled_port> compiled_ports;
     size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
+    bool host_scalar_input; // a host-scalar input port (oneDNN copies it to the device first)
     // What a dnnl.profiling recorder calls its executes (oneDNN has no query
     // for a compiled partition's implementation): "partition" unless the
     // package's Python code names it (dnnl.graph.patterns).

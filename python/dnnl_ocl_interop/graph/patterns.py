@@ -321,6 +321,9 @@ def clear_cache() -> None:
 
 
 def _cached(engine: Any, key: tuple, build: Callable[[], pattern]) -> pattern:
+    if not isinstance(engine, _core.engine):
+        raise TypeError(f"engine must be a dnnl.engine (dnnl.graph.ocl_interop."
+                        f"make_engine_with_allocator), not {type(engine).__name__}")
     full = (engine, *key)
     with _cache_lock:
         found = _cache.get(full)
@@ -451,7 +454,8 @@ def sdpa(engine: Any, batch: int, heads: int, seq_q: int, seq_kv: int, head_size
                           [batch, heads, seq_kv, head_size], [batch, 1, seq_q, seq_kv],
                           dt, dtype, scale, mask)
 
-    return _cached(engine, ("sdpa", batch, heads, seq_q, seq_kv, head_size, dtype, scale, mask),
+    # scale by its bits: a NaN key never equals itself, and would add an entry per call
+    return _cached(engine, ("sdpa", batch, heads, seq_q, seq_kv, head_size, dtype, scale.hex(), mask),
                    build)
 
 
@@ -486,7 +490,7 @@ def gqa(engine: Any, batch: int, q_heads: int, kv_heads: int, seq_q: int, seq_kv
                           [batch, 1, 1, seq_q, seq_kv], dt, dtype, scale, mask)
 
     return _cached(engine, ("gqa", batch, q_heads, kv_heads, seq_q, seq_kv, head_size, dtype,
-                            scale, mask), build)
+                            scale.hex(), mask), build)
 
 
 # -------------------------------------------------------------------- MLPs
