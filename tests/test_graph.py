@@ -486,8 +486,12 @@ def test_attention_partition_out_of_order(engine, buffers, cl_ooo_queue, cl_queu
 # (gaps after each row), every other element (innermost stride 2), columns
 # of 5 (a transpose with gaps), and a broadcast (stride 0) row.
 PORT_LAYOUTS = {"plain": [16, 1], "column_major": [1, 4], "gapped_rows": [32, 1],
-                "innermost_2": [32, 2], "gapped_columns": [1, 5], "broadcast_rows": [0, 1]}
+                "innermost_2": [32, 2], "gapped_columns": [1, 5], "broadcast_rows": [0, 1],
+                "keep_dims": [1, 1]}  # (a reduction's [4, 1] destination)
 SENTINEL = -12345.0
+
+
+ADDEND_KINDS = ("MatMul+Add", "Add(x,MatMul)", "ReLU+Add")
 
 
 def _layout_reference(kind, x, weights, addend=None):
@@ -495,15 +499,20 @@ def _layout_reference(kind, x, weights, addend=None):
         return np.maximum(x, 0)
     if kind in ("Reorder", "TypeCast"):
         return x.astype(np.float16).astype(np.float32) if kind == "TypeCast" else x
-    if kind == "SoftMax":
+    if kind in ("SoftMax", "SoftMax+ReLU", "LogSoftmax"):
         e = np.exp(x - x.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
+        return np.log(e / e.sum(-1, keepdims=True)) if kind == "LogSoftmax" else \
+            e / e.sum(-1, keepdims=True)
+    if kind == "ReLU+Add":
+        return np.maximum(x, 0) + addend
     if kind == "LayerNorm":
         return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
     if kind == "Add":
         return x + weights[:4]
+    if kind == "ReduceSum":
+        return x.sum(-1, keepdims=True)
     product = x @ weights
-    if kind == "MatMul+Add":
+    if kind in ("MatMul+Add", "Add(x,MatMul)"):
         return product + addend
     return np.maximum(product, 0) if kind == "MatMul+ReLU" else product
 
@@ -511,17 +520,20 @@ def _layout_reference(kind, x, weights, addend=None):
 def _layout_partition(kind, src_strides, dst_strides):
     """A one-partition graph of `kind` on a [4, 16] source and destination
     with these strides; a second input (weights [16, 16] or an addend) plain.
-    "MatMul+Add": a plain source, `src_strides` for the Add's addend (the
-    partition's third input)."""
-    if kind == "MatMul+Add":
+    ADDEND_KINDS (a MatMul or ReLU, then an Add): a plain source,
+    `src_strides` for the Add's addend; inputs [addend, weights, source]."""
+    if kind in ADDEND_KINDS:
         src, dst = lt(0, F32, [4, 16], STRIDED), lt(1, F32, [4, 16], dst_strides)
         weights, between = lt(2, F32, [16, 16], STRIDED), lt(3, F32, [4, 16], STRIDED)
         addend = lt(4, F32, [4, 16], src_strides)
-        partition = _only_partition(g.op(0, g.op.kind.MatMul, [src, weights], [between]),
-                                    g.op(1, g.op.kind.Add, [between, addend], [dst]))
-        return partition, [addend, weights, src], dst
+        first = g.op(0, g.op.kind.ReLU, [src], [between]) if kind == "ReLU+Add" else \
+            g.op(0, g.op.kind.MatMul, [src, weights], [between])
+        pair = [addend, between] if kind == "Add(x,MatMul)" else [between, addend]
+        partition = _only_partition(first, g.op(1, g.op.kind.Add, pair, [dst]))
+        return partition, [addend] + ([] if kind == "ReLU+Add" else [weights]) + [src], dst
     src = lt(0, F32, [4, 16], src_strides)
-    dst = lt(1, lt.data_type.f16 if kind == "TypeCast" else F32, [4, 16], dst_strides)
+    dst = lt(1, lt.data_type.f16 if kind == "TypeCast" else F32,
+             [4, 1] if kind == "ReduceSum" else [4, 16], dst_strides)
     other = lt(2, F32, [16, 16] if kind.startswith("MatMul") else [4, 16], STRIDED)
     if kind == "MatMul":
         ops = [g.op(0, g.op.kind.MatMul, [src, other], [dst])]
@@ -531,13 +543,21 @@ def _layout_partition(kind, src_strides, dst_strides):
                g.op(1, g.op.kind.ReLU, [between], [dst])]
     elif kind == "Add":
         ops = [g.op(0, g.op.kind.Add, [src, other], [dst])]
+    elif kind == "SoftMax+ReLU":
+        between = lt(3, F32, [4, 16], STRIDED)
+        softmax = g.op(0, g.op.kind.SoftMax, [src], [between])
+        softmax.set_attr(g.op.attr.axis, -1)
+        ops = [softmax, g.op(1, g.op.kind.ReLU, [between], [dst])]
     else:
         op = g.op(0, getattr(g.op.kind, kind), [src], [dst])
-        if kind == "SoftMax":
+        if kind in ("SoftMax", "LogSoftmax"):
             op.set_attr(g.op.attr.axis, -1)
         if kind == "LayerNorm":
             op.set_attr(g.op.attr.keep_stats, False)
             op.set_attr(g.op.attr.use_affine, False)
+        if kind == "ReduceSum":
+            op.set_attr(g.op.attr.axes, [-1])
+            op.set_attr(g.op.attr.keep_dims, True)
         ops = [op]
     partition = _only_partition(*ops)
     inputs = [src] + ([other] if kind.startswith("MatMul") or kind == "Add" else [])
@@ -569,12 +589,12 @@ def _run_layout_case(kind, src_layout, dst_layout, engine, stream, buffers, cl_q
                                                PORT_LAYOUTS[dst_layout])
     compiled = partition.compile(inputs, [dst], engine)
     tensors = [_strided_upload(buffers, engine, inputs[0], x)[0]]
-    if len(inputs) > 1:
-        tensors.append(buffers.tensor(inputs[1], engine, weights[:inputs[1].get_dims()[0]]))
     addend = None
-    if kind == "MatMul+Add":  # inputs: the addend (x), the weights, the source
+    if kind in ADDEND_KINDS:  # inputs: the addend (x), [the weights,] the source
         addend, x = x, rng.uniform(-2, 2, (4, 16)).astype(np.float32)
-        tensors.append(buffers.tensor(inputs[2], engine, x))
+        tensors.append(buffers.tensor(inputs[-1], engine, x))
+    if len(inputs) > len(tensors):
+        tensors.append(buffers.tensor(inputs[1], engine, weights[:inputs[1].get_dims()[0]]))
     out_dtype = np.float16 if kind == "TypeCast" else np.float32
     out, block, host = _strided_upload(buffers, engine, dst, None, out_dtype)
     compiled.execute(stream, tensors, [out])
@@ -598,6 +618,12 @@ REFUSED_LAYOUTS = [
     ("TypeCast", "plain", "gapped_columns", "reorder-custom-innermost-stride"),
     ("Add", "plain", "gapped_columns", "reorder-custom-innermost-stride"),
     ("MatMul+Add", "innermost_2", "plain", "reorder-custom-innermost-stride"),
+    ("ReduceSum", "gapped_rows", "keep_dims", "reduction-combined-strides"),
+    ("Add(x,MatMul)", "innermost_2", "plain", "reorder-custom-innermost-stride"),
+    ("SoftMax+ReLU", "plain", "column_major", "softmax-layouts"),
+    ("LogSoftmax", "column_major", "plain", "softmax-layouts"),
+    ("ReLU+Add", "broadcast_rows", "plain", "reorder-custom-innermost-stride"),
+    ("MatMul+Add", "plain", "gapped_columns", "reorder-custom-innermost-stride"),
 ]
 # Layouts the same ops compute right: compiled and checked against NumPy.
 TAKEN_LAYOUTS = [
@@ -605,7 +631,10 @@ TAKEN_LAYOUTS = [
     ("MatMul+ReLU", "gapped_rows", "gapped_columns"), ("Add", "innermost_2", "gapped_rows"),
     ("ReLU", "column_major", "gapped_rows"), ("LayerNorm", "gapped_rows", "column_major"),
     ("Reorder", "column_major", "gapped_rows"), ("SoftMax", "plain", "plain"),
-    ("MatMul+Add", "gapped_columns", "innermost_2"), ("MatMul+Add", "broadcast_rows", "plain"),
+    ("MatMul+Add", "gapped_columns", "column_major"), ("MatMul+Add", "broadcast_rows", "plain"),
+    ("ReduceSum", "column_major", "keep_dims"), ("Add(x,MatMul)", "gapped_rows", "column_major"),
+    ("SoftMax+ReLU", "plain", "plain"), ("LogSoftmax", "plain", "plain"),
+    ("ReLU+Add", "plain", "gapped_rows"), ("ReLU+Add", "gapped_rows", "plain"),
 ]
 
 
@@ -618,6 +647,55 @@ def test_partition_ports_known_wrong_are_refused_at_compile(engine, kind, src_la
         partition.compile(inputs, [dst], engine)
 
 
+def _softmax_ops_made_every_way():
+    """A SoftMax [4, 16] -> [4, 16] made whole, and made empty then given its
+    logical tensors one by one (add_input, add_outputs)."""
+    x, y = lt(0, F32, [4, 16], STRIDED), lt(1, F32, [4, 16], PORT_LAYOUTS["column_major"])
+    whole = g.op(0, g.op.kind.SoftMax, [x], [y])
+    piecewise = g.op(0, g.op.kind.SoftMax, "piecewise")
+    piecewise.add_input(x)
+    piecewise.add_outputs([y])
+    for op in (whole, piecewise):
+        op.set_attr(g.op.attr.axis, -1)
+    return (whole, piecewise), x, y
+
+
+def test_partition_port_rules_see_every_way_an_op_and_partition_are_made(engine):
+    """Ops given their tensors after construction, a partition of one op
+    without a graph, and a logical tensor given to compile that is none of
+    the partition's ports (which must not shift the outputs among the
+    inputs): each compile still sees the softmax's column-major output."""
+    ops, x, y = _softmax_ops_made_every_way()
+    partitions = [_only_partition(op) for op in ops] + [g.partition(ops[0], GPU)]
+    for partition in partitions:
+        for inputs in ([x], [x, lt(9, F32, [4], STRIDED)]):
+            with pytest.raises(dnnl.unimplemented, match="logical tensor 1, output 0 of op 0, "
+                                                         ".*softmax-layouts"):
+                partition.compile(inputs, [y], engine)
+
+
+def test_an_op_id_added_twice_keeps_the_first_ops_facts(engine, stream, buffers, cl_queue):
+    """oneDNN keeps the first op of an id (and answers success for the
+    second): the rules look at that op (a ReLU, taking a column-major
+    output), not at the second (a SoftMax, which would refuse it)."""
+    x, y = lt(0, F32, [4, 16], STRIDED), lt(1, F32, [4, 16], PORT_LAYOUTS["column_major"])
+    softmax = g.op(0, g.op.kind.SoftMax, [x], [y])
+    softmax.set_attr(g.op.attr.axis, -1)
+    graph = g.graph(GPU)
+    graph.add_op(g.op(0, g.op.kind.ReLU, [x], [y]))
+    graph.add_op(softmax)
+    graph.finalize()
+    (partition,) = graph.get_partitions()
+    compiled = partition.compile([x], [y], engine)
+    data = np.random.default_rng(37).uniform(-2, 2, (4, 16)).astype(np.float32)
+    out, block, host = _strided_upload(buffers, engine, y, None)
+    compiled.execute(stream, [buffers.tensor(x, engine, data)], [out])
+    stream.wait()
+    whole = download(cl_queue, block.ptr, host.shape)
+    got = np.lib.stride_tricks.as_strided(whole, (4, 16), [4 * s for s in y.get_strides()])
+    np.testing.assert_array_equal(got, np.maximum(data, 0))
+
+
 @pytest.mark.parametrize("kind, src_layout, dst_layout", TAKEN_LAYOUTS)
 def test_partition_ports_computed_right_are_taken(engine, stream, buffers, cl_queue, kind,
                                                   src_layout, dst_layout):
@@ -626,7 +704,8 @@ def test_partition_ports_computed_right_are_taken(engine, stream, buffers, cl_qu
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
     addressed = np.zeros(whole.size, bool)
     strides = PORT_LAYOUTS[dst_layout]
-    addressed[[i * strides[0] + j * strides[1] for i in range(4) for j in range(16)]] = True
+    rows, columns = got.shape
+    addressed[[i * strides[0] + j * strides[1] for i in range(rows) for j in range(columns)]] = True
     assert np.all(whole[~addressed] == SENTINEL), "wrote outside the destination's elements"
 
 

@@ -777,6 +777,60 @@ def test_reorder_custom_with_a_strided_innermost_dimension_raw_onednn(engine, st
     np.testing.assert_array_equal(got, expected)
 
 
+def _reduction_of_strided_source(engine, stream, src_strides, algorithm):
+    """A float32 reduction over the last axis of a [1, 4, 4, 8] view with
+    these strides (elements) on a buffer of its own (the gaps hold -12345):
+    the implementation, the result and what it should be."""
+    import pyopencl as cl
+    context = oi.get_mem_object(dnnl.memory(md([1], "f32"), engine)).context
+    dims = [1, 4, 4, 8]
+    x = np.random.default_rng(17).uniform(-2, 2, dims).astype(np.float32)
+    flat = np.full(1 + sum((n - 1) * s for n, s in zip(dims, src_strides)), -12345, np.float32)
+    np.lib.stride_tricks.as_strided(flat, dims, [4 * s for s in src_strides])[...] = x
+    source = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+    src_desc = dnnl.memory.desc(dims, DT.f32, src_strides)
+    dst_desc = dnnl.memory.desc([1, 4, 4, 1], DT.f32, dnnl.memory.format_tag.abcd)
+    pd = dnnl.reduction.primitive_desc(engine, getattr(dnnl.algorithm, algorithm), src_desc,
+                                       dst_desc, 0.0, 0.0)
+    dst = dnnl.memory(dst_desc, engine)
+    run(dnnl.reduction(pd), stream, {dnnl.ARG_SRC: oi.make_memory(src_desc, engine, source),
+                                     dnnl.ARG_DST: dst})
+    reduce = np.sum if algorithm == "reduction_sum" else np.max
+    expected = reduce(x, axis=-1, keepdims=True)
+    return pd.impl_info_str(), dnnl.arrays.read(dst).reshape(1, 4, 4, 1), expected
+
+
+# Rows of 8 with gaps after each (rows of 16, or of 9): oneDNN 3.13 picks
+# ocl:combined, which reads the source as if it were dense.
+_GAPPED_REDUCTION_SOURCES = [[256, 64, 16, 1], [144, 36, 9, 1]]
+
+
+@pytest.mark.parametrize("src_strides", _GAPPED_REDUCTION_SOURCES)
+@pytest.mark.parametrize("algorithm", ["reduction_sum", "reduction_max"])
+def test_reduction_of_a_gapped_source_takes_an_implementation_that_reads_it(engine, stream,
+                                                                            src_strides, algorithm):
+    """Known problem reduction-combined-strides: the binding steps past
+    ocl:combined to an implementation that honours the strides."""
+    impl, got, expected = _reduction_of_strided_source(engine, stream, src_strides, algorithm)
+    assert not impl.startswith("ocl:combined"), impl
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.test_hooks
+@pytest.mark.parametrize("src_strides", _GAPPED_REDUCTION_SOURCES)
+@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:combined reduction reads a source "
+                                       "with gaps as if it were dense: known problem "
+                                       "reduction-combined-strides; this watches oneDNN with the "
+                                       "workaround off")
+def test_reduction_of_a_gapped_source_raw_onednn(engine, stream, src_strides):
+    from helpers import workarounds_off
+    with workarounds_off():
+        impl, got, expected = _reduction_of_strided_source(engine, stream, src_strides,
+                                                           "reduction_sum")
+    assert impl.startswith("ocl:combined"), impl  # the implementation watched
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 def _concat_into(engine, stream, sources, axis, dst_strides):
     """Float32 concat of views (dims, strides) along `axis` into a
     destination of `dst_strides` (its buffer filled with -7 first): the

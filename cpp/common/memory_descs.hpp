@@ -100,13 +100,18 @@ inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
         block *= (*blks)[b];
     }
     // In elements: the furthest one addressed + 1, and oneDNN's data size.
-    unsigned long long outer[DNNL_MAX_NDIMS], end = static_cast<unsigned long long>(offset) + block,
-                                              data = 0;
+    unsigned long long outer[DNNL_MAX_NDIMS], data = 0,
+            end = static_cast<unsigned long long>(offset) + block;
     for (int d = 0; d < ndims; ++d) {
         outer[d] = static_cast<unsigned long long>((*padded)[d]) / blocks[d];
         if (outer[d] == 0) return fallback;
-        // never stepped along: any stride
-        data = std::max(data, outer[d] == 1 ? 1ULL : outer[d] * static_cast<unsigned long long>((*strides)[d]));
+        unsigned long long extent = 1; // never stepped along: any stride
+        if (outer[d] > 1
+                && ((*strides)[d] < 0
+                        || __builtin_mul_overflow(outer[d],
+                                static_cast<unsigned long long>((*strides)[d]), &extent)))
+            return fallback;
+        data = std::max(data, extent);
     }
     if (!add_furthest_offset(ndims, outer, *strides, end)) return fallback;
     if (data == 1 && nblks != 0) data = block; // as memory_desc_wrapper::size()

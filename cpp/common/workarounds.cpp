@@ -228,6 +228,10 @@ const std::vector<problem> &problems() {
             {"eltwise-strides",
                     "GPU eltwise ignores strides and sub-memory offsets", {0, 0, 0}},
             {"rnn-offsets", "GPU RNNs ignore sub-memory offsets", {0, 0, 0}},
+            {"reduction-combined-strides",
+                    "reduction's ocl:combined reads a source with gaps between its elements as "
+                    "if it were dense",
+                    {0, 0, 0}},
             {"softmax-layouts",
                     "GPU softmax reads layouts other than the plain one as if they were plain",
                     {0, 0, 0}},
@@ -403,6 +407,14 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
                        "group-normalization-strides): reorder the data into dense memory first "
                        "(dnnl.ops does so)";
     }
+    if (k == kind::reduction && applies("reduction-combined-strides")
+            && std::strncmp(pd.impl_info_str(), "ocl:combined", 12) == 0
+            && !dense_from_the_handle(md_of(pd, dnnl::query::src_md, 0)))
+        // Its phases step through the source's blocks as if each came right
+        // after the one inside it (reduction/utils.cpp, generate_phases)
+        return "reduction: oneDNN chose ocl:combined, which reads a source that is not dense "
+               "from its handle on as if it were (known problem reduction-combined-strides): "
+               "give it a dense source";
     if (applies("dense-bias-post-op-inputs")) {
         std::string why = dense_operands_problem(pd);
         if (!why.empty()) return why;
@@ -430,7 +442,8 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
 }
 
 bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd) {
-    return pd && pd.get_kind() == dnnl::primitive::kind::softmax;
+    return pd && (pd.get_kind() == dnnl::primitive::kind::softmax
+                         || pd.get_kind() == dnnl::primitive::kind::reduction);
 }
 
 std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales) {
@@ -514,6 +527,15 @@ using graph_kind = dnnl::graph::op::kind;
 
 bool is_graph_softmax(graph_kind k) { return k == graph_kind::SoftMax || k == graph_kind::LogSoftmax; }
 
+bool is_graph_reduction(graph_kind k) {
+    switch (k) {
+        case graph_kind::ReduceL1: case graph_kind::ReduceL2: case graph_kind::ReduceMax:
+        case graph_kind::ReduceMean: case graph_kind::ReduceMin: case graph_kind::ReduceProd:
+        case graph_kind::ReduceSum: return true;
+        default: return false;
+    }
+}
+
 // Element-wise ops of one input, run as oneDNN's eltwise primitive.
 bool is_graph_eltwise(graph_kind k) {
     switch (k) {
@@ -533,7 +555,8 @@ bool is_graph_binary(graph_kind k) {
     switch (k) {
         case graph_kind::Add: case graph_kind::Subtract: case graph_kind::Multiply:
         case graph_kind::Divide: case graph_kind::Maximum: case graph_kind::Minimum:
-        case graph_kind::SquaredDifference: case graph_kind::BiasAdd: return true;
+        case graph_kind::SquaredDifference: case graph_kind::BiasAdd:
+        case graph_kind::GreaterEqual: return true;
         default: return false;
     }
 }
@@ -587,73 +610,120 @@ std::string known_wrong_partition(const std::vector<op_facts> &ops,
                 [&](const dnnl::graph::logical_tensor &t) { return t.get_id() == id; });
         return found == ports.end() ? nullptr : &*found;
     };
-    // An eltwise or binary op whose first input another op of the partition
-    // makes is a post-op of that op: it writes where its producer writes.
     auto producer = [&](size_t id) -> const op_facts * {
         for (const auto &op : ops)
             if (std::find(op.outputs.begin(), op.outputs.end(), id) != op.outputs.end()) return &op;
         return nullptr;
     };
-    auto writes_as_matmul = [&](const op_facts &op) {
+    // oneDNN fuses an eltwise or binary op into the op making one of its
+    // inputs (either input of a binary op: Add and Multiply commute) as a
+    // post-op: the index of that input, or -1.
+    auto fused_input = [&](const op_facts &op) -> int {
+        if (!is_graph_eltwise(op.kind) && !is_graph_binary(op.kind)) return -1;
+        for (size_t i = 0; i < op.inputs.size(); ++i)
+            if (producer(op.inputs[i])) return static_cast<int>(i);
+        return -1;
+    };
+    // The op a chain of post-ops belongs to (the op itself when it is none):
+    // it writes the chain's output.
+    auto root_of = [&](const op_facts &op) {
         const op_facts *at = &op;
-        for (size_t steps = 0; at && steps <= ops.size(); ++steps) { // (a cycle ends the walk)
-            if (at->kind == graph_kind::MatMul) return true;
-            if ((!is_graph_eltwise(at->kind) && !is_graph_binary(at->kind)) || at->inputs.empty())
-                return false;
-            at = producer(at->inputs[0]);
+        for (size_t steps = 0; steps <= ops.size(); ++steps) { // (a cycle ends the walk)
+            int i = fused_input(*at);
+            if (i < 0) break;
+            at = producer(at->inputs[static_cast<size_t>(i)]);
+        }
+        return at;
+    };
+    enum class rule {
+        none, plain, dense_eltwise, dense_reduction, innermost, reorder
+    };
+    dnnl::memory::desc given, plain;
+    auto check = [&](rule r, const dnnl::graph::logical_tensor &t, bool input) -> std::string {
+        if (r == rule::none || !port_descs(t, given, plain)) return "";
+        switch (r) {
+            case rule::plain:
+                if (!applies("softmax-layouts") || row_major(given)) return "";
+                return "has a layout other than the plain row-major one, which oneDNN's GPU "
+                       "softmax reads and writes as if it were plain (known problem "
+                       "softmax-layouts; it may write past the tensor's end): give softmax ports "
+                       "the plain layout";
+            case rule::dense_eltwise:
+                if (!applies("eltwise-strides") || dense_from_the_handle(given.get())) return "";
+                return "is not dense, and oneDNN's GPU eltwise reads it as if it were (known "
+                       "problem eltwise-strides): give it a dense layout";
+            case rule::dense_reduction:
+                if (!applies("reduction-combined-strides") || dense_from_the_handle(given.get()))
+                    return "";
+                return "is not dense, and oneDNN's ocl:combined reduction reads it as if it were "
+                       "(known problem reduction-combined-strides): give it a dense layout";
+            case rule::innermost: // measured wrong only so after a MatMul
+                if (!applies("reorder-custom-innermost-stride") || innermost_nonzero_stride(t) == 1)
+                    return "";
+                return "has an innermost stride other than 1, which oneDNN reads as if it were 1 "
+                       "in a MatMul's binary post-op (known problem "
+                       "reorder-custom-innermost-stride): give it a layout whose innermost "
+                       "stride is 1";
+            case rule::reorder: { // the backend copies the port through the plain layout
+                if (!applies("reorder-custom-innermost-stride")) return "";
+                std::string why = input ? custom_reorder_misreads(given.get(), plain.get())
+                                        : custom_reorder_misreads(plain.get(), given.get());
+                if (why.empty()) return "";
+                return "would be copied by oneDNN's ocl:custom reorder, which would read or write "
+                        + why
+                        + " (known problem reorder-custom-innermost-stride): give it a layout "
+                          "whose innermost stride is 1 (rows with gaps are fine; transposes of "
+                          "fewer than 16 elements only when dense)";
+            }
+            case rule::none: break;
+        }
+        return "";
+    };
+    // Measured per op kind (docs/known-problems.md): MatMul reads and writes
+    // any strides (but through a binary post-op), its post-ops' inputs but
+    // stride-2 ones included; softmax wants plain ports; eltwise and reduction
+    // dense inputs; a standalone binary op reads any strides; the rest is
+    // copied through the plain layout.
+    auto rule_of_input = [&](const op_facts &op, const op_facts &root) {
+        if (&root != &op) { // a post-op's other input
+            return root.kind == graph_kind::MatMul ? rule::innermost : rule::reorder;
+        }
+        if (op.kind == graph_kind::MatMul || is_graph_binary(op.kind)) return rule::none;
+        if (is_graph_softmax(op.kind)) return rule::plain;
+        if (is_graph_eltwise(op.kind)) return rule::dense_eltwise;
+        if (is_graph_reduction(op.kind)) return rule::dense_reduction;
+        return rule::reorder;
+    };
+    // A MatMul writes any strides itself, but not through a binary post-op
+    // (measured: into columns with gaps, the addend was read past its end).
+    auto with_binary_post_op = [&](const op_facts &op, const op_facts &root) {
+        const op_facts *at = &op;
+        for (size_t steps = 0; at && at != &root && steps <= ops.size(); ++steps) {
+            if (is_graph_binary(at->kind)) return true;
+            int i = fused_input(*at);
+            at = i < 0 ? nullptr : producer(at->inputs[static_cast<size_t>(i)]);
         }
         return false;
     };
-    dnnl::memory::desc given, plain;
+    auto rule_of_output = [&](const op_facts &op, const op_facts &root) {
+        if (root.kind == graph_kind::MatMul && !with_binary_post_op(op, root)) return rule::none;
+        if (is_graph_softmax(root.kind)) return rule::plain;
+        return rule::reorder;
+    };
     for (const auto &op : ops) {
-        const bool matmul = writes_as_matmul(op), softmax = is_graph_softmax(op.kind);
+        const op_facts &root = *root_of(op);
         for (int side = 0; side < 2; ++side) {
             const bool input = side == 0;
             const auto &ids = input ? op.inputs : op.outputs;
             for (size_t i = 0; i < ids.size(); ++i) {
                 const auto *t = port(input ? inputs : outputs, ids[i]);
-                if (!t || !port_descs(*t, given, plain)) continue;
-                auto where = [&] {
+                if (!t) continue;
+                std::string why = check(input ? rule_of_input(op, root) : rule_of_output(op, root),
+                        *t, input);
+                if (!why.empty())
                     return "compile(): logical tensor " + std::to_string(ids[i]) + ", "
                             + (input ? "input " : "output ") + std::to_string(i) + " of op "
-                            + std::to_string(op.id) + ", ";
-                };
-                if (softmax) {
-                    if (applies("softmax-layouts") && !row_major(given))
-                        return where() + "has a layout other than the plain row-major one, which "
-                               "oneDNN's GPU softmax reads and writes as if it were plain (known "
-                               "problem softmax-layouts; it may write past the tensor's end): give "
-                               "softmax ports the plain layout";
-                    continue;
-                }
-                if (matmul && (!input || op.kind == graph_kind::MatMul || i == 0))
-                    continue; // matmul reads and writes any strides, post-ops included
-                if (matmul) { // a binary post-op's second input: measured wrong only so
-                    if (applies("reorder-custom-innermost-stride")
-                            && innermost_nonzero_stride(*t) != 1)
-                        return where() + "has an innermost stride other than 1, which oneDNN "
-                               "reads as if it were 1 in a binary post-op (known problem "
-                               "reorder-custom-innermost-stride): give it a layout whose "
-                               "innermost stride is 1";
-                    continue;
-                }
-                if (input && is_graph_binary(op.kind) && !matmul) continue;
-                if (input && is_graph_eltwise(op.kind)) {
-                    if (applies("eltwise-strides") && !dense_from_the_handle(given.get()))
-                        return where() + "is not dense, and oneDNN's GPU eltwise reads it as if it "
-                               "were (known problem eltwise-strides): give it a dense layout";
-                    continue;
-                }
-                if (!applies("reorder-custom-innermost-stride")) continue;
-                // The backend copies the port through the plain layout.
-                std::string why = input ? custom_reorder_misreads(given.get(), plain.get())
-                                        : custom_reorder_misreads(plain.get(), given.get());
-                if (!why.empty())
-                    return where() + "would be copied by oneDNN's ocl:custom reorder, which "
-                           "would read or write " + why
-                            + " (known problem reorder-custom-innermost-stride): give it a "
-                              "layout whose innermost stride is 1 (rows with gaps are fine; "
-                              "transposes of fewer than 16 elements only when dense)";
+                            + std::to_string(op.id) + ", " + why;
             }
         }
     }

@@ -278,7 +278,7 @@ void bind_graph_and_partition(py::module_ &m) {
         compiled_partition_object compiled(cp, engine, inputs, outputs);
         std::vector<lt> ports[2]; // compiled_ports: the inputs, then the outputs
         for (size_t i = 0; i < compiled.compiled_ports.size(); ++i)
-            ports[i < inputs.size() ? 0 : 1].push_back(compiled.compiled_ports[i].logical);
+            ports[i < compiled.inputs.size() ? 0 : 1].push_back(compiled.compiled_ports[i].logical);
         std::string why = workarounds::known_wrong_partition(p.ops, ports[0], ports[1]);
         if (!why.empty()) throw status_error(dnnl_unimplemented, why);
         return compiled;
@@ -295,7 +295,8 @@ void bind_graph_and_partition(py::module_ &m) {
         // oneDNN's reasons for a refused op go with the exception (common/verbose).
         auto status = verbose::creating(
                 [&] { return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception)); });
-        if (status == dnnl_success) gr.ops[op.facts.id] = op.facts;
+        // oneDNN keeps the first op of an id (and answers success for the next)
+        if (status == dnnl_success) gr.ops.emplace(op.facts.id, op.facts);
         return status;
     }, py::arg("op"), py::arg("allow_exception") = true,
             "Add an op (copied) to the graph; returns status.success. When the op "
@@ -571,8 +572,7 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
     : engine(std::move(engine)), partition(std::move(partition)), inputs(std::move(inputs)),
       outputs(std::move(outputs)),
-      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()),
-      host_scalar_input(std::any_of(this->inputs.begin(), this->inputs.end(), is_host_scalar)) {
+      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
     for (auto *ports : {&this->inputs, &this->outputs}) {
         // oneDNN takes logical tensors that are none of the partition's ports
         // at compile and answers them undefined: execute() wants no tensor for them.
@@ -585,6 +585,7 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
             compiled_ports.push_back({port.get_id(), compiled, addressed_bytes(compiled)});
         }
     }
+    host_scalar_input = std::any_of(this->inputs.begin(), this->inputs.end(), is_host_scalar);
 }
 
 namespace {

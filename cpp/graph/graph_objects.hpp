@@ -88,7 +88,7 @@ struct compiled_partition_object {
     };
     std::vector<compiled_port> compiled_ports;
     size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
-    bool host_scalar_input; // a host-scalar input port (oneDNN copies it to the device first)
+    bool host_scalar_input = false; // a host-scalar input port (copied to the device first)
     // What a dnnl.profiling recorder calls its executes (oneDNN has no query
     // for a compiled partition's implementation): "partition" unless the
     // package's Python code names it (dnnl.graph.patterns).

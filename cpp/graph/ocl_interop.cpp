@@ -21,15 +21,15 @@ using graph_allocator::allocator_object;
 cl_event execute_partition(const compiled_partition_object &cp, stream_object &s,
         const graph_execution &ex, std::vector<cl_event> deps,
         const dnnl::graph::tensor *scratchpad) {
-    // A partition starting with a no-op step turns "no dependencies" into a
-    // NULL event, passed on as a wait list, which the queue refuses (known
-    // problem graph-noop-null-event). A marker keeps it valid.
     if (s.out_of_order && cp.host_scalar_input) {
         std::string why = workarounds::out_of_order_host_scalar_refusal();
         if (!why.empty()) throw status_error(dnnl_unimplemented, why);
     }
     check_same_context(deps, s.engine);
     wait_in_order(s, deps);
+    // A partition starting with a no-op step turns "no dependencies" into a
+    // NULL event, passed on as a wait list, which the queue refuses (known
+    // problem graph-noop-null-event). A marker keeps it valid.
     cl_event marker = nullptr;
     if (deps.empty() && s.out_of_order && workarounds::graph_needs_dependency_marker()) {
         cl_command_queue queue = dnnl::ocl_interop::get_command_queue(s.stream);

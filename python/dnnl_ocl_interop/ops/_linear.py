@@ -307,8 +307,9 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
     if any(o - r >= s for o, r, s in zip(extra, right, strides)):
         # oneDNN keeps right padding above -stride: no more than stride - 1
         # outputs past the last one an input reaches (PyTorch allows up to dilation - 1)
-        raise invalid_argument(f"output_padding {extra} must be smaller than the stride {strides} "
-                               f"plus the right padding {right} in oneDNN's deconvolution")
+        raise invalid_argument(f"output_padding {tuple(extra)} must be smaller than the stride "
+                               f"{tuple(strides)} plus the right padding {tuple(right)} in "
+                               "oneDNN's deconvolution")
     right = [r - o for r, o in zip(right, extra)]
     dst = (X.dims[0], oc) + tuple(sizes)
     # PyTorch's [C, OC/G, k...] as oneDNN's [OC, C, k...] or [G, OC/G, C/G, k...]
