@@ -340,6 +340,11 @@ def test_bad_arguments(graph_engine, graph_stream, cl_context, cl_device, device
         pat.sdpa(graph_engine, 1, 1, 4, 16, 8, mask="upper")
     with pytest.raises(ValueError, match="seq_q"):
         pat.sdpa(graph_engine, 1, 1, 0, 16, 8)
+    for bad, shown in ((True, "True"), (2.0, "2.0"), ("2", "'2'"), (np.int64(-1), "-1")):
+        with pytest.raises(ValueError, match=f"^batch must be a positive int, not .*{shown}"):
+            pat.sdpa(graph_engine, bad, 1, 4, 16, 8)
+    # sizes from NumPy shapes are ints too: the same pattern as Python's ints
+    assert pat.mlp(graph_engine, np.int64(2), np.int32(16), 16) is pat.mlp(graph_engine, 2, 16, 16)
     with pytest.raises(ValueError, match="activation"):
         pat.mlp(graph_engine, 2, 16, 16, activation="swish")
 

@@ -1600,3 +1600,205 @@ def test_binary_post_op_takes_only_src1(engine, stream, prefix):
         if "relu" in prefix:
             ref = np.maximum(ref, 0)
         assert_close(get(dst), ref + src1, "f32")
+
+
+# ------------------------------------------- views oneDNN gets wrong (probe 2026-11-27)
+
+_SENTINEL = -12345.0
+
+
+def _view(dims, kind):
+    """(descriptor, strides, element offset, elements of the buffer) of a
+    float32 view of `dims`: "plain", "offset" (x[1:1+n] of a dense parent,
+    made with submemory_desc), "gaps" (rows of n in rows of n + 3),
+    "channels_last" (4-D: a dense permutation)."""
+    dims = list(dims)
+    if kind == "offset":
+        parent = [dims[0] + 2] + dims[1:]
+        strides = _dense_strides(parent)
+        desc = dnnl.memory.desc(parent, DT.f32, strides).submemory_desc(
+            dims, [1] + [0] * (len(dims) - 1))
+        return desc, strides, strides[0], int(np.prod(parent))
+    if kind == "gaps":
+        padded = dims[:-1] + [dims[-1] + 3]
+        strides = _dense_strides(padded)
+    elif kind == "channels_last":
+        n, c, h, w = dims
+        strides = [h * w * c, 1, w * c, c]
+    else:
+        strides = _dense_strides(dims)
+    extent = 1 + sum((n - 1) * s for n, s in zip(dims, strides))
+    return dnnl.memory.desc(dims, DT.f32, strides), strides, 0, extent
+
+
+def _dense_strides(dims):
+    strides, step = [], 1
+    for n in reversed(dims):
+        strides.insert(0, step)
+        step *= n
+    return strides
+
+
+def _run_views(engine, stream, make_pd, sources, dst):
+    """Runs the primitive `make_pd(descs)` makes ({arg: desc}) on pyopencl
+    buffers: `sources` {arg: (values, dims, view kind)}, `dst` (arg, dims,
+    view kind); each buffer holds sentinels around its view (16 more
+    after its end). Returns (implementation, the destination view's
+    values, how many elements outside it changed)."""
+    import pyopencl as cl
+    context = oi.get_mem_object(dnnl.memory(md([1], "f32"), engine)).context
+    queue = cl.CommandQueue(context)
+    views = {arg: (values,) + _view(dims, kind) for arg, (values, dims, kind) in sources.items()}
+    dst_arg, dst_dims, dst_kind = dst
+    views[dst_arg] = (None,) + _view(dst_dims, dst_kind)
+    pd = make_pd({arg: v[1] for arg, v in views.items()})
+    args, flats = {}, {}
+    for arg, (values, desc, strides, offset, extent) in views.items():
+        flat = np.full(extent + 16, _SENTINEL, np.float32)
+        if values is not None:
+            np.lib.stride_tricks.as_strided(flat[offset:], values.shape,
+                                            [4 * s for s in strides])[...] = values
+        flats[arg] = flat
+        buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                           hostbuf=flat)
+        args[arg] = oi.make_memory(desc, engine, buffer)
+    run(_PRIMITIVES[pd.get_kind().name](pd), stream, args)
+    got = np.empty_like(flats[dst_arg])
+    cl.enqueue_copy(queue, got, oi.get_mem_object(args[dst_arg])).wait()
+    _, _, strides, offset, _ = views[dst_arg]
+    inside = np.zeros(got.size, bool)
+    index = np.lib.stride_tricks.as_strided(np.arange(got.size)[offset:], dst_dims,
+                                            [8 * s for s in strides])
+    inside[index.ravel()] = True
+    view = np.lib.stride_tricks.as_strided(got[offset:], dst_dims, [4 * s for s in strides])
+    return pd.impl_info_str(), view.copy(), int(np.sum(got[~inside] != _SENTINEL))
+
+
+_PRIMITIVES = {"binary": dnnl.binary, "softmax": dnnl.softmax_forward, "matmul": dnnl.matmul,
+               "pooling": dnnl.pooling_forward, "concat": dnnl.concat, "sum": dnnl.sum,
+               "reorder": dnnl.reorder, "convolution": dnnl.convolution_forward,
+               "group_normalization": dnnl.group_normalization_forward,
+               "batch_normalization": dnnl.batch_normalization_forward}
+
+
+_RNG = np.random.default_rng(43)
+_X4 = _RNG.uniform(-2, 2, (2, 4, 4, 8)).astype(np.float32)
+_Y4 = _RNG.uniform(-2, 2, (2, 4, 4, 8)).astype(np.float32)
+_A, _B = _RNG.uniform(-1, 1, (4, 16)).astype(np.float32), _RNG.uniform(-1, 1, (16, 8)).astype(np.float32)
+_MS = dnnl.ARG_MULTIPLE_SRC
+
+
+def _softmax_reference(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _grouped(x, groups, eps):
+    g = x.reshape(x.shape[0], groups, -1).astype(np.float64)
+    return ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + eps)).reshape(x.shape)
+
+
+def _batch_normalized(x, eps):
+    m, v = x.mean((0, 2, 3), keepdims=True), x.var((0, 2, 3), keepdims=True)
+    return (x - m) / np.sqrt(v + eps)
+
+
+# name: (known problem, make_pd(engine, descs), sources, dst, expected)
+_WRONG_VIEWS = {
+    "binary_at_offset": ("submemory-offsets",
+        lambda e, d: dnnl.binary.primitive_desc(e, ALG.binary_add, d[dnnl.ARG_SRC_0],
+                                                d[dnnl.ARG_SRC_1], d[dnnl.ARG_DST]),
+        {dnnl.ARG_SRC_0: (_X4, _X4.shape, "offset"), dnnl.ARG_SRC_1: (_Y4, _Y4.shape, "offset")},
+        (dnnl.ARG_DST, _X4.shape, "offset"), _X4 + _Y4),
+    "softmax_at_offset": ("submemory-offsets",
+        lambda e, d: dnnl.softmax_forward.primitive_desc(e, INFERENCE, ALG.softmax_accurate,
+                                                         d[dnnl.ARG_SRC], d[dnnl.ARG_DST], 3),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "offset")}, (dnnl.ARG_DST, _X4.shape, "offset"),
+        _softmax_reference(_X4)),
+    "matmul_into_an_offset": ("submemory-offsets",
+        lambda e, d: dnnl.matmul.primitive_desc(e, d[dnnl.ARG_SRC], d[dnnl.ARG_WEIGHTS],
+                                                d[dnnl.ARG_DST]),
+        {dnnl.ARG_SRC: (_A, _A.shape, "plain"), dnnl.ARG_WEIGHTS: (_B, _B.shape, "plain")},
+        (dnnl.ARG_DST, (4, 8), "offset"), _A @ _B),
+    "max_pooling_into_an_offset": ("submemory-offsets",
+        lambda e, d: dnnl.pooling_forward.primitive_desc(
+            e, INFERENCE, ALG.pooling_max, d[dnnl.ARG_SRC], d[dnnl.ARG_DST], [2, 2], [2, 2],
+            [0, 0], [0, 0], [0, 0]),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "plain")}, (dnnl.ARG_DST, (2, 4, 2, 4), "offset"),
+        _X4.reshape(2, 4, 2, 2, 4, 2).max((3, 5))),
+    "sum_of_rows_with_gaps": ("sum-many-inputs-dense",
+        lambda e, d: dnnl.sum.primitive_desc(e, d[dnnl.ARG_DST], [1.0, 1.0], [d[_MS], d[_MS + 1]]),
+        {_MS: (_X4, _X4.shape, "gaps"), _MS + 1: (_Y4, _Y4.shape, "gaps")},
+        (dnnl.ARG_DST, _X4.shape, "gaps"), _X4 + _Y4),
+    "concat_along_rows_into_rows_with_gaps": ("concat-simple-strided-dst",
+        lambda e, d: dnnl.concat.primitive_desc(e, d[dnnl.ARG_DST], 0, [d[_MS], d[_MS + 1]]),
+        {_MS: (_A[:, :8], (4, 8), "plain"), _MS + 1: (_B[:4], (4, 8), "plain")},
+        (dnnl.ARG_DST, (8, 8), "gaps"), np.concatenate([_A[:, :8], _B[:4]], 0)),
+    "group_normalization_into_another_layout": ("group-normalization-layouts",
+        lambda e, d: dnnl.group_normalization_forward.primitive_desc(
+            e, INFERENCE, d[dnnl.ARG_SRC], d[dnnl.ARG_DST], 2, 1e-3,
+            dnnl.normalization_flags.none),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "plain")}, (dnnl.ARG_DST, _X4.shape, "channels_last"),
+        _grouped(_X4, 2, 1e-3)),
+    "batch_normalization_statistics_of_rows_with_gaps": ("batch-normalization-stats-strides",
+        lambda e, d: dnnl.batch_normalization_forward.primitive_desc(
+            e, INFERENCE, d[dnnl.ARG_SRC], d[dnnl.ARG_DST], 1e-3, dnnl.normalization_flags.none),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "gaps")}, (dnnl.ARG_DST, _X4.shape, "gaps"),
+        _batch_normalized(_X4, 1e-3)),
+}
+
+# The same families on views they compute right: taken, and right.
+_RIGHT_VIEWS = {
+    "reorder_from_and_into_offsets": (
+        lambda e, d: dnnl.reorder.primitive_desc(e, d[dnnl.ARG_FROM], e, d[dnnl.ARG_TO]),
+        {dnnl.ARG_FROM: (_X4, _X4.shape, "offset")}, (dnnl.ARG_TO, _X4.shape, "offset"), _X4),
+    "convolution_source_and_destination_at_offsets": (
+        lambda e, d: dnnl.convolution_forward.primitive_desc(
+            e, INFERENCE, ALG.convolution_direct, d[dnnl.ARG_SRC], d[dnnl.ARG_WEIGHTS],
+            d[dnnl.ARG_DST], [1, 1], [0, 0], [0, 0]),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "offset"),
+         dnnl.ARG_WEIGHTS: (_B[:4, :4].reshape(4, 4, 1, 1), (4, 4, 1, 1), "plain")},
+        (dnnl.ARG_DST, _X4.shape, "offset"), np.einsum("oc,nchw->nohw", _B[:4, :4], _X4)),
+    "concat_along_the_innermost_dimension_into_rows_with_gaps": (
+        lambda e, d: dnnl.concat.primitive_desc(e, d[dnnl.ARG_DST], 1, [d[_MS], d[_MS + 1]]),
+        {_MS: (_A[:, :5], (4, 5), "plain"), _MS + 1: (_B[:4, :5], (4, 5), "plain")},
+        (dnnl.ARG_DST, (4, 10), "gaps"), np.concatenate([_A[:, :5], _B[:4, :5]], 1)),
+    "group_normalization_in_one_layout": (
+        lambda e, d: dnnl.group_normalization_forward.primitive_desc(
+            e, INFERENCE, d[dnnl.ARG_SRC], d[dnnl.ARG_DST], 2, 1e-3,
+            dnnl.normalization_flags.none),
+        {dnnl.ARG_SRC: (_X4, _X4.shape, "channels_last")},
+        (dnnl.ARG_DST, _X4.shape, "channels_last"), _grouped(_X4, 2, 1e-3)),
+    "sum_of_rows_with_gaps_into_a_dense_destination": (
+        lambda e, d: dnnl.sum.primitive_desc(e, d[dnnl.ARG_DST], [1.0, 1.0], [d[_MS], d[_MS + 1]]),
+        {_MS: (_X4, _X4.shape, "gaps"), _MS + 1: (_Y4, _Y4.shape, "gaps")},
+        (dnnl.ARG_DST, _X4.shape, "plain"), _X4 + _Y4),
+}
+
+
+@pytest.mark.parametrize("name", list(_WRONG_VIEWS))
+def test_views_onednn_gets_wrong_are_refused(engine, stream, name):
+    problem, make_pd, sources, dst, _ = _WRONG_VIEWS[name]
+    with pytest.raises(dnnl.unimplemented, match=problem):
+        _run_views(engine, stream, lambda d: make_pd(engine, d), sources, dst)
+
+
+@pytest.mark.parametrize("name", list(_RIGHT_VIEWS))
+def test_views_onednn_computes_right_are_taken(engine, stream, name):
+    make_pd, sources, dst, expected = _RIGHT_VIEWS[name]
+    _, got, outside = _run_views(engine, stream, lambda d: make_pd(engine, d), sources, dst)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert outside == 0
+
+
+@pytest.mark.test_hooks
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=f"oneDNN 3.13.1: {case[0]}"))
+    for name, case in _WRONG_VIEWS.items()])
+def test_views_onednn_gets_wrong_raw_onednn(engine, stream, name):
+    from helpers import workarounds_off
+    _, make_pd, sources, dst, expected = _WRONG_VIEWS[name]
+    with workarounds_off():
+        _, got, outside = _run_views(engine, stream, lambda d: make_pd(engine, d), sources, dst)
+    assert outside == 0, f"{outside} elements written outside the destination"
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)

@@ -217,7 +217,8 @@ const std::vector<problem> &problems() {
                     {0, 0, 0}},
             {"concat-simple-strided-dst",
                     "concat's ocl:simple writes a destination whose innermost dimension has a "
-                    "stride other than 1 as if it were 1",
+                    "stride other than 1 as if it were 1, and into the gaps of a destination "
+                    "concatenated along another dimension than its innermost",
                     {0, 0, 0}},
             {"inner-product-dst-strides",
                     "inner product's ocl:ref writes its destination as row-major whatever its layout",
@@ -228,6 +229,22 @@ const std::vector<problem> &problems() {
             {"eltwise-strides",
                     "GPU eltwise ignores strides and sub-memory offsets", {0, 0, 0}},
             {"rnn-offsets", "GPU RNNs ignore sub-memory offsets", {0, 0, 0}},
+            {"submemory-offsets",
+                    "GPU implementations of most primitives address an argument from its handle, "
+                    "ignoring its descriptor's sub-memory offset",
+                    {0, 0, 0}},
+            {"sum-many-inputs-dense",
+                    "sum's ocl:many_inputs reads and writes layouts that are not dense as if they "
+                    "were",
+                    {0, 0, 0}},
+            {"group-normalization-layouts",
+                    "GPU group normalization computes wrong between a source and destination of "
+                    "different layouts",
+                    {0, 0, 0}},
+            {"batch-normalization-stats-strides",
+                    "GPU batch normalization computing its statistics misreads a source that is "
+                    "not dense",
+                    {0, 0, 0}},
             {"reduction-combined-strides",
                     "reduction's ocl:combined reads a source with gaps between its elements as "
                     "if it were dense",
@@ -293,6 +310,24 @@ static std::string concat_problem(const dnnl::primitive_desc_base &pd) {
                     + ") as if its stride were 1 (known problem concat-simple-strided-dst): "
                       "concatenate into dense memory and copy it into place (a binary multiply "
                       "by 1 copies right; dnnl.ops does so)";
+        // Into gaps along any other axis than the innermost one, it writes
+        // the gaps (measured: rows of 8 in rows of 11, concatenated along 0)
+        int axis = -1;
+        const dnnl_dims_t *dst_dims = nullptr, *src_dims = nullptr;
+        int ndims = 0;
+        dnnl_memory_desc_query(dst, dnnl_query_ndims_s32, &ndims);
+        dnnl_memory_desc_query(dst, dnnl_query_dims, &dst_dims);
+        if (const_dnnl_memory_desc_t src = md_of(pd, dnnl::query::src_md, 0)) {
+            dnnl_memory_desc_query(src, dnnl_query_dims, &src_dims);
+            for (int d = 0; d < ndims && src_dims && dst_dims && axis < 0; ++d)
+                if ((*src_dims)[d] != (*dst_dims)[d]) axis = d;
+        }
+        if (inner.plain && axis >= 0 && axis != inner.dim && !dense_from_the_handle(dst))
+            return "concat: oneDNN chose " + std::string(impl) + ", which writes into the gaps "
+                    "of a destination that is not dense when the concatenation axis (" +
+                    std::to_string(axis) + ") is not its innermost dimension (known problem "
+                    "concat-simple-strided-dst): concatenate into dense memory and copy it into "
+                    "place";
     }
     if (std::strcmp(impl, "ref:any") != 0 || !applies("reorder-custom-innermost-stride")) return "";
     using owned_md = std::unique_ptr<dnnl_memory_desc, decltype(&dnnl_memory_desc_destroy)>;
@@ -361,8 +396,65 @@ static std::string concat_problem(const dnnl::primitive_desc_base &pd) {
     return "";
 }
 
+// The first argument of `pd` with a sub-memory offset that oneDNN's chosen
+// GPU implementation ignores, or "". Measured (oneDNN 3.13.1; probes of
+// every family with sub-memory views): binary, softmax, layer and batch
+// normalization, lrn, pooling, resampling, reduction, prelu, matmul, inner
+// product, deconvolution, the weights of convolution, ocl:simple concat and
+// reorder-based shuffle address the argument from its handle (writing
+// outside a destination view); reorders, a forward convolution's source and
+// destination, shuffle's ocl:ref, concat's ref:any and sum's ref:any and
+// reorder+post_ops honour the offset. Eltwise, group normalization, RNNs
+// and post-op inputs have problems of their own that cover it.
+std::string ignored_offset(const dnnl::primitive_desc_base &pd) {
+    using kind = dnnl::primitive::kind;
+    const kind k = pd.get_kind();
+    const char *impl = pd.impl_info_str();
+    if (k == kind::reorder || k == kind::eltwise || k == kind::group_normalization
+            || k == kind::rnn || (k == kind::shuffle && std::strncmp(impl, "ocl:ref", 7) == 0)
+            || (k == kind::concat && std::strcmp(impl, "ref:any") == 0)
+            || (k == kind::sum && (std::strcmp(impl, "ref:any") == 0
+                                          || std::strncmp(impl, "reorder+post_ops", 16) == 0)))
+        return "";
+    const bool forward_convolution = k == kind::convolution
+            && (pd.get_prop_kind() == dnnl::prop_kind::forward_training
+                    || pd.get_prop_kind() == dnnl::prop_kind::forward_inference);
+    const struct {
+        dnnl::query what;
+        const char *name;
+    } args[] = {{dnnl::query::src_md, "src"}, {dnnl::query::weights_md, "weights"},
+            {dnnl::query::dst_md, "dst"}, {dnnl::query::diff_src_md, "diff_src"},
+            {dnnl::query::diff_weights_md, "diff_weights"}, {dnnl::query::diff_dst_md, "diff_dst"}};
+    for (const auto &a : args) {
+        if (forward_convolution && a.what != dnnl::query::weights_md) continue;
+        for (int i = 0; i < 4096; ++i) { // (concat and sum take many sources)
+            const_dnnl_memory_desc_t md = md_of(pd, a.what, i);
+            int ndims = 0;
+            if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+                    || ndims == 0)
+                break;
+            dnnl_dim_t offset = 0;
+            dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset);
+            if (offset != 0)
+                return std::string("oneDNN's GPU implementation ") + impl + " addresses "
+                        + a.name + (i ? " " + std::to_string(i) : std::string()) + " from its "
+                        "handle, ignoring its sub-memory offset of " + std::to_string(offset)
+                        + " elements, so it would read or write other elements (known problem "
+                          "submemory-offsets): give that argument memory of its own (a reorder "
+                          "copies a view right), or memory whose handle is the view's first "
+                          "element (an OpenCL sub-buffer or a USM pointer: dnnl.arrays does "
+                          "so)";
+        }
+    }
+    return "";
+}
+
 std::string known_wrong(const dnnl::primitive_desc_base &pd) {
     if (!pd || !is_gpu(pd)) return "";
+    if (applies("submemory-offsets")) {
+        std::string why = ignored_offset(pd);
+        if (!why.empty()) return why;
+    }
     using kind = dnnl::primitive::kind;
     kind k = pd.get_kind();
     if (k == kind::eltwise && applies("eltwise-strides")) {
@@ -407,6 +499,41 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
                        "group-normalization-strides): reorder the data into dense memory first "
                        "(dnnl.ops does so)";
     }
+    if (k == kind::sum && applies("sum-many-inputs-dense")
+            && std::strcmp(pd.impl_info_str(), "ocl:many_inputs") == 0) {
+        int inputs = 0;
+        dnnl_primitive_desc_query(pd.get(), dnnl_query_num_of_inputs_s32, 0, &inputs);
+        bool dense = dense_from_the_handle(md_of(pd, dnnl::query::dst_md, 0));
+        for (int i = 0; i < inputs && dense; ++i)
+            dense = dense_from_the_handle(md_of(pd, dnnl::query::src_md, i));
+        if (!dense)
+            return "sum: oneDNN chose ocl:many_inputs, which reads and writes layouts that are "
+                   "not dense from their handle on as if they were, writing outside the "
+                   "destination's elements (known problem sum-many-inputs-dense): give the sum "
+                   "dense memory, or sources of another layout than the destination's";
+    }
+    if (k == kind::group_normalization && applies("group-normalization-layouts")
+            && pd.get_prop_kind() != dnnl::prop_kind::backward
+            && pd.get_prop_kind() != dnnl::prop_kind::backward_data) {
+        auto src = pd.query_md(dnnl::query::src_md, 0), dst = pd.query_md(dnnl::query::dst_md, 0);
+        if (!src.is_zero() && !dst.is_zero() && src != dst)
+            return "group normalization: oneDNN's GPU implementation computes wrong between a "
+                   "source and a destination of different layouts (known problem "
+                   "group-normalization-layouts): give both the same layout and reorder the "
+                   "result";
+    }
+    if (k == kind::batch_normalization && applies("batch-normalization-stats-strides")
+            && pd.get_prop_kind() != dnnl::prop_kind::backward
+            && pd.get_prop_kind() != dnnl::prop_kind::backward_data) {
+        unsigned flags = 0;
+        dnnl_primitive_desc_query(pd.get(), dnnl_query_flags, 0, &flags);
+        if (!(flags & dnnl_use_global_stats)
+                && !dense_from_the_handle(md_of(pd, dnnl::query::src_md, 0)))
+            return "batch normalization: oneDNN's GPU implementation misreads a source that is "
+                   "not dense from its handle on when it computes the statistics (known problem "
+                   "batch-normalization-stats-strides): give it a dense source, or the "
+                   "statistics (normalization_flags.use_global_stats)";
+    }
     if (k == kind::reduction && applies("reduction-combined-strides")
             && std::strncmp(pd.impl_info_str(), "ocl:combined", 12) == 0
             && !dense_from_the_handle(md_of(pd, dnnl::query::src_md, 0)))
@@ -443,7 +570,8 @@ std::string known_wrong(const dnnl::primitive_desc_base &pd) {
 
 bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd) {
     return pd && (pd.get_kind() == dnnl::primitive::kind::softmax
-                         || pd.get_kind() == dnnl::primitive::kind::reduction);
+                         || pd.get_kind() == dnnl::primitive::kind::reduction
+                         || pd.get_kind() == dnnl::primitive::kind::shuffle);
 }
 
 std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales) {

@@ -343,10 +343,19 @@ def _check_dtype(dtype: str) -> Any:
     return _DTYPES[dtype]
 
 
-def _check_sizes(**sizes: int) -> None:
+def _check_sizes(**sizes: Any) -> tuple[int, ...]:
+    """The sizes as ints, in the order given: any integer (a NumPy one from
+    a shape too) above 0; bools and other types are refused by name."""
+    checked = []
     for name, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        try:
+            size = operator.index(value)
+        except TypeError:
+            size = 0
+        if isinstance(value, bool) or size <= 0:
             raise invalid_argument(f"{name} must be a positive int, not {value!r}")
+        checked.append(size)
+    return tuple(checked)
 
 
 class _ids:
@@ -441,7 +450,8 @@ def sdpa(engine: Any, batch: int, heads: int, seq_q: int, seq_kv: int, head_size
 
     Call the result as ``p(stream, q, k, v[, mask], output=None)``.
     """
-    _check_sizes(batch=batch, heads=heads, seq_q=seq_q, seq_kv=seq_kv, head_size=head_size)
+    batch, heads, seq_q, seq_kv, head_size = _check_sizes(
+        batch=batch, heads=heads, seq_q=seq_q, seq_kv=seq_kv, head_size=head_size)
     dt = _check_dtype(dtype)
     if mask not in (None, "causal", "additive"):
         raise invalid_argument(f"mask must be None, 'causal' or 'additive', not {mask!r}")
@@ -474,8 +484,9 @@ def gqa(engine: Any, batch: int, q_heads: int, kv_heads: int, seq_q: int, seq_kv
     `dtype`, `scale` and `mask` as :func:`sdpa`; the additive mask is
     ``[batch, 1, 1, seq_q, seq_kv]``. Call as ``p(stream, q, k, v[, mask])``.
     """
-    _check_sizes(batch=batch, q_heads=q_heads, kv_heads=kv_heads, seq_q=seq_q,
-                 seq_kv=seq_kv, head_size=head_size)
+    batch, q_heads, kv_heads, seq_q, seq_kv, head_size = _check_sizes(
+        batch=batch, q_heads=q_heads, kv_heads=kv_heads, seq_q=seq_q, seq_kv=seq_kv,
+        head_size=head_size)
     dt = _check_dtype(dtype)
     if q_heads % kv_heads:
         raise invalid_argument(f"q_heads ({q_heads}) must be a multiple of kv_heads ({kv_heads})")
@@ -505,7 +516,8 @@ def gated_mlp(engine: Any, tokens: int, hidden: int, intermediate: int,
     w_down ``[intermediate, hidden]``, the output ``[tokens, hidden]``; all
     of `dtype`. Call as ``p(stream, src, w_gate, w_up, w_down, output=None)``.
     """
-    _check_sizes(tokens=tokens, hidden=hidden, intermediate=intermediate)
+    tokens, hidden, intermediate = _check_sizes(tokens=tokens, hidden=hidden,
+                                                intermediate=intermediate)
     dt = _check_dtype(dtype)
 
     def build() -> pattern:
@@ -540,7 +552,8 @@ def mlp(engine: Any, tokens: int, hidden: int, intermediate: int, dtype: str = "
     pattern runs them in order with intermediates from the engine's
     allocator. Call as ``p(stream, src, w1, w2, output=None)``.
     """
-    _check_sizes(tokens=tokens, hidden=hidden, intermediate=intermediate)
+    tokens, hidden, intermediate = _check_sizes(tokens=tokens, hidden=hidden,
+                                                intermediate=intermediate)
     dt = _check_dtype(dtype)
     if activation not in _ACTIVATIONS:
         raise invalid_argument(f"activation must be one of {sorted(_ACTIVATIONS)}, "
