@@ -576,14 +576,14 @@ compiled_partition_object::compiled_partition_object(g::compiled_partition parti
     for (auto *ports : {&this->inputs, &this->outputs}) {
         // oneDNN takes logical tensors that are none of the partition's ports
         // at compile and answers them undefined: execute() wants no tensor for them.
-        ports->erase(std::remove_if(ports->begin(), ports->end(), [&](const lt &port) {
-            return this->partition.query_logical_tensor(port.get_id()).get_data_type()
-                    == lt::data_type::undef;
-        }), ports->end());
+        std::vector<lt> kept;
         for (const lt &port : *ports) {
             lt compiled = this->partition.query_logical_tensor(port.get_id());
+            if (compiled.get_data_type() == lt::data_type::undef) continue;
+            kept.push_back(port);
             compiled_ports.push_back({port.get_id(), compiled, addressed_bytes(compiled)});
         }
+        *ports = std::move(kept);
     }
     host_scalar_input = std::any_of(this->inputs.begin(), this->inputs.end(), is_host_scalar);
 }
