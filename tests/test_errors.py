@@ -473,6 +473,73 @@ def test_misaligned_malloc_return_is_refused(alignment, cl_device, cl_context):
 
 
 @pytest.mark.test_hooks
+@pytest.mark.parametrize("refused", ["misaligned", "too short"])
+def test_refused_malloc_return_keeps_its_reason_when_free_raises(refused, cl_device, cl_context):
+    # Giving a refused pointer back calls free; a free that raises used to
+    # replace the refusal's reason with its own exception.
+    freed = []
+    raised = [LookupError("free broke")]  # cleared at the end: see below
+
+    def malloc(size, alignment, device, context):
+        if refused == "misaligned":
+            base = usm.device_alloc(context, device, size + 128, 64)
+            freed.append(base)
+            return base + 32
+        ptr = usm.device_alloc(context, device, size // 2, 64)
+        freed.append(ptr)
+        return ptr
+
+    def free(ptr, device, context, event):
+        usm.free(context, freed.pop())
+        raise raised[0]
+
+    allocator = goi.make_allocator(malloc, free)
+    with pytest.raises(RuntimeError) as info:
+        allocator._malloc_and_free(256, 64, cl_device, cl_context)
+    _assert_raised_as(info.value, "runtime_error")
+    cause = info.value.__cause__
+    reason = "aligned to the requested 64 bytes" if refused == "misaligned" else "bytes left"
+    assert type(cause) is ValueError and reason in str(cause), str(cause)
+    assert "passed back to free, which raised LookupError: free broke" in str(cause)
+    assert cause.__context__ is raised[0]
+    assert freed == []
+    # the exception's frames lead back here, to the allocator, which holds
+    # `free`: a cycle through C++ the collector cannot see
+    raised.clear()
+
+
+@pytest.mark.test_hooks
+def test_refused_host_malloc_return_keeps_its_reason_when_host_free_raises():
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    bases = {}
+    raised = [LookupError("host_free broke")]
+
+    def host_malloc(size, alignment):
+        base = libc.malloc(size + 128)
+        ptr = base + 1 if base % 2 == 0 else base  # odd: misaligned for 64
+        bases[ptr] = base
+        return ptr
+
+    def host_free(ptr):
+        libc.free(bases.pop(ptr))
+        raise raised[0]
+
+    allocator = g.allocator(host_malloc, host_free)
+    with pytest.raises(RuntimeError) as info:
+        allocator._host_malloc_and_free(128, 64)
+    cause = info.value.__cause__
+    assert type(cause) is ValueError and "aligned to the requested 64 bytes" in str(cause)
+    assert "passed back to host_free, which raised LookupError: host_free broke" in str(cause)
+    assert cause.__context__ is raised[0]
+    assert bases == {}
+    raised.clear()  # as above
+
+
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("offset, alignment", [(0, 64), (0, 4096), (1, 0), (8, 8)])
 def test_malloc_return_meeting_the_alignment_is_used(offset, alignment, cl_device, cl_context):
     allocator, log = _offset_allocator(offset)

@@ -153,6 +153,33 @@ py::object call(const py::object &fn, const Args &...args) {
     return py::reinterpret_steal<py::object>(result);
 }
 
+// A pointer malloc returned that oneDNN cannot use goes back to the
+// allocator's free before the call falls back to the binding's memory. The
+// refusal is what the call raises; when giving the pointer back fails too,
+// the message says so and the free's exception is the refusal's context (so
+// neither hides the other).
+template <typename GiveBack>
+py::object refusal_after_give_back(
+        std::string reason, const char *free_name, const GiveBack &give_back) {
+    py::object free_failure;
+    try {
+        give_back();
+    } catch (py::error_already_set &e) {
+        free_failure = raised(e);
+    } catch (const std::exception &e) {
+        free_failure = make_exception(PyExc_RuntimeError, e.what());
+    }
+    if (free_failure && is_interrupt(free_failure)) // the program stops: it leaves as it is
+        record("the allocator's free raised", free_failure);
+    reason += std::string(" (it was passed back to ") + free_name;
+    if (!free_failure) return make_exception(PyExc_ValueError, reason + ")");
+    reason += std::string(", which raised ") + Py_TYPE(free_failure.ptr())->tp_name + ": "
+            + std::string(py::str(free_failure)) + ")";
+    py::object refusal = make_exception(PyExc_ValueError, reason);
+    PyException_SetContext(refusal.ptr(), free_failure.release().ptr()); // steals
+    return refusal;
+}
+
 void cache_handles(state &s, cl_device_id device, cl_context context) {
     if (s.device != device || !s.py_device) {
         s.py_device = cl_handles::retained_device(device);
@@ -279,23 +306,19 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
                     make_exception(PyExc_ValueError,
                             "malloc returned a pointer that is not a USM allocation of "
                             "the engine's context (it was not used, nor passed to free)"));
-        if (available < size) {
-            give_back(ptr);
+        if (available < size)
             return failed("the allocator's malloc failed",
-                    make_exception(PyExc_ValueError,
-                            "malloc returned a USM pointer with " + std::to_string(available)
-                                    + " bytes left for a " + std::to_string(size)
-                                    + "-byte request (it was passed back to free)"));
-        }
+                    refusal_after_give_back("malloc returned a USM pointer with "
+                                    + std::to_string(available) + " bytes left for a "
+                                    + std::to_string(size) + "-byte request",
+                            "free", [&] { give_back(ptr); }));
         // oneDNN's kernels may rely on the alignment it asked for.
-        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
-            give_back(ptr);
+        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
             return failed("the allocator's malloc failed",
-                    make_exception(PyExc_ValueError,
+                    refusal_after_give_back(
                             "malloc returned a pointer that is not aligned to the requested "
-                                    + std::to_string(alignment)
-                                    + " bytes (it was passed back to free)"));
-        }
+                                    + std::to_string(alignment) + " bytes",
+                            "free", [&] { give_back(ptr); }));
         trace_mark("malloc: pointer checked");
         if (!add_live(context, ptr, s, false))
             return failed("the allocator's malloc failed",
@@ -415,14 +438,12 @@ void *host_allocate(size_t size, size_t alignment) {
             return failed("the allocator's host_malloc failed",
                     make_exception(PyExc_MemoryError,
                             "host_malloc returned 0 for " + std::to_string(size) + " bytes"));
-        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
-            call(s->free_fn, as_int(ptr));
+        if (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0)
             return failed("the allocator's host_malloc failed",
-                    make_exception(PyExc_ValueError,
+                    refusal_after_give_back(
                             "host_malloc returned a pointer that is not aligned to the "
-                            "requested " + std::to_string(alignment)
-                                    + " bytes (it was passed back to host_free)"));
-        }
+                            "requested " + std::to_string(alignment) + " bytes",
+                            "host_free", [&] { call(s->free_fn, as_int(ptr)); }));
         if (!add_live(nullptr, ptr, s, false))
             return failed("the allocator's host_malloc failed",
                     make_exception(PyExc_ValueError,
