@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pyopencl as cl
@@ -86,7 +87,7 @@ def test_records_what_ran_where_and_when(work, pstream, profiling_queue, cl_devi
         pd = work[name][1]
         assert (e.kind, e.name, e.implementation) == ("primitive", name, pd.impl_info_str())
         assert e.queue == profiling_queue.int_ptr
-        assert e.device == cl_device.name
+        assert e.device == cl_device.name and e.device_handle == cl_device.int_ptr
         assert e.thread == threading.get_ident()
         assert e.host_start_ns <= e.host_end_ns
         assert "f32 64x64" in e.shapes and e.shapes.startswith("src f32 64x64")
@@ -208,6 +209,44 @@ def test_threads_each_on_their_queue(engine, work, cl_context, cl_device):
             assert earlier.device_end_ns <= later.device_start_ns
 
 
+def test_a_stop_while_another_thread_executes_on_the_stream_keeps_every_time(work, pstream,
+                                                                           capfd):
+    """stop() reads oneDNN's kernel times per stream, which oneDNN gives only
+    when every kernel on the stream has completed: another thread's executes
+    after the recording's end used to make the read fail (every record of the
+    stream lost its kernel times, and oneDNN printed an error line)."""
+    relu, _, relu_args = work["eltwise"]
+    running = threading.Event()
+    finished = threading.Event()
+
+    def keep_executing():
+        count = 0
+        while not finished.is_set():
+            relu.execute(pstream, relu_args)
+            running.set()
+            count += 1
+            if count % 20 == 0:
+                pstream.wait()  # a bounded backlog
+
+    worker = threading.Thread(target=keep_executing)
+    worker.start()
+    try:
+        running.wait()
+        recorded = 0
+        for _ in range(15):
+            with dnnl.profiling.recorder() as rec:
+                time.sleep(0.005)
+            assert all(e.kernel_ns for e in rec.executions), \
+                sum(not e.kernel_ns for e in rec.executions)
+            recorded += len(rec.executions)
+    finally:
+        finished.set()
+        worker.join()
+        pstream.wait()
+    assert recorded > 0
+    assert "CL_PROFILING_INFO_NOT_AVAILABLE" not in capfd.readouterr().out
+
+
 def test_reset_profiling_while_recording_keeps_the_times(work, pstream):
     with dnnl.profiling.recorder() as rec:
         run_pair(work, pstream, 1)
@@ -234,8 +273,10 @@ def test_one_recorder_at_a_time_and_argument_checks():
             dnnl.profiling.recorder().start()
     with pytest.raises(dnnl.invalid_arguments, match="not recording"):
         rec.stop()
-    with pytest.raises(dnnl.invalid_arguments, match="max_executes must be positive"):
-        dnnl.profiling.recorder(0)
+    for bad in (0, -1, sys.maxsize + 1, 2**70):
+        with pytest.raises(dnnl.invalid_arguments, match="max_executes must be positive"):
+            dnnl.profiling.recorder(bad)
+    assert dnnl.profiling.recorder(sys.maxsize).max_executes == sys.maxsize
     with pytest.raises(TypeError, match="max_executes must be an int"):
         dnnl.profiling.recorder(1.5)
 
@@ -449,6 +490,22 @@ def test_trace_is_the_trace_event_format(work, pstream, tmp_path, profiling_queu
             "args": {"name": f"{cl_device.name} (device clock)"}} in metadata
     assert any(m["args"]["name"] == f"queue 0x{profiling_queue.int_ptr:x}" for m in metadata)
     assert trace["otherData"]["executes"] == 6
+
+
+def test_two_devices_of_one_name_are_two_processes_each_on_its_own_clock():
+    # Two identical GPUs: one name, two handles, two unrelated clocks.
+    rec = dnnl.profiling.recorder()
+    made = dnnl.profiling.execution
+    rec.executions = [made("primitive", "eltwise", "ocl:ref", "", 0x10, "GPU", 1, 0, 1,
+                           5_000, 6_000, (1_000,), 0xA),
+                      made("primitive", "eltwise", "ocl:ref", "", 0x20, "GPU", 1, 0, 1,
+                           900_000, 902_000, (2_000,), 0xB)]
+    trace = rec.trace()
+    complete = validate_trace(trace)
+    assert [(e["pid"], e["ts"]) for e in complete] == [(1, 0.0), (2, 0.0)]
+    processes = {m["pid"]: m["args"]["name"] for m in trace["traceEvents"]
+                 if m["name"] == "process_name"}
+    assert processes == {1: "GPU 0xa (device clock)", 2: "GPU 0xb (device clock)"}
 
 
 def test_an_empty_recording_is_a_valid_trace():

@@ -19,9 +19,11 @@ namespace dnnl_ocl_interop {
 namespace profiling {
 
 std::atomic<bool> recording {false};
-// A stop between lowering `recording` and taking the records and counters:
-// a start meanwhile would clear them, or hand its own to that stop.
-bool stopping = false;
+// From lowering `recording` until the stop has read every recorded stream:
+// a start meanwhile would clear the records, or hand its own to that stop,
+// and an execute on a recorded stream would add kernels oneDNN cannot read
+// the times of yet.
+std::atomic<bool> stopping {false};
 
 namespace {
 
@@ -74,7 +76,7 @@ struct record {
 std::mutex state_mutex;
 std::vector<record> records;
 size_t max_records = 0, dropped = 0, unprofiled = 0;
-std::atomic<int> in_flight {0};
+std::atomic<int> in_flight {0}; // executes that may still push a record
 // One lock per recorded stream: oneDNN's count of kernel entries, the
 // markers and the execute are one step each other thread waits for.
 std::map<dnnl_stream_t, std::shared_ptr<std::mutex>> stream_locks;
@@ -178,12 +180,24 @@ struct execute_scope::impl {
     std::shared_ptr<std::mutex> lock;
     record r;
     bool pushed = false;
+    bool counted = true; // in in_flight: it began while recording
 };
 
 execute_scope::execute_scope(const stream_object &s, std::shared_ptr<const subject> what)
     : impl_(std::make_unique<impl>()) {
     ++in_flight;
-    if (!recording.load()) return; // stopped meanwhile
+    if (!recording.load()) { // stopping: this execute waits for its stream's harvest
+        --in_flight;
+        impl_->counted = false;
+        {
+            std::lock_guard<std::mutex> guard(state_mutex);
+            auto found = stream_locks.find(s.stream.get());
+            if (!stopping.load() || found == stream_locks.end()) return;
+            impl_->lock = found->second;
+        }
+        lock_releasing_gil(*impl_->lock); // held until the destructor; records nothing
+        return;
+    }
     // Markers bound an execute's kernels on an in-order queue only (oneDNN
     // profiles in-order queues only).
     if (s.out_of_order || !queue_profiles(s.stream)) {
@@ -231,7 +245,7 @@ void execute_scope::done() {
 execute_scope::~execute_scope() {
     if (!impl_->pushed) impl_->r.release_markers();
     if (impl_->lock) impl_->lock->unlock();
-    --in_flight;
+    if (impl_->counted) --in_flight;
 }
 
 void before_reset(const dnnl::stream &stream) {
@@ -284,7 +298,7 @@ void bind(py::module_ &m) {
         for (auto &r : dropped_records) r.release_markers();
     }, "Stop recording and discard the records, without waiting for executes in flight "
        "(dnnl.profiling: a recorder dropped while recording).");
-    m.def("_profiling_active", [] { return active(); },
+    m.def("_profiling_active", [] { return recording.load(); },
             "Whether a dnnl.profiling recorder is recording.");
     m.def("_profiling_stop", [] {
         {
@@ -309,12 +323,28 @@ void bind(py::module_ &m) {
             std::lock_guard<std::mutex> guard(state_mutex);
             taken.swap(records);
         }
-        // Wait for each stream once, then read its times (oneDNN reads every
-        // kernel's event, which must have completed).
-        std::map<dnnl_stream_t, dnnl::stream> streams;
-        for (const auto &r : taken) streams.emplace(r.stream.get(), r.stream);
-        for (const auto &entry : streams) wait_for(entry.second);
-        for (const auto &entry : streams) harvest_stream(taken, entry.first);
+        // Wait for each stream, then read its times (oneDNN reads every
+        // kernel's event, which must have completed), holding the stream:
+        // another thread's execute there waits (execute_scope).
+        std::map<dnnl_stream_t, std::pair<dnnl::stream, std::shared_ptr<std::mutex>>> streams;
+        {
+            std::lock_guard<std::mutex> guard(state_mutex);
+            for (const auto &r : taken) {
+                auto found = stream_locks.find(r.stream.get());
+                streams.emplace(r.stream.get(),
+                        std::make_pair(r.stream,
+                                found == stream_locks.end() ? nullptr : found->second));
+            }
+        }
+        for (const auto &entry : streams) {
+            std::unique_lock<std::mutex> held;
+            if (entry.second.second) {
+                lock_releasing_gil(*entry.second.second);
+                held = std::unique_lock<std::mutex>(*entry.second.second, std::adopt_lock);
+            }
+            wait_for(entry.second.first);
+            harvest_stream(taken, entry.first);
+        }
         py::list result;
         size_t kept_dropped, kept_unprofiled;
         {

@@ -10,7 +10,7 @@
 // added (oneDNN's experimental profiling keeps one per kernel on such a
 // stream). harvest() waits for the streams and reads the device times.
 //
-// When no recorder is active an execute pays one relaxed atomic load and a
+// When no recorder is active an execute pays two relaxed atomic loads and a
 // predictable branch (active()); nothing else here runs.
 #pragma once
 
@@ -29,8 +29,14 @@ namespace dnnl_ocl_interop {
 namespace profiling {
 
 extern std::atomic<bool> recording;
+// A stop reading the recorded streams' times: an execute on one of them
+// waits until that stream is read (oneDNN reads every kernel's event there,
+// which must have completed).
+extern std::atomic<bool> stopping;
 
-inline bool active() { return recording.load(std::memory_order_relaxed); }
+inline bool active() {
+    return recording.load(std::memory_order_relaxed) || stopping.load(std::memory_order_relaxed);
+}
 
 // What an execute runs, for its record; made once per primitive or compiled
 // partition, at its first recorded execute.
@@ -46,7 +52,8 @@ std::shared_ptr<const subject> primitive_subject(const_dnnl_primitive_desc_t pd)
 
 // Around one execute, constructed only while active() (with or without the
 // GIL): records it once done() is called; an execute that fails (an
-// exception before done()) leaves no record.
+// exception before done()) leaves no record. While a stop reads the times,
+// it records nothing and holds the stream until the stop has read it.
 class execute_scope {
 public:
     execute_scope(const stream_object &stream, std::shared_ptr<const subject> what);

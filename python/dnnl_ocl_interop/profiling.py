@@ -60,6 +60,7 @@ class execution(NamedTuple):
     device_start_ns: Optional[int]  #: see the module docstring; None if unknown
     device_end_ns: Optional[int]    #: the second marker's start; None if unknown
     kernel_ns: Optional[tuple[int, ...]]  #: oneDNN's per-kernel durations; None if unknown
+    device_handle: int = 0          #: the OpenCL device (cl_device_id as an int)
 
     @property
     def device_ns(self) -> Optional[int]:
@@ -73,7 +74,7 @@ class execution(NamedTuple):
 
 
 def _execution(raw: tuple) -> execution:
-    kind, name, impl, shapes, (queue, _device, device_name), thread, h0, h1, window, kernels = raw
+    kind, name, impl, shapes, (queue, device, device_name), thread, h0, h1, window, kernels = raw
     start = end = None
     if window is not None:
         first_marker_end, last_marker_start = window
@@ -82,7 +83,7 @@ def _execution(raw: tuple) -> execution:
         if kernels is not None:
             start = max(first_marker_end, last_marker_start - sum(kernels))
     return execution(kind, name, impl, shapes, queue, device_name, thread, h0, h1, start, end,
-                     None if kernels is None else tuple(kernels))
+                     None if kernels is None else tuple(kernels), device)
 
 
 class recorder:
@@ -107,8 +108,9 @@ class recorder:
     def __init__(self, max_executes: int = 100_000) -> None:
         if isinstance(max_executes, bool) or not isinstance(max_executes, int):
             raise TypeError(f"max_executes must be an int, not {type(max_executes).__name__}")
-        if max_executes <= 0:
-            raise invalid_argument(f"max_executes must be positive, not {max_executes}")
+        if not 0 < max_executes <= sys.maxsize:
+            raise invalid_argument(f"max_executes must be positive and at most sys.maxsize, "
+                                   f"not {max_executes}")
         self.max_executes = max_executes
         #: The recorded executes, in the order they were submitted (per queue).
         self.executions: list[execution] = []
@@ -210,22 +212,28 @@ class recorder:
 
     def trace(self) -> dict[str, Any]:
         """The recording as a Chrome trace (the Trace Event Format, which
-        Perfetto's UI and ``chrome://tracing`` open): one process per device,
-        one thread per queue, one complete (``"X"``) event per timed execute,
+        Perfetto's UI and ``chrome://tracing`` open): one process per device
+        (two devices of one name are told apart by their handles), one
+        thread per queue, one complete (``"X"``) event per timed execute,
         ``ts`` and ``dur`` in µs from the device's first recorded time."""
-        devices: dict[str, int] = {}
+        devices: dict[int, int] = {}
         queues: dict[tuple[int, int], int] = {}
         events: list[dict[str, Any]] = []
-        origin: dict[str, int] = {}
+        origin: dict[int, int] = {}
+        names: dict[str, set[int]] = {}
         for e in self.executions:
+            names.setdefault(e.device, set()).add(e.device_handle)
             if e.device_start_ns is not None:
-                origin[e.device] = min(origin.get(e.device, e.device_start_ns), e.device_start_ns)
+                origin[e.device_handle] = min(origin.get(e.device_handle, e.device_start_ns),
+                                              e.device_start_ns)
         for e in self.executions:
-            if e.device not in devices:
-                pid = devices[e.device] = len(devices) + 1
+            if e.device_handle not in devices:
+                pid = devices[e.device_handle] = len(devices) + 1
+                label = (e.device if len(names[e.device]) == 1
+                         else f"{e.device} 0x{e.device_handle:x}")
                 events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                               "args": {"name": f"{e.device} (device clock)"}})
-            pid = devices[e.device]
+                               "args": {"name": f"{label} (device clock)"}})
+            pid = devices[e.device_handle]
             if (pid, e.queue) not in queues:
                 tid = queues[(pid, e.queue)] = sum(1 for p, _ in queues if p == pid) + 1
                 events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
@@ -240,7 +248,7 @@ class recorder:
             events.append({"ph": "X", "name": e.name if not e.implementation
                            else f"{e.name} {e.implementation}",
                            "cat": e.kind, "pid": pid, "tid": queues[(pid, e.queue)],
-                           "ts": (e.device_start_ns - origin[e.device]) / 1e3,
+                           "ts": (e.device_start_ns - origin[e.device_handle]) / 1e3,
                            "dur": (e.device_end_ns - e.device_start_ns) / 1e3, "args": args})
         return {"traceEvents": events, "displayTimeUnit": "ns",
                 "otherData": {"producer": f"dnnl_ocl_interop {_core.__version__} dnnl.profiling",
