@@ -526,6 +526,58 @@ def test_two_writers_and_a_reader_at_once(stored, tmp_path, cl_device, cl_contex
 
 # ------------------------------------------------------ unwritable directories
 
+def test_install_blocks_nest(tmp_path, engine):
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    with dnnl.cache.install(tmp_path / "outer") as outer:
+        with dnnl.cache.install(tmp_path / "inner") as inner:
+            assert dnnl.cache.installed() is inner
+            dnnl.softmax_forward(pd)
+        assert dnnl.cache.installed() is outer  # the replaced one again
+        dnnl.softmax_forward(pd)
+    assert dnnl.cache.installed() is None
+    assert inner.counts()["misses"] == 1 and outer.counts()["misses"] == 1
+
+
+def test_a_descriptor_served_on_one_context_is_served_on_another(tmp_path, engine, cl_device):
+    # oneDNN's in-memory cache tells engines apart by context: the same
+    # descriptor on an engine of another context is loaded from the
+    # directory, not counted as a repeat and compiled by oneDNN.
+    import pyopencl as cl
+    other = dnnl.ocl_interop.make_engine(cl_device, cl.Context([cl_device]))
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    other_pd, _ = descriptors(dnnl, other)["softmax_forward"]
+    assert other_pd.get_cache_blob_id() == pd.get_cache_blob_id()
+    with dnnl.cache.install(tmp_path) as cache:
+        dnnl.softmax_forward(pd)
+        dnnl.softmax_forward(pd)
+        dnnl.softmax_forward(other_pd)
+    assert cache.counts()["repeats"] == 1
+    assert cache.counts()["misses"] == 1 and cache.counts()["hits"] == 1
+
+
+def test_directory_arguments(tmp_path, monkeypatch):
+    as_bytes = dnnl.cache.persistent(os.fsencode(tmp_path / "b"))
+    assert as_bytes.directory == str(tmp_path / "b") and (tmp_path / "b").is_dir()
+    with pytest.raises(ValueError, match="directory must not be empty"):
+        dnnl.cache.persistent("")
+    with pytest.raises(ValueError, match="directory must not be empty"):
+        dnnl.cache.persistent(b"")
+    with pytest.raises(TypeError):
+        dnnl.cache.persistent(None)
+
+
+def test_blob_paths_too_long_for_the_system_are_misses(tmp_path, engine):
+    # Blob paths beyond PATH_MAX (ENAMETOOLONG) hold no file: a miss and a
+    # store error, not a file "rejected".
+    cache = dnnl.cache.persistent(tmp_path)
+    cache.directory = "/" + "/".join(["d" * 200] * (os.pathconf("/", "PC_PATH_MAX") // 200 + 1))
+    pd, _ = descriptors(dnnl, engine)["softmax_forward"]
+    with pytest.warns(RuntimeWarning, match="cannot write"):
+        cache.primitive(pd)
+    counts = cache.counts()
+    assert counts["misses"] == 1 and counts["rejected"] == 0 and counts["store_errors"] == 1
+
+
 def test_a_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path):
     in_the_way = tmp_path / "file"
     in_the_way.write_bytes(b"not a directory")

@@ -31,6 +31,7 @@ raises: the object is built and returned, the failure is counted in
 """
 
 import atexit
+import errno
 import hashlib
 import os
 import stat
@@ -60,6 +61,18 @@ _SERVED_IDS = 4096
 def _key(blob_id: bytes) -> str:
     """A file-name-safe key for a cache blob id of any length."""
     return hashlib.sha256(blob_id).hexdigest()
+
+
+def _engine_identity(pd: "_core.primitive_desc") -> Any:
+    """What oneDNN's in-memory primitive cache tells the engines of
+    descriptors apart by: the OpenCL context and device (another engine on
+    the same pair shares its entries)."""
+    engine = pd.get_engine()
+    try:
+        return (_core.ocl_interop.get_context(engine).int_ptr,
+                _core.ocl_interop.get_device(engine).int_ptr)
+    except _core.error:  # not an OpenCL engine: its handle
+        return hash(engine)
 
 
 def _family_of(pd: "_core.primitive_desc") -> Any:
@@ -96,8 +109,8 @@ class persistent:
     - ``stored``: blobs written;
     - ``store_errors``: blobs that could not be written;
     - ``repeats``: creations, while installed (:func:`install`), of a
-      descriptor the cache already served in this process, left to oneDNN's
-      in-memory primitive cache.
+      descriptor the cache already served in this process for the same
+      OpenCL context and device, left to oneDNN's in-memory primitive cache.
 
     Files: ``engine-<sha256 of the engine id>.blob`` and
     ``primitive-<sha256 of the descriptor id>.blob``. The ids name the
@@ -107,14 +120,20 @@ class persistent:
     """
 
     def __init__(self, directory: PathLike) -> None:
-        path = os.path.abspath(os.path.expanduser(os.fspath(directory)))
+        given = os.fspath(directory)  # TypeError for what is no path
+        if isinstance(given, bytes):  # as os's functions take it
+            given = os.fsdecode(given)
+        if not given:
+            raise ValueError("directory must not be empty (give '.' for the current directory)")
+        path = os.path.abspath(os.path.expanduser(given))
         os.makedirs(path, exist_ok=True)
         self.directory: str = path
         self.hits = self.misses = self.rejected = self.stored = self.store_errors = 0
         self.repeats = 0
-        self._served_ids: "OrderedDict[bytes, None]" = OrderedDict()
+        self._served_ids: "OrderedDict[tuple[Any, bytes], None]" = OrderedDict()
         self._lock = threading.Lock()
         self._warned = False
+        self._replaced: Optional[persistent] = None  # what install() replaced, for __exit__
 
     def __repr__(self) -> str:
         return (f"dnnl.cache.persistent({self.directory!r}: hits={self.hits}, misses={self.misses}, "
@@ -181,7 +200,7 @@ class persistent:
         takes microseconds; a blob is always rebuilt), and counted in
         ``repeats``."""
         try:
-            key = pd.get_cache_blob_id()
+            key: Optional[tuple[Any, bytes]] = (_engine_identity(pd), pd.get_cache_blob_id())
         except _core.error:
             key = None
         if key is not None:
@@ -246,7 +265,15 @@ class persistent:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        self.uninstall()
+        """Ends a ``with`` block: if this cache is installed, the cache its
+        :func:`install` replaced is installed again (none: uninstalled)."""
+        global _installed
+        with _install_lock:
+            if _installed is not self:
+                return
+            previous, self._replaced = self._replaced, None
+            _core._set_primitive_creation_hook(previous._serve if previous else None)
+            _installed = previous
 
     # ----------------------------------------------------------- files
 
@@ -265,8 +292,8 @@ class persistent:
                          | getattr(os, "O_BINARY", 0))
         except (FileNotFoundError, NotADirectoryError):  # no file (or no directory)
             return None
-        except OSError:
-            return b""
+        except OSError as e:  # a path too long for the system holds no file either
+            return None if e.errno == errno.ENAMETOOLONG else b""
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return b""
@@ -329,7 +356,9 @@ def install(cache: Union[persistent, PathLike]) -> persistent:
     ``dnnl.<family>(pd)`` (in any code, ``dnnl.ops`` included) is loaded from
     the blob stored for its descriptor, or compiled and its blob stored, as
     :meth:`persistent.primitive` does. Replaces a cache installed before.
-    Returns the installed cache (also a context manager that uninstalls it).
+    Returns the installed cache, also a context manager: the end of its
+    ``with`` block installs the cache it replaced again (or none), so
+    blocks nest.
 
     Served: primitives. Not served: engines (``cache.engine``), and graph
     partitions (``dnnl.graph.patterns`` included): oneDNN 3.13 has no cache
@@ -341,6 +370,8 @@ def install(cache: Union[persistent, PathLike]) -> persistent:
         cache = persistent(cache)
     with _install_lock:
         _core._set_primitive_creation_hook(cache._serve)
+        if _installed is not cache:
+            cache._replaced = _installed
         _installed = cache
     return cache
 
@@ -351,6 +382,8 @@ def uninstall() -> Optional[persistent]:
     with _install_lock:
         _core._set_primitive_creation_hook(None)
         cache, _installed = _installed, None
+        if cache is not None:
+            cache._replaced = None
     return cache
 
 
