@@ -66,11 +66,19 @@ def test_library_stream_with_profiling_flag(engine):
     stream.wait()
 
 
-def test_profiling_is_refused_with_out_of_order(engine):
+def test_profiling_is_refused_with_out_of_order_saying_why(engine, cl_context, cl_device):
+    # oneDNN says why only in its verbose output: the refusal carries it
+    why = "profiling is not supported with out-of-order queues"
     flags = dnnl.stream.flags.profiling | dnnl.stream.flags.out_of_order
     with pytest.raises(dnnl.error) as info:
         dnnl.stream(engine, flags)
     assert info.value.status == dnnl.status.invalid_arguments
+    assert why in str(info.value) and any(why in line for line in info.value.reasons)
+    queue = cl.CommandQueue(cl_context, cl_device, properties=QP.PROFILING_ENABLE
+                            | QP.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+    with pytest.raises(dnnl.invalid_arguments) as info:
+        oi.make_stream(engine, queue)
+    assert why in str(info.value) and any(why in line for line in info.value.reasons)
 
 
 def test_make_stream_reports_the_users_queue(engine, cl_queue):

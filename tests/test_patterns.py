@@ -285,6 +285,19 @@ def test_dispatched(graph_engine, graph_stream, device_arrays):
     assert len(m.dispatched(graph_stream, *args)) == m.partitions
 
 
+def test_dispatched_refuses_a_profiling_queue(graph_engine, cl_context, cl_device, device_arrays):
+    # oneDNN prints the lines there from the runtime's thread: dispatched()
+    # would find none (and return [] as if nothing ran)
+    import pyopencl as cl
+    queue = cl.CommandQueue(cl_context, cl_device,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    stream = dnnl.ocl_interop.make_stream(graph_engine, queue)
+    m = pat.mlp(graph_engine, 2, 16, 16)
+    args = [device_arrays(np.zeros(s, np.float32)) for s in ((2, 16), (16, 16), (16, 16))]
+    with pytest.raises(dnnl.invalid_arguments, match="no profiling enabled"):
+        m.dispatched(stream, *args)
+
+
 def test_cache(graph_engine):
     """Same arguments: the same compiled object, counted as a hit; any other
     shape, mask or scale: a new one. Shapes here are used by no other test."""

@@ -3,8 +3,7 @@ creation travel with its dnnl.error (``.reasons``, and a summary in the
 message), captured for that call and thread only, with oneDNN's verbose
 output left as the user set it; dnnl.verbose scopes that output to a region.
 
-oneDNN's verbose setting is process-wide and some of its changes cannot be
-undone (a dnnl_set_verbose level has no check or dispatch kind), so every
+oneDNN's verbose setting is process-wide and read once, so every
 test runs its scenario in a fresh process (the CHILD prelude below) whose
 standard output it reads: the order of the test suite cannot change what a
 test sees.
@@ -272,28 +271,34 @@ def test_without_the_capture_errors_say_so_and_verbose_is_onednns():
     assert verbose_lines(stdout[stdout.index("OFF"):]) == []
 
 
-def test_set_verbose_zero_keeps_the_reasons_and_levels_lose_them():
+def test_set_verbose_keeps_the_reasons_at_every_level():
     stdout, r = run("""
         dnnl.set_verbose(0)          # a filter: oneDNN's check and dispatch stay on
         results["after0"] = refused(softmax_s32)
         mark("LEVEL2")
         dnnl.set_verbose(2)          # dnnl_set_verbose: creation lines printed...
         dnnl.softmax_forward(softmax_f32())
-        results["after2"] = refused(softmax_s32)   # ...and no dispatch kind left
+        results["after2"] = refused(softmax_s32)   # ...and the dispatch kind given back
         dnnl.set_verbose(0)
         mark("OFF")
         dnnl.softmax_forward(softmax_f32())
+        results["after_off"] = refused(softmax_s32)
         results["state"] = dnnl._core._verbose_state()
+        results["reason_kinds"] = (dnnl._core._verbose_kinds("error")
+                                   | dnnl._core._verbose_kinds("check")
+                                   | dnnl._core._verbose_kinds("dispatch"))
     """)
-    assert r["after0"]["reasons"]
-    assert r["after2"]["reasons"] == []
-    assert "dnnl.set_verbose(2) switched oneDNN's check and dispatch lines off" \
-        in r["after2"]["message"]
+    for when in ("after0", "after2", "after_off"):
+        assert r[when]["reasons"], when
+        assert all(",create:dispatch," in line for line in r[when]["reasons"])
     level2 = stdout[stdout.index("LEVEL2") + 1:stdout.index("OFF")]
     assert any(",create:cache_" in line for line in level2)     # level 2 prints creations
+    # the kinds given back are for the reasons: shown to nobody who did not ask
+    assert not any(",create:dispatch," in line or ",create:check," in line for line in level2)
     assert verbose_lines(stdout[:stdout.index("LEVEL2")]) == []  # level 0 printed nothing
     assert verbose_lines(stdout[stdout.index("OFF"):]) == []
-    assert r["state"]["onednn_kinds"] == 0
+    assert r["state"]["onednn_kinds"] == r["reason_kinds"]
+    assert r["state"]["reasons_unavailable"] == ""
 
 
 def test_a_verbose_region_prints_its_kinds_only_while_active():
@@ -425,7 +430,7 @@ def test_execute_time_check_lines_the_user_asked_for_are_printed():
     assert lines and len(lines) % 3 == 0
 
 
-def test_a_profile_region_prints_executions_then_costs_the_reasons():
+def test_a_profile_region_prints_executions_and_keeps_the_reasons():
     stdout, r = run("""
         import numpy as np
         queue = cl.CommandQueue(context, device)
@@ -449,10 +454,10 @@ def test_a_profile_region_prints_executions_then_costs_the_reasons():
     inside = stdout[stdout.index("BEGIN"):stdout.index("END")]
     assert any(line.startswith("onednn_verbose,v1,primitive,exec,gpu,softmax,") for line in inside)
     assert not any(",exec," in line for line in stdout[stdout.index("END"):])
-    assert r["after"]["reasons"] == []
-    assert "dnnl.verbose region switched oneDNN's verbose level" in r["after"]["message"]
-    assert r["unavailable"] == ["dispatch"]
-    assert r["state"]["onednn_kinds"] == 0  # lowered again: nothing costly left on
+    assert r["after"]["reasons"]  # the level's change gave the check and dispatch kinds back
+    assert r["unavailable"] == []
+    costly = dnnl._core._verbose_kinds("profile") | dnnl._core._verbose_kinds("warn")
+    assert r["state"]["onednn_kinds"] & costly == 0  # lowered again: nothing costly left on
 
 
 def test_dispatched_leaves_the_output_and_other_threads_alone():

@@ -813,13 +813,28 @@ void count_region(uint32_t kinds, bool collecting, int delta) { // under state_m
     }
 }
 
-// dnnl_set_verbose(level): oneDNN's whole setting becomes the level's; its
-// check and dispatch lines are gone for the rest of the process.
+// dnnl_set_verbose(level): oneDNN's whole setting becomes the level's,
+// without the check and dispatch kinds the binding gave it. Where the filter
+// is in place and oneDNN's setting was found (see above), those kinds are
+// given back in the setting itself, so that failed creations keep their
+// reasons (the filter shows them only to whoever asks); otherwise they are
+// gone for the rest of the process (`why` says so in later refusals).
 void set_onednn_level(int level, const char *why) { // under state_mutex
     dnnl::error::wrap_c_api(dnnl_set_verbose(level), "could not set the verbose level");
     execute_checks_off = false; // the whole setting replaced
-    uint32_t before = onednn_kinds.exchange(level_kinds(level));
-    if (lost.empty() && (before & (create_check | create_dispatch))) lost = why;
+    uint32_t kinds = level_kinds(level);
+    // what dnnl_set_verbose stores: its level's kinds, and the level as debuginfo
+    const uint32_t level1 = error | exec_profile | warn;
+    uint32_t stored = level == 0 ? 0 : (level == 1 ? level1 : level1 | create_profile) | (level << 24);
+    std::call_once(setting_lookup, look_up_setting);
+    if (hooked && !answer.empty() && setting_holds(stored)) {
+        __atomic_store_n(&setting->kinds, stored | reason_kinds, __ATOMIC_RELAXED);
+        kinds |= reason_kinds;
+    }
+    uint32_t before = onednn_kinds.exchange(kinds);
+    if (lost.empty() && (before & (create_check | create_dispatch))
+            && !(kinds & create_check))
+        lost = why;
 }
 
 // The smallest level that prints what the user asked for among the kinds a
@@ -936,9 +951,10 @@ void bind(py::module_ &m) {
             "primitive executions, 2 also primitive creation (with cache hits); other "
             "levels raise dnnl.error (invalid_arguments). Levels 1 and 2 call oneDNN's "
             "dnnl_set_verbose, which also switches off the check and dispatch lines the "
-            "binding captures for the reasons of failed creations (dnnl.error.reasons), "
-            "for the rest of the process; level 0 only silences the output while oneDNN "
-            "prints nothing costly (see docs/api.md).");
+            "binding captures for the reasons of failed creations (dnnl.error.reasons); "
+            "the binding switches them back on in oneDNN's setting where libdnnl's symbol "
+            "table shows it (else they are gone for the rest of the process); level 0 only "
+            "silences the output while oneDNN prints nothing costly (see docs/api.md).");
     py::class_<region>(m, "_verbose_region",
             "The compiled side of dnnl.verbose: oneDNN's verbose kinds (a mask of its "
             "flag bits) printed, or with silent=True kept, while entered.")
@@ -954,7 +970,8 @@ void bind(py::module_ &m) {
                     "End the region; the lines kept (silent regions), else [].")
             .def_readonly("unavailable", &region::unavailable,
                     "Kinds of the region oneDNN does not print (their flags are off for "
-                    "good).");
+                    "good: check and dispatch after a level was set, without libdnnl's symbol "
+                    "table).");
     m.def("_verbose_kinds", [](const std::string &token) { return token_kinds(token); },
             py::arg("token"),
             "The oneDNN verbose kinds (a mask of its flag bits) one ONEDNN_VERBOSE token "

@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
+#include "common/verbose.hpp"
 #include "core/objects.hpp"
 #include "ocl_interop/ocl_interop.hpp"
 #include "ocl_interop/profiling.hpp"
@@ -78,8 +79,10 @@ void bind_stream(py::module_ &m) {
         py::gil_scoped_release release;
         unsigned bits = workarounds::stream_flags(static_cast<unsigned>(flags));
         bool out_of_order = bits & dnnl_stream_out_of_order;
-        return stream_object {engine,
-                dnnl::stream(engine, static_cast<dnnl::stream::flags>(bits)), out_of_order};
+        // oneDNN says why it refuses the flags only in its verbose output
+        return stream_object {engine, verbose::creating([&] {
+            return dnnl::stream(engine, static_cast<dnnl::stream::flags>(bits));
+        }), out_of_order};
     }),
             py::arg("engine"), py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
             "A stream on `engine` with its own queue (oneDNN creates it).");

@@ -52,7 +52,9 @@ class verbose:
     meanwhile are shown, besides what the user's own setting shows.
 
     With ``collect=True`` the lines this thread prints are kept in
-    :attr:`lines` instead of shown (other threads' lines are not taken).
+    :attr:`lines` instead of shown (other threads' lines are not taken; on a
+    queue with profiling enabled oneDNN prints ``profile_exec`` lines from
+    the OpenCL runtime's thread, so a collecting region gets none of them).
 
     ``"error"``, ``"check"`` and ``"dispatch"`` cost nothing to scope:
     oneDNN prints them anyway (the binding asked for them) and the region
@@ -61,11 +63,12 @@ class verbose:
     a line per primitive they give an unused argument, every execute). ``"warn"``, ``"profile_create"`` and
     ``"profile_exec"`` need oneDNN's own level (``dnnl_set_verbose``) unless
     ``ONEDNN_VERBOSE`` asked for them: the region raises it while active and
-    lowers it after, and oneDNN's setting then loses its check and dispatch
-    kinds for the rest of the process (a ``dnnl_set_verbose`` level has
-    none), so later failures carry no reasons. Kinds oneDNN no longer prints
-    (after ``dnnl.set_verbose(1)``, say) are listed in :attr:`unavailable`
-    and a ``RuntimeWarning`` names them.
+    lowers it after. A ``dnnl_set_verbose`` level has no check and dispatch
+    kinds; the binding gives them back in oneDNN's setting (found in
+    libdnnl's symbol table), so later failures keep their reasons. Without
+    that table (a stripped libdnnl) they are gone for the rest of the
+    process: kinds oneDNN no longer prints are then listed in
+    :attr:`unavailable` and a ``RuntimeWarning`` names them.
     """
 
     def __init__(self, *kinds: Union[str, int], collect: bool = False) -> None:

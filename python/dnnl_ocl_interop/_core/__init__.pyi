@@ -123,7 +123,7 @@ class _verbose_region:
     @property
     def unavailable(self) -> int:
         """
-        Kinds of the region oneDNN does not print (their flags are off for good).
+        Kinds of the region oneDNN does not print (their flags are off for good: check and dispatch after a level was set, without libdnnl's symbol table).
         """
 class algorithm(enum.Enum):
     """
@@ -4135,7 +4135,7 @@ def set_primitive_cache_capacity(capacity: typing.SupportsInt | typing.SupportsI
     """
 def set_verbose(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
-    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments). Levels 1 and 2 call oneDNN's dnnl_set_verbose, which also switches off the check and dispatch lines the binding captures for the reasons of failed creations (dnnl.error.reasons), for the rest of the process; level 0 only silences the output while oneDNN prints nothing costly (see docs/api.md).
+    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments). Levels 1 and 2 call oneDNN's dnnl_set_verbose, which also switches off the check and dispatch lines the binding captures for the reasons of failed creations (dnnl.error.reasons); the binding switches them back on in oneDNN's setting where libdnnl's symbol table shows it (else they are gone for the rest of the process); level 0 only silences the output while oneDNN prints nothing costly (see docs/api.md).
     """
 def version() -> version_t:
     """

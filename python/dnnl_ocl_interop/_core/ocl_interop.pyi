@@ -63,7 +63,7 @@ def make_memory(desc: dnnl_ocl_interop._core.memory.desc, engine: dnnl_ocl_inter
     """
 def make_stream(engine: dnnl_ocl_interop._core.engine, queue: pyopencl.CommandQueue | int) -> dnnl_ocl_interop._core.stream:
     """
-    A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or int), which must belong to the engine's context and device. oneDNN retains the queue. The stream is out-of-order when the queue is. When the queue was made with profiling enabled, oneDNN profiles the stream (get_profiling_data); it refuses an out-of-order queue with profiling enabled (dnnl.error, invalid_arguments).
+    A stream on the user's OpenCL `queue` (pyopencl.CommandQueue or int), which must belong to the engine's context and device. oneDNN retains the queue. The stream is out-of-order when the queue is. When the queue was made with profiling enabled, oneDNN profiles the stream (get_profiling_data); it refuses an out-of-order queue with profiling enabled (dnnl.error, invalid_arguments; its reasons say why).
     """
 def set_mem_object(memory: dnnl_ocl_interop._core.memory, mem_object: pyopencl.MemoryObjectHolder | int) -> None:
     """

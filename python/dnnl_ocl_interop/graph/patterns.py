@@ -190,12 +190,21 @@ class pattern:
         thread by a ``dnnl.verbose("profile_exec", collect=True)`` region
         (other threads' output and the user's verbose setting are left
         alone). Unless ``ONEDNN_VERBOSE`` asked for ``profile_exec``, the
-        region sets oneDNN's verbose level for the call, after which oneDNN
-        no longer prints the check and dispatch lines behind
-        ``dnnl.error.reasons`` in this process (docs/api.md, Verbose). For
-        diagnosis, not for hot paths."""
+        region sets oneDNN's verbose level for the call (docs/api.md,
+        Verbose). On a queue with profiling enabled oneDNN prints these
+        lines from the OpenCL runtime's thread, where the region cannot
+        collect them: such a stream is refused (``dnnl.invalid_arguments``).
+        For diagnosis, not for hot paths."""
+        import pyopencl as cl
+
         from .._verbose import verbose
 
+        queue = _core.ocl_interop.get_command_queue(stream)
+        if queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
+            raise invalid_argument(
+                "dispatched() needs a stream whose queue has no profiling enabled: on such a "
+                "queue oneDNN prints its execution lines from the OpenCL runtime's thread, "
+                "where they cannot be collected (use dnnl.profiling for its times)")
         with verbose("profile_exec", collect=True) as region:
             self(stream, *inputs, output=output)
             stream.wait()
