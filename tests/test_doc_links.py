@@ -75,3 +75,51 @@ def test_the_walk_finds_links():
     links = list(relative_links(ROOT / "README.md"))
     assert any(target.name == "benchmarks.md" and anchor for target, anchor in links)
     assert len(DOCUMENTS) > 5
+
+
+# Where docs/building.md's layout map must name each file: the folder's row,
+# and the kinds of files that folder holds (caches and build output aside).
+_MAPPED = {
+    "cpp": ("*.cpp", "*.hpp"),
+    "python/dnnl_ocl_interop": ("*.py", "*.pyi"),
+    "benchmarks": ("*.py", "*.cpp"),
+    "tools": ("*.py", "*.sh", "*.txt"),
+}
+
+
+def _layout_rows():
+    """Each row of docs/building.md's layout table: its folder, its text."""
+    rows = {}
+    for line in (ROOT / "docs" / "building.md").read_text().splitlines():
+        match = re.match(r"\| `([^`]+?)/?` \|(.*)\|$", line)
+        if match:
+            rows[match.group(1).rstrip("/")] = match.group(2)
+    return rows
+
+
+def _named(row, path):
+    """Whether a row names a file: by its name, its stem in backticks, or
+    `stem.*`; a file of a subpackage by the subpackage too (`ops/`)."""
+    stem = path.stem
+    return (path.name in row or f"`{stem}`" in row or f"`{stem}.*`" in row
+            or f"`{path.parent.name}/`" in row and path.parent.name != "cpp")
+
+
+def test_the_layout_map_names_every_file():
+    rows = _layout_rows()
+    unnamed = []
+    for folder, patterns in _MAPPED.items():
+        for pattern in patterns:
+            for path in sorted((ROOT / folder).rglob(pattern)):
+                if "__pycache__" in path.parts:
+                    continue
+                # cpp/<room>/... are mapped in the row of their room
+                relative = path.relative_to(ROOT)
+                room = ("/".join(relative.parts[:2]) if folder == "cpp" and len(relative.parts) > 2
+                        else folder)
+                row = rows.get(room)
+                if str(relative) in rows:  # a file with a row of its own
+                    continue
+                if row is None or not _named(row, path):
+                    unnamed.append(str(relative))
+    assert not unnamed, f"docs/building.md's layout map does not name: {unnamed}"

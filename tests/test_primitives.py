@@ -831,6 +831,27 @@ def test_reduction_of_a_gapped_source_raw_onednn(engine, stream, src_strides):
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("algorithm", ["reduction_sum", "reduction_max"])
+@pytest.mark.xfail(dnnl.emulation.is_enabled(), strict=True, raises=dnnl.runtime_error,
+                   reason="the emulated device cannot run oneDNN's ocl:atomic reduction: the "
+                          "CPU runtime reports cl_ext_float_atomics but its compiler defines "
+                          "none of the __opencl_c_ext_fp32_* features, so the kernel fails to "
+                          "build (docs/emulation.md)")
+def test_reduction_over_a_middle_axis(engine, stream, algorithm):
+    dims = [2, 4, 4, 8]
+    x = np.random.default_rng(5).uniform(-2, 2, dims).astype(np.float32)
+    src_desc = dnnl.memory.desc(dims, DT.f32, TAG.abcd)
+    dst_desc = dnnl.memory.desc([2, 1, 4, 8], DT.f32, TAG.abcd)
+    pd = dnnl.reduction.primitive_desc(engine, getattr(dnnl.algorithm, algorithm), src_desc,
+                                       dst_desc, 0.0, 0.0)
+    src, dst = dnnl.memory(src_desc, engine), dnnl.memory(dst_desc, engine)
+    dnnl.arrays.write(src, x)
+    run(dnnl.reduction(pd), stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst})
+    reduce = np.sum if algorithm == "reduction_sum" else np.max
+    np.testing.assert_allclose(dnnl.arrays.read(dst).reshape(2, 1, 4, 8),
+                               reduce(x, axis=1, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
 def _concat_into(engine, stream, sources, axis, dst_strides):
     """Float32 concat of views (dims, strides) along `axis` into a
     destination of `dst_strides` (its buffer filled with -7 first): the
