@@ -418,6 +418,28 @@ def test_execute_time_checks_nobody_wants_are_switched_off_and_back_on():
     assert not any("error encountered while formatting" in line for line in stdout)
 
 
+@pytest.mark.parametrize("level", [1, 2])
+def test_execute_time_checks_given_back_with_a_level_are_switched_off_again(level):
+    # A level gives oneDNN its check kind back (for the reasons), execute-time
+    # half included: the first unwanted line switches that half off again,
+    # with oneDNN's debuginfo byte (the level) left as oneDNN set it.
+    stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent(f"""
+        dnnl.set_verbose({level})
+        mark("LEVEL")
+        execute(4)
+        results["state"] = dnnl._core._verbose_state()
+        results["refused"] = refused(matmul_s8_f32_u8)
+    """))
+    state = r["state"]
+    assert state["execute_checks_off"] and state["execute_checks_switched_off"] == 1
+    assert state["lines_unformatted"] == 1
+    assert not any(",exec:check," in line for line in stdout)
+    assert any(",create:check," in line for line in r["refused"]["reasons"])
+    # oneDNN prints no debug lines at its level 1 or 2 (a debuginfo byte of 255 would)
+    assert not any(",exec:debug," in line or ",create:debug," in line
+                   for line in stdout[stdout.index("LEVEL"):])
+
+
 def test_execute_time_check_lines_the_user_asked_for_are_printed():
     stdout, r = run(ATTENTION_EXECUTE + textwrap.dedent("""
         execute(3)

@@ -85,10 +85,13 @@ constexpr size_t max_lines = 512, max_line_bytes = 4096, max_header_lines = 64;
 // The kinds one token of a ONEDNN_VERBOSE value turns on, as oneDNN's
 // get_verbose reads it (update_kind, src/common/verbose.cpp); 0 for tokens it
 // ignores ("0" and "none" clear, see kinds_of).
+// The kinds of oneDNN's levels 1 and 2 (verbose_t::level1, level2).
+constexpr uint32_t level1_kinds = error | exec_profile | warn;
+constexpr uint32_t level2_kinds = level1_kinds | create_profile;
+
 uint32_t token_kinds(const std::string &t) {
-    const uint32_t level1 = error | exec_profile | warn;
-    if (t == "1") return level1;
-    if (t == "2") return level1 | create_profile;
+    if (t == "1") return level1_kinds;
+    if (t == "2") return level2_kinds;
     if (t == "all" || t == "-1") return 0xffffffffu & ~(header | other);
     if (t == "error") return error;
     if (t == "check") return create_check | exec_check;
@@ -119,9 +122,8 @@ uint32_t kinds_of(const std::string &value) {
 }
 
 uint32_t level_kinds(int level) {
-    const uint32_t level1 = error | exec_profile | warn;
     // dnnl_set_verbose also sets debuginfo to the level.
-    return level == 0 ? 0 : level == 1 ? level1 | debuginfo : level1 | create_profile | debuginfo;
+    return level == 0 ? 0 : (level == 1 ? level1_kinds : level2_kinds) | debuginfo;
 }
 
 // ------------------------------------------------------------ the filter
@@ -395,10 +397,20 @@ void look_up_setting() {
 
 uint32_t needed_kinds(); // under state_mutex (below, with the regions)
 
-// oneDNN's setting holds exactly `kinds`, read (under state_mutex).
+// oneDNN's setting holds exactly `kinds`, read (under state_mutex). Its
+// debuginfo byte is oneDNN's level there, the whole byte in the binding's
+// kinds: not compared (the binding never changes it).
 bool setting_holds(uint32_t kinds) {
     return setting && __atomic_load_n(&setting->initialized, __ATOMIC_RELAXED)
-            && __atomic_load_n(&setting->kinds, __ATOMIC_RELAXED) == kinds;
+            && (__atomic_load_n(&setting->kinds, __ATOMIC_RELAXED) & ~debuginfo)
+            == (kinds & ~debuginfo);
+}
+
+// Sets oneDNN's kinds to `kinds`, keeping its debuginfo byte (after
+// setting_holds, under state_mutex).
+void set_setting(uint32_t kinds) {
+    uint32_t level = __atomic_load_n(&setting->kinds, __ATOMIC_RELAXED) & debuginfo;
+    __atomic_store_n(&setting->kinds, (kinds & ~debuginfo) | level, __ATOMIC_RELAXED);
 }
 
 // An execute-time check line nobody wants came (from the snprintf hook, on
@@ -411,7 +423,7 @@ void switch_execute_checks_off() {
     if (!(kinds & exec_check) || ((user_kinds.load() | needed_kinds()) & exec_check)
             || !setting_holds(kinds))
         return;
-    __atomic_store_n(&setting->kinds, kinds & ~static_cast<uint32_t>(exec_check), __ATOMIC_RELAXED);
+    set_setting(kinds & ~static_cast<uint32_t>(exec_check));
     execute_checks_off = true;
     execute_checks_switched_off.fetch_add(1, std::memory_order_relaxed);
 }
@@ -808,7 +820,7 @@ void count_region(uint32_t kinds, bool collecting, int delta) { // under state_m
     if (delta > 0 && (kinds & exec_check) && execute_checks_off) { // wanted again
         uint32_t all = onednn_kinds.load();
         if (setting_holds(all & ~static_cast<uint32_t>(exec_check)))
-            __atomic_store_n(&setting->kinds, all, __ATOMIC_RELAXED);
+            set_setting(all);
         execute_checks_off = false;
     }
 }
@@ -823,13 +835,10 @@ void set_onednn_level(int level, const char *why) { // under state_mutex
     dnnl::error::wrap_c_api(dnnl_set_verbose(level), "could not set the verbose level");
     execute_checks_off = false; // the whole setting replaced
     uint32_t kinds = level_kinds(level);
-    // what dnnl_set_verbose stores: its level's kinds, and the level as debuginfo
-    const uint32_t level1 = error | exec_profile | warn;
-    uint32_t stored = level == 0 ? 0 : (level == 1 ? level1 : level1 | create_profile) | (level << 24);
     std::call_once(setting_lookup, look_up_setting);
-    if (hooked && !answer.empty() && setting_holds(stored)) {
-        __atomic_store_n(&setting->kinds, stored | reason_kinds, __ATOMIC_RELAXED);
+    if (hooked && !answer.empty() && setting_holds(kinds)) {
         kinds |= reason_kinds;
+        set_setting(kinds);
     }
     uint32_t before = onednn_kinds.exchange(kinds);
     if (lost.empty() && (before & (create_check | create_dispatch))
