@@ -440,14 +440,17 @@ def test_interrupt_outside_a_call_is_unraisable(interrupt, partition, cl_device,
 
 # ----------------------------------------------------------------- alignment
 
-def _offset_allocator(offset):
+def _offset_allocator(offset, size_factor=1.0, free_raises=None):
     """An allocator whose malloc hands out `offset` bytes into a USM
-    allocation of `size + alignment` bytes; free releases the allocation."""
+    allocation of `size * size_factor + alignment` bytes; free releases the
+    allocation, then raises free_raises[0] if given (a list the test clears:
+    the exception's frames lead back to the allocator, a cycle through C++)."""
     log = {"returned": [], "freed": []}
     bases = {}
 
     def malloc(size, alignment, device, context):
-        base = usm.device_alloc(context, device, size + max(alignment, 1), max(alignment, 1))
+        base = usm.device_alloc(context, device, int(size * size_factor) + max(alignment, 1),
+                                max(alignment, 1))
         bases[base + offset] = base
         log["returned"].append(base + offset)
         return base + offset
@@ -455,6 +458,8 @@ def _offset_allocator(offset):
     def free(ptr, device, context, event):
         log["freed"].append(ptr)
         usm.free(context, bases.pop(ptr))
+        if free_raises:
+            raise free_raises[0]
 
     return goi.make_allocator(malloc, free), log
 
@@ -477,23 +482,9 @@ def test_misaligned_malloc_return_is_refused(alignment, cl_device, cl_context):
 def test_refused_malloc_return_keeps_its_reason_when_free_raises(refused, cl_device, cl_context):
     # Giving a refused pointer back calls free; a free that raises used to
     # replace the refusal's reason with its own exception.
-    freed = []
-    raised = [LookupError("free broke")]  # cleared at the end: see below
-
-    def malloc(size, alignment, device, context):
-        if refused == "misaligned":
-            base = usm.device_alloc(context, device, size + 128, 64)
-            freed.append(base)
-            return base + 32
-        ptr = usm.device_alloc(context, device, size // 2, 64)
-        freed.append(ptr)
-        return ptr
-
-    def free(ptr, device, context, event):
-        usm.free(context, freed.pop())
-        raise raised[0]
-
-    allocator = goi.make_allocator(malloc, free)
+    raised = [LookupError("free broke")]
+    allocator, log = (_offset_allocator(32, free_raises=raised) if refused == "misaligned"
+                      else _offset_allocator(0, size_factor=0.25, free_raises=raised))
     with pytest.raises(RuntimeError) as info:
         allocator._malloc_and_free(256, 64, cl_device, cl_context)
     _assert_raised_as(info.value, "runtime_error")
@@ -502,10 +493,8 @@ def test_refused_malloc_return_keeps_its_reason_when_free_raises(refused, cl_dev
     assert type(cause) is ValueError and reason in str(cause), str(cause)
     assert "passed back to free, which raised LookupError: free broke" in str(cause)
     assert cause.__context__ is raised[0]
-    assert freed == []
-    # the exception's frames lead back here, to the allocator, which holds
-    # `free`: a cycle through C++ the collector cannot see
-    raised.clear()
+    assert log["freed"] == log["returned"] and len(log["returned"]) == 1
+    raised.clear()  # see _offset_allocator
 
 
 @pytest.mark.test_hooks
