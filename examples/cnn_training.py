@@ -173,7 +173,8 @@ def forward_and_backward_reference(p: dict[str, np.ndarray]) -> tuple[float, dic
     x = images.astype(np.float64)
     cw, cb, fw, fb = p["conv_weights"], p["conv_bias"], p["fc_weights"], p["fc_bias"]
     padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # N,IC,H,W,3,3
+    # N,IC,H,W,3,3; NumPy 2.2's stubs (the last for Python 3.10) take one axis only
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # type: ignore[call-overload, unused-ignore]
     conv = np.einsum("nchwij,ocij->nohw", windows, cw) + cb[None, :, None, None]
     relu = np.maximum(conv, 0)
     blocks = relu.reshape(N, OC, PH, 2, PW, 2)

@@ -96,7 +96,8 @@ cl.enqueue_copy(queue, result, sums_buf, wait_for=[summed]).wait()
 # NumPy reference of the same pipeline.
 x = image[0] * scale + shift
 padded = np.pad(x, ((0, 0), (1, 1), (1, 1)))
-windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))  # C_IN,H,W,3,3
+# C_IN,H,W,3,3; NumPy 2.2's stubs (the last for Python 3.10) take one axis only
+windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))  # type: ignore[call-overload, unused-ignore]
 features = np.maximum(np.einsum("chwij,ocij->ohw", windows, weights), 0)
 expected = (features.reshape(C_OUT, H * W) @ projection).sum(axis=1)
 

@@ -83,7 +83,8 @@ print(f"trace: {trace} ({len(recorder.executions)} executes; open it in https://
 
 # The result, against NumPy.
 padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
-windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+# NumPy 2.2's stubs (the last for Python 3.10) take one axis only
+windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))  # type: ignore[call-overload, unused-ignore]
 c = np.maximum(np.einsum("nchwkl,ockl->nohw", windows, w), 0)
 p = c.reshape(2, 8, 8, 2, 8, 2).max(axis=(3, 5))
 expected = p.reshape(2, -1) @ fw.reshape(10, -1).T

@@ -40,6 +40,12 @@ _ENUM_CLASS = re.compile(r"^(\s*)class \w+\(enum\.(Enum|IntEnum|Flag|IntFlag)\):
 _CLASS = re.compile(r"^(\s*)class \w+")
 _ENUM_MEMBER = re.compile(r"^(\s+)(\w+): typing\.ClassVar\[[\w.]+\]$")
 _OPERATOR = re.compile(r"^(\s+def __(eq|ne)__\(self, )\w+: [\w.]+(\) -> bool:)$")
+# Methods pybind11-stubgen copies into an enum.Flag class from the running
+# Python's enum module (3.10 none, 3.11 these, 3.12 on with a docstring),
+# unannotated: type checkers take them from enum.Flag itself.
+_FLAG_METHOD = re.compile(r"^\s+def (__(r?(and|or|xor))__\(self, other\)|__invert__\(self\)"
+                          r"|__format__\(self, format_spec\)):$")
+_TYPES_NAME = re.compile(r"\btypes\.CapsuleType\b")
 
 
 def corrected(text: str) -> str:
@@ -52,7 +58,11 @@ def corrected(text: str) -> str:
     - `__hash__ = None` of unhashable classes is kept, told to mypy;
     - the __new__ every bound class gets (cpp/common/instances.hpp: it only
       refuses `cls.__new__(cls)` alone) is left out: the classes are made by
-      calling them, as their __init__ signatures say.
+      calling them, as their __init__ signatures say;
+    - what depends on the Python running the generator is said as on
+      every Python (the stubs and their check are the same on 3.10 to
+      3.13): enum.Flag's own methods are left to enum.Flag, and
+      `types.CapsuleType` (3.13) is `typing_extensions.CapsuleType`.
     """
     out: list[str] = []
     enum_indent: str | None = None
@@ -75,6 +85,9 @@ def corrected(text: str) -> str:
                     and lines[i + 1].strip() == "def __new__(cls, value):":
                 i += 3  # @classmethod, def __new__, its `...` body
                 continue
+            elif _FLAG_METHOD.match(line):
+                i = _after_body(lines, i + 1)
+                continue
         if line.strip() == "@staticmethod" and i + 1 < len(lines) \
                 and lines[i + 1].strip().startswith("def __new__(arg0: typing.Any, *args, **kwargs)"):
             i += 2
@@ -89,9 +102,35 @@ def corrected(text: str) -> str:
             line = f"{operator.group(1)}other: object{operator.group(3)}"
         if line.strip() == "__hash__: typing.ClassVar[None] = None":
             line += "  # type: ignore[assignment]"
-        out.append(line)
+        out.append(_TYPES_NAME.sub("typing_extensions.CapsuleType", line))
         i += 1
-    return "\n".join(out) + "\n"
+    return "\n".join(_imports_used(out)) + "\n"
+
+
+def _after_body(lines: list[str], i: int) -> int:
+    """The index after the body starting at lines[i] of a method without
+    code: `...`, or a docstring."""
+    if lines[i].strip() == '"""':
+        i += 1
+        while lines[i].strip() != '"""':
+            i += 1
+    return i + 1
+
+
+def _imports_used(lines: list[str]) -> list[str]:
+    """The `import` lines once `corrected()` has renamed `types.CapsuleType`:
+    typing_extensions imported where pybind11-stubgen puts it on other
+    Pythons (after the last import sorting before it), types only where
+    still named."""
+    text = "\n".join(lines)
+    if "typing_extensions." in text and "import typing_extensions" not in lines:
+        before = [i for i, line in enumerate(lines)
+                  if re.fullmatch(r"import [\w.]+", line) and line < "import typing_extensions"]
+        at = before[-1] + 1 if before else 0
+        lines = lines[:at] + ["import typing_extensions"] + lines[at:]
+    if "import types" in lines and not re.search(r"\btypes\.", text):
+        lines = [line for line in lines if line != "import types"]
+    return lines
 
 
 def generate(into: Path) -> dict[str, str]:
