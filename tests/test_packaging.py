@@ -8,6 +8,7 @@ tools/check_wheel.sh, the offline sdist install by tools/check_sdist.sh."""
 import csv
 import io
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -34,6 +35,27 @@ def _run(command, **kwargs):
     result = subprocess.run([str(c) for c in command], capture_output=True, text=True, **kwargs)
     assert result.returncode == 0, f"{command}:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     return result
+
+
+# --- the supported Python versions ---------------------------------------------
+
+
+def test_the_supported_python_versions_agree():
+    """requires-python, the classifiers, CMake's floor and the release
+    recipe's wheels and checks (docs/building.md) name the same versions."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    floor = int(re.search(r'^requires-python = ">=3\.(\d+)"$', pyproject, re.M).group(1))
+    classified = sorted(int(m) for m in re.findall(r'"Programming Language :: Python :: 3\.(\d+)"', pyproject))
+    assert classified and classified == list(range(floor, classified[-1] + 1)), (floor, classified)
+    cmake = re.search(r"find_package\(Python 3\.(\d+) REQUIRED", (ROOT / "CMakeLists.txt").read_text())
+    assert int(cmake.group(1)) == floor
+    building = (ROOT / "docs" / "building.md").read_text()
+    built = re.search(r'CIBW_BUILD="([^"]+)"', building).group(1)
+    assert sorted(int(m) for m in re.findall(r"cp3(\d+)-manylinux_x86_64", built)) == classified, built
+    checked = re.search(r"for v in ([\d. ]+); do", building).group(1).split()
+    assert [int(v.split(".")[1]) for v in checked] == classified, checked
+    assert f"Each of {', '.join(f'3.{m}' for m in classified[:-1])} and 3.{classified[-1]} was built" \
+        in " ".join(building.split())
 
 
 # --- the plain CMake build ----------------------------------------------------
