@@ -141,7 +141,7 @@ def _type_params():
             yield pytest.param(call, param, value, id=f"{name}-{param}-{label}")
 
 
-@pytest.mark.parametrize("call, param, value", _type_params())
+@pytest.mark.parametrize("call, param, value", list(_type_params()))
 def test_wrong_type_raises_type_error_naming_the_parameter(o, call, param, value):
     with pytest.raises(TypeError) as info:
         call(o, _bad_value(o, value, param))
