@@ -90,12 +90,7 @@ def corrected(text: str) -> str:
                 continue
         if line.strip() == "@staticmethod" and i + 1 < len(lines) \
                 and lines[i + 1].strip().startswith("def __new__(arg0: typing.Any, *args, **kwargs)"):
-            i += 2
-            if i < len(lines) and lines[i].strip() == '"""':  # its docstring
-                i += 1
-                while i < len(lines) and lines[i].strip() != '"""':
-                    i += 1
-                i += 1
+            i = _after_body(lines, i + 2)
             continue
         operator = _OPERATOR.match(line)
         if operator:
@@ -110,9 +105,9 @@ def corrected(text: str) -> str:
 def _after_body(lines: list[str], i: int) -> int:
     """The index after the body starting at lines[i] of a method without
     code: `...`, or a docstring."""
-    if lines[i].strip() == '"""':
+    if i < len(lines) and lines[i].strip() == '"""':
         i += 1
-        while lines[i].strip() != '"""':
+        while i < len(lines) and lines[i].strip() != '"""':
             i += 1
     return i + 1
 
