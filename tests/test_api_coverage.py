@@ -10,28 +10,19 @@ it that is now bound means the list must shrink. Regenerate it with
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from helpers import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "python3 tools/api_coverage.py --write-missing"
 
 
-def _load_tool() -> Any:
-    spec = importlib.util.spec_from_file_location("api_coverage", ROOT / "tools" / "api_coverage.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["api_coverage"] = module      # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _load_tool()
+tool: Any = load_script("api_coverage", ROOT / "tools" / "api_coverage.py")
 
 
 @pytest.fixture(scope="module")

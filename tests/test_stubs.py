@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,15 +18,6 @@ def test_stubs_and_reference_match_the_module():
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "stubs.py"), "--check"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-
-
-def _stubs_tool():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("stubs_tool", ROOT / "tools" / "stubs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # What pybind11-stubgen 3.0 writes of a flag enum and a DLPack method on each
@@ -45,7 +38,7 @@ def test_stubs_are_the_same_whichever_python_generates_them():
     """The stubs and their check do not depend on the Python that runs
     pybind11-stubgen: its enum module adds methods to flag enums (3.11 on),
     with a docstring (3.12 on), and 3.13 names `types.CapsuleType`."""
-    corrected = _stubs_tool().corrected
+    corrected = load_script("stubs_tool", ROOT / "tools" / "stubs.py").corrected
     assert corrected(_FLAG_312) == corrected(_FLAG_311) == corrected(_FLAG_310) == _FLAG_310
     before_313 = _CAPSULE.format("", "import typing_extensions\n", "typing_extensions")
     on_313 = _CAPSULE.format("import types\n", "", "types")

@@ -82,13 +82,13 @@ constexpr size_t max_lines = 512, max_line_bytes = 4096, max_header_lines = 64;
 
 // ------------------------------------------------------ the user's setting
 
-// The kinds one token of a ONEDNN_VERBOSE value turns on, as oneDNN's
-// get_verbose reads it (update_kind, src/common/verbose.cpp); 0 for tokens it
-// ignores ("0" and "none" clear, see kinds_of).
 // The kinds of oneDNN's levels 1 and 2 (verbose_t::level1, level2).
 constexpr uint32_t level1_kinds = error | exec_profile | warn;
 constexpr uint32_t level2_kinds = level1_kinds | create_profile;
 
+// The kinds one token of a ONEDNN_VERBOSE value turns on, as oneDNN's
+// get_verbose reads it (update_kind, src/common/verbose.cpp); 0 for tokens it
+// ignores ("0" and "none" clear, see kinds_of).
 uint32_t token_kinds(const std::string &t) {
     if (t == "1") return level1_kinds;
     if (t == "2") return level2_kinds;
