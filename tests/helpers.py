@@ -75,16 +75,64 @@ def plain_desc(dims, data_type=DT.f32):
     return dnnl.memory.desc(list(dims), data_type, plain_tag(len(dims)))
 
 
-@contextlib.contextmanager
-def workarounds_off():
-    """The binding's workarounds for known oneDNN problems switched off
-    (common/workarounds), to watch oneDNN's own behaviour; tests using it are
-    marked test_hooks."""
-    dnnl._core._set_workarounds(False)
+class ProblemShown(Exception):
+    """oneDNN computed wrong what a known problem says it computes wrong:
+    what the strict xfails watching oneDNN expect (``raises=ProblemShown``),
+    so that a failing guard in them (an AssertionError) fails the test."""
+
+
+def assert_right(got, expected, rtol=1e-4, atol=1e-4, what="oneDNN's result"):
+    """Raise ProblemShown unless `got` matches `expected` (NumPy's
+    allclose): the check of a watch of a known problem."""
     try:
-        yield
-    finally:
-        dnnl._core._set_workarounds(True)
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+    except AssertionError as e:
+        raise ProblemShown(f"{what}: {e}") from None
+
+
+def refused_here(problem, make):
+    """The refusal of make() (a primitive descriptor) for known problem
+    `problem`, asserted where the implementation oneDNN picks for it (with
+    the rule off) is one the problem names; elsewhere (a GPU running other
+    implementations) the calling test skips, saying which ran."""
+    import pytest
+
+    implementation_here(problem, make)
+    with pytest.raises(dnnl.unimplemented, match=problem) as info:
+        make()
+    assert info.value.known_problem == problem
+    return info.value
+
+
+def implementation_here(problem, make):
+    """The implementation oneDNN picks for make() with `problem`'s rule off,
+    when the problem names it; else the calling test skips saying which."""
+    import pytest
+
+    with dnnl.known_problems.disabled(problem):
+        pd = make()
+    impl = pd.impl_info_str()
+    if not dnnl.known_problems.names(problem, pd.get_kind(), impl):
+        pytest.skip(f"oneDNN picks {impl} for this case here, which {problem} does not name")
+    return impl
+
+
+def watch(problem, reason):
+    """The marker of a test watching oneDNN's own behaviour for `problem`
+    (its rule off through workarounds_off): a strict xfail that expects
+    ProblemShown only."""
+    import pytest
+
+    return pytest.mark.xfail(strict=True, raises=ProblemShown,
+                             reason=f"oneDNN 3.13.1: {reason} (known problem {problem}); this "
+                                    "watches oneDNN with the rule off")
+
+
+def workarounds_off(*problem_ids):
+    """The binding's rules for these known oneDNN problems (every one's
+    without ids) switched off through the public switch
+    (dnnl.known_problems.disabled), to watch oneDNN's own behaviour."""
+    return dnnl.known_problems.disabled(*problem_ids)
 
 
 def map_round_trip(mem, values):

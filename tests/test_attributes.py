@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import ALG, DT, TAG, plain_tag, read_values, write_values
+from helpers import ALG, DT, TAG, plain_tag, read_values, watch, write_values
 
 INFERENCE = dnnl.prop_kind.forward_inference
 
@@ -348,8 +348,8 @@ def test_reorder_per_channel_dst_zero_points_are_refused_where_applied_wrongly(e
     element whatever the mask: per-channel zero points [1, -2, 3] gave 1
     everywhere. Refused naming the problem; one zero point (mask 0) is
     applied and taken."""
-    with pytest.raises(dnnl.unimplemented, match="reorder-ref-dst-zero-points"):
-        _reorder_with_dst_zero_points(engine, 1 << 1)
+    from helpers import refused_here
+    refused_here("reorder-ref-dst-zero-points", lambda: _reorder_with_dst_zero_points(engine, 1 << 1))
     pd = _reorder_with_dst_zero_points(engine, 0)
     out = dnnl.memory(desc((1, 3, 2, 2), DT.s32), engine)
     run(dnnl.reorder(pd), stream, {dnnl.ARG_FROM: put(engine, np.zeros((1, 3, 2, 2))), dnnl.ARG_TO: out,
@@ -357,15 +357,14 @@ def test_reorder_per_channel_dst_zero_points_are_refused_where_applied_wrongly(e
     np.testing.assert_array_equal(get(out), np.full((1, 3, 2, 2), -7))
 
 
-@pytest.mark.test_hooks
-@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's ocl:ref reorder applies the first destination "
-                                       "zero point everywhere: known problem reorder-ref-dst-zero-points; "
-                                       "this watches oneDNN with the workaround off")
+@watch("reorder-ref-dst-zero-points", "ocl:ref reorder applies the first destination zero point "
+       "everywhere")
 def test_reorder_per_channel_dst_zero_points_raw_onednn(engine, stream):
-    from helpers import workarounds_off
-    with workarounds_off():
+    from helpers import assert_right, implementation_here, workarounds_off
+    implementation_here("reorder-ref-dst-zero-points", lambda: _reorder_with_dst_zero_points(engine, 1 << 1))
+    with workarounds_off("reorder-ref-dst-zero-points"):
         pd = _reorder_with_dst_zero_points(engine, 1 << 1)
     out = dnnl.memory(desc((1, 3, 2, 2), DT.s32), engine)
     run(dnnl.reorder(pd), stream, {dnnl.ARG_FROM: put(engine, np.zeros((1, 3, 2, 2))), dnnl.ARG_TO: out,
                                    dnnl.ARG_ATTR_ZERO_POINTS | dnnl.ARG_DST: put(engine, [1, -2, 3], DT.s32)})
-    np.testing.assert_array_equal(get(out)[0, :, 0, 0], [1, -2, 3])
+    assert_right(get(out)[0, :, 0, 0], [1, -2, 3], rtol=0, atol=0)

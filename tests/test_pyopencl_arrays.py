@@ -20,7 +20,8 @@ import pytest
 
 import dnnl_ocl_interop as dnnl
 from dnnl_ocl_interop import arrays
-from helpers import ALG, DT, INFERENCE, TAG, oi, plain_desc, usm, workarounds_off
+from helpers import (ALG, DT, INFERENCE, TAG, assert_right, implementation_here, oi, plain_desc,
+                     refused_here, usm, watch, workarounds_off)
 
 NUMPY_TYPES = {"f32": np.float32, "f16": np.float16, "s8": np.int8, "u8": np.uint8, "s32": np.int32}
 
@@ -272,9 +273,8 @@ def test_eltwise_on_a_view_oneDNN_would_treat_as_dense_is_refused(engine, cl_que
         desc = arrays.as_memory(a[:, ::2], engine).memory.get_desc()
     else:
         desc = plain_desc([4, 6]).submemory_desc([2, 6], [2, 0])
-    with pytest.raises(dnnl.unimplemented, match="eltwise-strides"):
-        dnnl.eltwise_forward.primitive_desc(engine, INFERENCE, ALG.eltwise_linear,
-                                            desc, desc, 2.0, 1.0)
+    refused_here("eltwise-strides", lambda: dnnl.eltwise_forward.primitive_desc(
+        engine, INFERENCE, ALG.eltwise_linear, desc, desc, 2.0, 1.0))
     assert not dnnl.eltwise_forward.primitive_desc(engine, INFERENCE, ALG.eltwise_linear,
                                                    desc, desc, 2.0, 1.0, allow_empty=True)
 
@@ -294,9 +294,7 @@ def test_eltwise_on_dense_views_is_right(engine, stream, cl_queue):
         np.testing.assert_array_equal(arrays.read(dst), 2 * np.transpose(x, axes) + 1)
 
 
-@pytest.mark.test_hooks
-@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's GPU eltwise (ocl:xe) ignores strides: "
-                   "known problem eltwise-strides; this watches oneDNN with the workaround off")
+@watch("eltwise-strides", "GPU eltwise (ocl:xe) ignores strides")
 def test_eltwise_on_a_strided_view_raw_onednn(engine, stream, cl_queue):
     """oneDNN's own behaviour (the binding's refusal switched off): in place on
     a[:, ::2] only the view's elements may change. Today oneDNN changes the
@@ -305,13 +303,16 @@ def test_eltwise_on_a_strided_view_raw_onednn(engine, stream, cl_queue):
     x = np.arange(24, dtype=np.float32).reshape(4, 6)
     a = cla.to_device(cl_queue, x)
     mem, _ = arrays.as_memory(a[:, ::2], engine)
-    with workarounds_off():
+    desc = mem.get_desc()
+    implementation_here("eltwise-strides", lambda: dnnl.eltwise_forward.primitive_desc(
+        engine, INFERENCE, ALG.eltwise_linear, desc, desc, 2.0, 1.0))
+    with workarounds_off("eltwise-strides"):
         cl_queue.finish()
         linear(engine, stream, mem, mem, 2.0, 1.0)
         stream.wait()
     expected = x.copy()
     expected[:, ::2] = 2 * x[:, ::2] + 1
-    np.testing.assert_array_equal(a.get(), expected)
+    assert_right(a.get(), expected, rtol=0, atol=0)
 
 
 def test_strided_view_written_by_reorder(engine, stream, cl_queue):

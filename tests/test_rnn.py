@@ -34,7 +34,8 @@ import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import DT, INFERENCE, TAG, workarounds_off
+from helpers import (DT, INFERENCE, TAG, ProblemShown, implementation_here, refused_here, watch,
+                     workarounds_off)
 
 R = dnnl.rnn_direction
 TRAINING = dnnl.prop_kind.forward_training
@@ -824,13 +825,10 @@ def test_lstm_with_a_sub_memory_source_is_refused(engine):
     instead of reading the parent's first channels."""
     case = Case("lstm", L2R, 1, "both")
     ds, _, _, _ = _sub_memory_source(engine, case)
-    with pytest.raises(dnnl.unimplemented, match="rnn-offsets"):
-        forward_pd(engine, case, INFERENCE, ds)
+    refused_here("rnn-offsets", lambda: forward_pd(engine, case, INFERENCE, ds))
 
 
-@pytest.mark.test_hooks
-@pytest.mark.xfail(strict=True, reason="oneDNN 3.13.1's GPU RNN (ocl:simple) ignores sub-memory "
-                   "offsets: known problem rnn-offsets; this watches oneDNN with the workaround off")
+@watch("rnn-offsets", "GPU RNN (ocl:simple) ignores sub-memory offsets")
 def test_lstm_with_a_sub_memory_source_raw_onednn(engine, stream):
     """oneDNN's own behaviour (the binding's refusal switched off): an LSTM over
     channels [7, 14) of a [T, N, 14] tensor must read those channels. Today it
@@ -839,7 +837,8 @@ def test_lstm_with_a_sub_memory_source_raw_onednn(engine, stream):
     workaround's `fixed` version is due."""
     case = Case("lstm", L2R, 1, "both")
     ds, inputs, parent_desc, parent = _sub_memory_source(engine, case)
-    with workarounds_off():
+    implementation_here("rnn-offsets", lambda: forward_pd(engine, case, INFERENCE, ds))
+    with workarounds_off("rnn-offsets"):
         pd = forward_pd(engine, case, INFERENCE, ds)
     args, outputs = forward_args(
         engine, case, pd, {k: v for k, v in inputs.items() if k != "src_layer"})
@@ -853,4 +852,7 @@ def test_lstm_with_a_sub_memory_source_raw_onednn(engine, stream):
     dnnl.lstm_forward(pd).execute(stream, args)
     stream.wait()
     right = reference_forward(case, inputs)[0]["dst_layer"]
-    assert_close(get(outputs["dst_layer"]), right, TOL["f32"], "dst_layer")
+    try:
+        assert_close(get(outputs["dst_layer"]), right, TOL["f32"], "dst_layer")
+    except AssertionError as e:
+        raise ProblemShown(str(e)) from None

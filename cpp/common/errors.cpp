@@ -35,7 +35,8 @@ PyObject *type_of(dnnl_status_t status) {
 }
 
 py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS,
-        const std::vector<std::string> &reasons = {}) {
+        const std::vector<std::string> &reasons = {}, const std::string &known_problem = {},
+        const std::vector<int> &arguments = {}) {
     std::string message = what + " (status: " + status_name(status) + ")";
     py::object exc = py::reinterpret_borrow<py::object>(type_of(status))(message);
     exc.attr("status") = py::cast(status);
@@ -49,12 +50,19 @@ py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_c
     exc.attr("cl_error") = from_cl ? py::object(py::int_(cl_code)) : py::object(py::none());
     exc.attr("cl_error_name") = from_cl ? py::object(py::str(cl_error_name(cl_code)))
                                         : py::object(py::none());
+    // A refusal for a known problem: its id and the arguments it concerns.
+    exc.attr("known_problem")
+            = known_problem.empty() ? py::object(py::none()) : py::object(py::str(known_problem));
+    py::tuple args(arguments.size());
+    for (size_t i = 0; i < arguments.size(); ++i) args[i] = py::int_(arguments[i]);
+    exc.attr("arguments") = args;
     return exc;
 }
 
 void raise_error(dnnl_status_t status, const std::string &what, cl_int cl_code = CL_SUCCESS,
-        const std::vector<std::string> &reasons = {}) {
-    py::object exc = make_error(status, what, cl_code, reasons);
+        const std::vector<std::string> &reasons = {}, const std::string &known_problem = {},
+        const std::vector<int> &arguments = {}) {
+    py::object exc = make_error(status, what, cl_code, reasons, known_problem, arguments);
     PyErr_SetObject(reinterpret_cast<PyObject *>(Py_TYPE(exc.ptr())), exc.ptr());
 }
 
@@ -285,7 +293,7 @@ void bind_errors(py::module_ &m) {
         } catch (const dnnl::error &e) {
             raise_error(e.status, e.what());
         } catch (const status_error &e) {
-            raise_error(e.status, e.what(), e.cl_code, e.reasons);
+            raise_error(e.status, e.what(), e.cl_code, e.reasons, e.known_problem, e.arguments);
         }
     });
 }

@@ -27,6 +27,11 @@ struct status_error : std::runtime_error {
     // oneDNN's verbose lines explaining a failed creation (common/verbose):
     // dnnl.error.reasons in Python.
     std::vector<std::string> reasons;
+    // A refusal for a known problem (common/known_problems): its id and the
+    // execution arguments (DNNL_ARG_*) it concerns; dnnl.error.known_problem
+    // and .arguments in Python (None and () otherwise).
+    std::string known_problem;
+    std::vector<int> arguments;
 };
 
 [[noreturn]] inline void throw_invalid_argument(const std::string &message) {

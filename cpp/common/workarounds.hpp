@@ -1,16 +1,15 @@
-// oneDNN problems the binding routes around: the one place that knows them.
-//
-// Each problem has an id (named in its entry of docs/known-problems.md;
-// tests/test_known_problems.py checks that the two lists agree), the first
-// oneDNN release without it, and the function the binding calls where the
-// problem would show. A problem applies to every oneDNN the binding supports
-// older than `fixed` (the running library's dnnl_version()); a problem still
-// present upstream has no `fixed`. Where a problem
-// gives wrong results silently, the binding refuses with its id and cause, and
-// a strict xfail in the tests watches oneDNN's raw behaviour (with the
-// workarounds switched off), so the day oneDNN is fixed the suite says so.
+// The binding's rules for the oneDNN problems of the registry
+// (common/known_problems): the checks the binding calls where each problem
+// would show. Every check asks the registry whether its problem applies to
+// what runs (the implementation oneDNN chose, the device, the release, the
+// problem's switch) before looking at the case; none acts anywhere else.
+// Where a problem gives wrong results silently, the binding refuses with the
+// problem's id, or steps to an implementation not known wrong; the strict
+// xfails of tests/test_known_problem_watches.py watch oneDNN's own behaviour
+// with each rule switched off.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,48 +20,34 @@
 namespace dnnl_ocl_interop {
 namespace workarounds {
 
-struct version {
-    int major, minor, patch;
+// A rule's verdict on what oneDNN chose: why it is known to compute wrong
+// (empty: it is not), the problem's id, and the execution arguments the
+// case concerns (DNNL_ARG_*; dnnl.ops makes dense copies of those).
+struct refusal {
+    std::string why;
+    const char *id = nullptr;
+    std::vector<int> args;
+    explicit operator bool() const { return !why.empty(); }
 };
-
-struct problem {
-    const char *id;   // e.g. "eltwise-strides"
-    const char *what; // one line: what oneDNN gets wrong
-    version fixed;    // the first release without it; {0, 0, 0}: none yet
-};
-
-// Every problem, in the order of docs/known-problems.md.
-const std::vector<problem> &problems();
-
-// Whether the running oneDNN has `id`, and the binding's workaround for it is
-// on (workarounds can be switched off for tests: set_enabled).
-bool applies(const char *id);
-
-// Tests only: with false, no workaround acts (applies() answers false), so a
-// test can watch oneDNN's own behaviour.
-void set_enabled(bool enabled);
 
 // ---- primitive descriptors (family.hpp's create, and the reorder/concat/sum
-// constructors): why oneDNN's chosen implementation is known to compute wrong
-// results for `pd`, or "" when it is not. The caller refuses
-// (dnnl.unimplemented) or, with allow_empty, gives the empty descriptor.
-std::string known_wrong(const dnnl::primitive_desc_base &pd);
-// Whether oneDNN's next implementation for `pd` (next_impl) may be right
-// where the chosen one is known wrong: the caller steps through them.
-bool another_implementation_may_be_right(const dnnl::primitive_desc_base &pd);
+// constructors): why oneDNN's chosen implementation of `pd` is known to
+// compute wrong results, or no refusal.
+refusal known_wrong(const dnnl::primitive_desc_base &pd);
 // The same for a sum with `scales`.
-std::string known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales);
-// The same for a reorder whose attributes set destination zero points with
-// `dst_zero_points_mask` (negative: none; oneDNN answers no query for it).
-std::string known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask);
+refusal known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<float> &scales);
+// For a reorder, what known_wrong cannot see: its attributes' destination
+// zero points, set with `dst_zero_points_mask` (negative: none; oneDNN
+// answers no query for it).
+refusal known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask);
 
 // ---- execution: a reorder implementation that copies nothing between
 // buffer and USM memory (the caller refuses such executions).
 bool copies_within_one_memory_kind(const dnnl::primitive_desc_base &pd);
-// The arguments of `pd` read as dense from the handle on whose layout is
-// known only at execute (runtime dims or strides; known problem
-// dense-bias-post-op-inputs): known_wrong cannot check them, so the caller
-// asks not_dense_at_execute of the memory given for each (its refusal, or "").
+// The arguments of `pd` whose layout is known only at execute (runtime dims
+// or strides) that its implementation reads wrong when not dense enough
+// (known problem dense-bias-post-op-inputs): known_wrong cannot check them,
+// so the caller asks not_dense_at_execute of the memory given for each.
 std::vector<int> dense_at_execute(const dnnl::primitive_desc_base &pd);
 std::string not_dense_at_execute(int arg, const dnnl::memory::desc &given);
 
@@ -83,16 +68,16 @@ bool inorder_execute_needs_barrier();
 // queue needs a marker event as its dependency.
 bool graph_needs_dependency_marker();
 // ---- graph: why oneDNN's graph backend is known to compute a partition of
-// `ops` wrong with the port layouts it was compiled with (`inputs` and
-// `outputs`, as query_logical_tensor answers them), or "". The backend makes
-// primitives inside the partition that the binding cannot query: the rule
-// goes by what each op does with a strided port (measured: matmul reads and
-// writes any strides; softmax, eltwise and other ops go through the same
-// implementations as the primitive API, or through reorders to and from the
-// plain layout), with the problems and checks of the primitive API.
-std::string known_wrong_partition(const std::vector<op_facts> &ops,
+// `ops` wrong on `engine` with the port layouts it was compiled with
+// (`inputs` and `outputs`, as query_logical_tensor answers them), or no refusal.
+// A partition answers no implementation names: each port a measured rule
+// looks at is judged only where oneDNN's primitive API picks one of its
+// OpenCL C implementations (what the measurements ran) on `engine` for the
+// same work on the same layouts (a reorder to or from the plain layout, the
+// op's softmax, eltwise or reduction, a MatMul).
+refusal known_wrong_partition(const std::vector<op_facts> &ops,
         const std::vector<dnnl::graph::logical_tensor> &inputs,
-        const std::vector<dnnl::graph::logical_tensor> &outputs);
+        const std::vector<dnnl::graph::logical_tensor> &outputs, const dnnl::engine &engine);
 // ---- graph: why a partition with a host-scalar input port is refused on an
 // out-of-order stream (known problem graph-host-scalar-null-event), or "".
 std::string out_of_order_host_scalar_refusal();

@@ -1,6 +1,5 @@
 // Library-wide facts: oneDNN's version and how this extension was built.
 #include "common/verbose.hpp"
-#include "common/workarounds.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -73,18 +72,8 @@ void bind_library(py::module_ &m) {
             return std::string();
         return std::string(info.dli_fname);
     }, "Path of the libdnnl shared library this module uses ('' if unknown).");
-    // The oneDNN problems the binding routes around (common/workarounds):
-    // (id, what oneDNN gets wrong, whether it applies to the loaded oneDNN).
-    py::list problems;
-    for (const auto &p : workarounds::problems())
-        problems.append(py::make_tuple(p.id, p.what, workarounds::applies(p.id)));
-    m.attr("_known_problems") = py::tuple(problems);
     m.attr("_test_hooks") = py::bool_(test_hooks_built);
-#ifdef DNNL_OCL_INTEROP_TEST_HOOKS
-    m.def("_set_workarounds", &workarounds::set_enabled, py::arg("enabled"),
-            "Tests only: switch the binding's workarounds for known oneDNN problems off "
-            "(False) to watch oneDNN's own behaviour, or on again.");
-#endif
+    bind_known_problems(m);
     m.def("set_primitive_cache_capacity", &dnnl::set_primitive_cache_capacity,
             py::arg("capacity"),
             "How many primitives oneDNN keeps cached (0 empties and disables the cache).");

@@ -89,6 +89,7 @@ void check_buffer_index(const memory_object &memory, int index);
 
 // Registration of the core object families (module.cpp calls them in order).
 void bind_library(pybind11::module_ &m); // core/library.cpp
+void bind_known_problems(pybind11::module_ &m); // core/known_problem_bindings.cpp (bind_library calls it)
 void bind_enums(pybind11::module_ &m);   // core/enums.cpp
 void bind_engine(pybind11::module_ &m);  // core/engine.cpp
 void bind_stream(pybind11::module_ &m);  // core/stream.cpp

@@ -270,8 +270,11 @@ primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive prim
 // (framed and checked by common/cache_blobs)
 
 // dnnl::primitive_desc_base::get_cache_blob_id(), for a primitive's own
-// descriptor as well (which is not a primitive_desc_base).
-std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
+// descriptor as well (which is not a primitive_desc_base): empty for
+// descriptors oneDNN cannot identify, as oneDNN answers. With
+// `for_a_blob`, an empty id is refused: a blob framed with it would match
+// any such descriptor.
+std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd, bool for_a_blob = true) {
     dnnl_dim_t size = 0;
     const uint8_t *id = nullptr;
     dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id_size_s64,
@@ -279,7 +282,7 @@ std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
             "could not get size of cache blob ID from a primitive descriptor");
     dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id, 0, &id),
             "could not get cache blob ID from a primitive descriptor");
-    // Empty for descriptors oneDNN cannot identify: a blob would match any of them.
+    if (size == 0 && !for_a_blob) return {};
     if (size == 0)
         throw status_error(dnnl_unimplemented,
                 "oneDNN gives this primitive descriptor no cache blob id, so it has no cache blob");
@@ -289,16 +292,23 @@ std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd) {
 } // namespace
 
 dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
-        const std::string &why_wrong) {
-    std::string why = why_wrong.empty() ? workarounds::known_wrong(pd) : why_wrong;
-    // Where another implementation may be right, take it (oneDNN's own
-    // implementation iteration, as C++'s next_impl()).
-    if (!why.empty() && why_wrong.empty() && workarounds::another_implementation_may_be_right(pd))
-        while (dnnl_primitive_desc_next_impl(pd.get()) == dnnl_success)
-            if (workarounds::known_wrong(pd).empty()) return pd;
-    if (why.empty()) return pd;
+        const std::function<workarounds::refusal(const dnnl::primitive_desc_base &)> &also) {
+    auto verdict = [&](const dnnl::primitive_desc_base &d) {
+        workarounds::refusal found = workarounds::known_wrong(d);
+        if (!found && also) found = also(d);
+        return found;
+    };
+    workarounds::refusal first = verdict(pd);
+    if (!first) return pd;
+    // Another implementation may be right: take the next that is not known
+    // wrong (oneDNN's own implementation iteration, as C++'s next_impl()).
+    while (dnnl_primitive_desc_next_impl(pd.get()) == dnnl_success)
+        if (!verdict(pd)) return pd;
     if (allow_empty) return dnnl::primitive_desc_base();
-    throw status_error(dnnl_unimplemented, why);
+    status_error refused(dnnl_unimplemented, first.why);
+    refused.known_problem = first.id ? first.id : "";
+    refused.arguments = first.args;
+    throw refused;
 }
 
 const argument_checks &primitive_object::checks() const {
@@ -524,12 +534,15 @@ std::vector<dnnl_exec_arg_t> execution_args(
             if (k == DNNL_ARG_FROM) from = &m;
             if (k == DNNL_ARG_TO) to = &m;
         }
-        if (from && to && is_usm(from->memory) != is_usm(to->memory))
-            throw status_error(dnnl_unimplemented,
+        if (from && to && is_usm(from->memory) != is_usm(to->memory)) {
+            status_error refused(dnnl_unimplemented,
                     "reorder: oneDNN chose gpu:direct_copy, which does not copy between "
                     "buffer and USM memory (known problem reorder-direct-copy-memory-kinds); "
-                    "use memory of one kind on both "
-                    "sides, or dnnl.usm.memcpy");
+                    "use memory of one kind on both sides, or dnnl.usm.memcpy");
+            refused.known_problem = "reorder-direct-copy-memory-kinds";
+            refused.arguments = {DNNL_ARG_FROM, DNNL_ARG_TO};
+            throw refused;
+        }
     }
     if (converted.size() != checks.args.size()) // each given one is expected and keys are unique
         for (const auto &e : checks.args)
@@ -666,10 +679,11 @@ void bind_primitive_base(py::module_ &m) {
     }, "Step to oneDNN's next implementation for the same descriptor: True if "
        "there was one (the descriptor now describes it), False at the last.");
     pd.def("get_cache_blob_id", [](const primitive_desc_object &p) {
-        return to_bytes(cache_blob_id(p.pd.get()));
+        return to_bytes(cache_blob_id(p.pd.get(), /*for_a_blob=*/false));
     }, "Identifies the descriptor (operation, attributes, implementation), device "
        "and oneDNN version a primitive cache blob is valid for (bytes): a key to "
-       "store blobs under.");
+       "store blobs under. Empty, as oneDNN answers, for a descriptor oneDNN cannot "
+       "identify: such a primitive has no cache blob (get_cache_blob refuses).");
 
     // C++ names the base dnnl::primitive_desc_base.
     m.attr("primitive_desc_base") = pd;

@@ -7,6 +7,8 @@
 // arguments before oneDNN sees them.
 #pragma once
 
+#include <functional>
+
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -15,6 +17,7 @@
 #include <pybind11/pybind11.h>
 
 #include "common/py_values.hpp"
+#include "common/workarounds.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -109,11 +112,14 @@ private:
 };
 
 // `pd`; or, where oneDNN's chosen implementation is known to compute wrong
-// results for it (common/workarounds), the empty descriptor with
-// `allow_empty` and dnnl.unimplemented naming the problem otherwise. Every
-// descriptor constructor passes its result through this.
+// results for it (common/workarounds, and `also` for the checks that need
+// more than the descriptor: a sum's scales, a reorder's zero points), the
+// next implementation oneDNN offers that is not (next_impl); where none is
+// left, the empty descriptor with `allow_empty` and dnnl.unimplemented
+// naming the problem otherwise. Every descriptor constructor passes its
+// result through this.
 dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool allow_empty,
-        const std::string &why_wrong = std::string());
+        const std::function<workarounds::refusal(const dnnl::primitive_desc_base &)> &also = {});
 
 // Builds a primitive and the list of arguments it expects: compiles it, or
 // lets the persistent cache installed for the process (set_creation_hook)

@@ -81,6 +81,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/emulation_query.hpp"
+
 #define LAYER_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
@@ -371,6 +373,10 @@ cl_int CL_API_CALL get_device_info(cl_device_id device,
     if (answer_as_root(device, param_name, param_value_size, param_value,
                 param_value_size_ret, root_status))
         return root_status;
+    if (param_name == dnnl_ocl_interop::device_is_emulated_query) {
+        const cl_bool emulated = is_emulated(device) ? CL_TRUE : CL_FALSE;
+        return answer_value(emulated, param_value_size, param_value, param_value_size_ret);
+    }
     if (!is_presented_property(param_name) || !is_emulated(device))
         return target.clGetDeviceInfo(device, param_name, param_value_size,
                 param_value, param_value_size_ret);

@@ -279,8 +279,12 @@ void bind_graph_and_partition(py::module_ &m) {
         std::vector<lt> ports[2]; // compiled_ports: the inputs, then the outputs
         for (size_t i = 0; i < compiled.compiled_ports.size(); ++i)
             ports[i < compiled.inputs.size() ? 0 : 1].push_back(compiled.compiled_ports[i].logical);
-        std::string why = workarounds::known_wrong_partition(p.ops, ports[0], ports[1]);
-        if (!why.empty()) throw status_error(dnnl_unimplemented, why);
+        workarounds::refusal found = workarounds::known_wrong_partition(p.ops, ports[0], ports[1], engine);
+        if (found) {
+            status_error refused(dnnl_unimplemented, found.why);
+            refused.known_problem = found.id;
+            throw refused;
+        }
         return compiled;
     }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "

@@ -23,7 +23,11 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
         const dnnl::graph::tensor *scratchpad) {
     if (s.out_of_order && cp.host_scalar_input) {
         std::string why = workarounds::out_of_order_host_scalar_refusal();
-        if (!why.empty()) throw status_error(dnnl_unimplemented, why);
+        if (!why.empty()) {
+            status_error refused(dnnl_unimplemented, why);
+            refused.known_problem = "graph-host-scalar-null-event";
+            throw refused;
+        }
     }
     check_same_context(deps, s.engine);
     wait_in_order(s, deps);

@@ -20,8 +20,8 @@ namespace {
 // to) is refused as any known-wrong descriptor is.
 typed_pd<dnnl::sum> avoid_shifted_scales(
         typed_pd<dnnl::sum> pd, const floats &scales, bool allow_empty) {
-    std::string why = workarounds::known_wrong_sum(pd.pd, scales);
-    if (!why.empty()) pd.pd = refuse_known_wrong(pd.pd, allow_empty, why);
+    pd.pd = refuse_known_wrong(pd.pd, allow_empty,
+            [&](const dnnl::primitive_desc_base &d) { return workarounds::known_wrong_sum(d, scales); });
     return pd;
 }
 
@@ -43,9 +43,9 @@ void bind_reorder(py::module_ &m) {
             py::gil_scoped_release release;
             desc = refuse_known_wrong(verbose::creating([&] {
                 return P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
-            }), allow_empty);
-            std::string why = workarounds::known_wrong_reorder(desc, dst_zero_points_mask);
-            if (!why.empty()) desc = refuse_known_wrong(desc, allow_empty, why);
+            }), allow_empty, [&](const dnnl::primitive_desc_base &d) {
+                return workarounds::known_wrong_reorder(d, dst_zero_points_mask);
+            });
         }
         // The reorder runs on the GPU engine of the two (the source's when
         // both are), and keeps the other alive.

@@ -8,7 +8,9 @@ data in and out of memory, pyopencl arrays shared with it), ``cache`` (engine
 and primitive cache blobs kept on disk across processes, for one object or
 the whole process), ``ops`` (oneDNN operations on pyopencl arrays, one call
 each), ``profiling`` (a timeline of the executes on profiling queues) and
-``emulation`` (an emulated Intel GPU for machines without one); ``verbose``
+``emulation`` (an emulated Intel GPU for machines without one),
+``known_problems`` (the oneDNN problems the binding acts on, where, and their
+switches); ``verbose``
 scopes oneDNN's verbose output to a region, and a failed creation's
 ``dnnl.error`` carries oneDNN's reasons (``.reasons``).
 
@@ -22,13 +24,13 @@ from typing import IO, Optional
 from . import _core
 from ._core import *  # noqa: F401,F403  (the compiled core: engine, memory, primitives, ARG_*, ...)
 from ._core import __all__ as _core_names
-from . import arrays, cache, emulation, graph, ocl_interop, ops, profiling, usm
+from . import arrays, cache, emulation, graph, known_problems, ocl_interop, ops, profiling, usm
 from ._verbose import verbose
 
 __version__: str = _core.__version__  # from pyproject.toml, at build time
 
-__all__ = list(_core_names) + ["arrays", "cache", "emulation", "graph", "ocl_interop", "ops", "profiling",
-                               "usm", "show_config", "verbose"]
+__all__ = list(_core_names) + ["arrays", "cache", "emulation", "graph", "known_problems", "ocl_interop", "ops",
+                               "profiling", "usm", "show_config", "verbose"]
 
 
 def show_config(file: Optional[IO[str]] = None) -> None:

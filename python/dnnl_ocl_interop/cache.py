@@ -184,7 +184,11 @@ class persistent:
 
     def primitive_path(self, pd: "_core.primitive_desc") -> str:
         """The file that holds (or would hold) the blob of `pd`'s primitive."""
-        return os.path.join(self.directory, f"primitive-{_key(pd.get_cache_blob_id())}.blob")
+        blob_id = pd.get_cache_blob_id()
+        if not blob_id:  # a blob keyed so would match any such descriptor
+            raise _core._error(_core.status.unimplemented, "oneDNN gives this primitive "
+                               "descriptor no cache blob id, so it has no cache blob")
+        return os.path.join(self.directory, f"primitive-{_key(blob_id)}.blob")
 
     def primitive(self, pd: "_core.primitive_desc") -> "_core.primitive":
         """The primitive of `pd` (a ``dnnl.<family>``, as ``dnnl.<family>(pd)``
@@ -200,7 +204,8 @@ class persistent:
         takes microseconds; a blob is always rebuilt), and counted in
         ``repeats``."""
         try:
-            key: Optional[tuple[Any, bytes]] = (_engine_identity(pd), pd.get_cache_blob_id())
+            blob_id = pd.get_cache_blob_id()
+            key: Optional[tuple[Any, bytes]] = (_engine_identity(pd), blob_id) if blob_id else None
         except _core.error:
             key = None
         if key is not None:

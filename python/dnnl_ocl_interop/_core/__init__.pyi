@@ -2590,7 +2590,7 @@ class primitive_desc:
         """
     def get_cache_blob_id(self) -> bytes:
         """
-        Identifies the descriptor (operation, attributes, implementation), device and oneDNN version a primitive cache blob is valid for (bytes): a key to store blobs under.
+        Identifies the descriptor (operation, attributes, implementation), device and oneDNN version a primitive cache blob is valid for (bytes): a key to store blobs under. Empty, as oneDNN answers, for a descriptor oneDNN cannot identify: such a primitive has no cache blob (get_cache_blob refuses).
         """
     def get_cell_kind(self) -> algorithm:
         """
@@ -4021,6 +4021,14 @@ def _error(status: status, message: str) -> typing.Any:
     """
     The dnnl.error (the status's subclass) the binding raises for `status` and `message`, for the package's Python modules to raise.
     """
+def _known_problem_names(id: str, kind: typing.Any, implementation: str) -> bool:
+    """
+    Whether known problem `id` names `implementation` (impl_info_str()) of primitives of `kind` (dnnl.known_problems.names wraps it).
+    """
+def _known_problem_rows() -> tuple:
+    """
+    The known-problems registry's rows as dicts (dnnl.known_problems.problems() wraps them).
+    """
 def _profiling_abandon() -> None:
     """
     Stop recording and discard the records, without waiting for executes in flight (dnnl.profiling: a recorder dropped while recording).
@@ -4037,13 +4045,17 @@ def _profiling_stop() -> tuple[list, int, int]:
     """
     Stop recording; waits for the recorded streams (GIL released) and returns (records, dropped, unprofiled): per execute (kind, name, implementation, shapes, (queue, device, device name), host thread, host start ns, host end ns, (first marker end, last marker start) in device ns or None, kernel durations in ns or None).
     """
+def _set_known_problem_enabled(id: str, enabled: bool) -> None:
+    """
+    Switch the rule of known problem `id` on or off (dnnl.known_problems.disable and enable wrap it); an unknown id raises invalid_arguments.
+    """
+def _set_known_problem_scope_view(implementation: str = '', ip_version: typing.SupportsInt | typing.SupportsIndex | None = None, sub_group_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, emulated_softmax_sub_groups: bool = False) -> None:
+    """
+    Tests only: make every known-problem rule see `implementation` in place of the implementation oneDNN chose ('' for oneDNN's), and a device of `ip_version` and `sub_group_sizes` (None for the real device).
+    """
 def _set_primitive_creation_hook(hook: typing.Any) -> None:
     """
     For dnnl.cache.install: `hook(pd)` returns the primitive of every descriptor the process makes a primitive of (dnnl.<family>(pd), dnnl.primitive(pd), dnnl.reorder(src, dst)); a primitive the hook makes itself with dnnl.<family>(pd) is compiled without calling it again. None removes it.
-    """
-def _set_workarounds(enabled: bool) -> None:
-    """
-    Tests only: switch the binding's workarounds for known oneDNN problems off (False) to watch oneDNN's own behaviour, or on again.
     """
 def _verbose_kinds(token: str) -> int:
     """
@@ -4183,7 +4195,6 @@ RUNTIME_TBB: int = 4
 RUNTIME_THREADPOOL: int = 8
 __version__: str = '0.1.0'
 _data_type_table: tuple = (('undef', True, True, 0, None, 'nothing'), ('f4_e3m0', True, False, 4, None, 'nothing'), ('f4_e2m1', True, False, 4, None, 'nothing'), ('e8m0', True, False, 8, 'uint8', 'bits'), ('f8_e5m2', True, True, 8, 'uint8', 'bits'), ('f8_e4m3', True, True, 8, 'uint8', 'bits'), ('f16', True, True, 16, 'float16', 'values'), ('bf16', True, True, 16, 'uint16', 'bits'), ('f32', True, True, 32, 'float32', 'values'), ('f64', True, False, 64, 'float64', 'values'), ('s64', True, True, 64, 'int64', 'values'), ('s32', True, True, 32, 'int32', 'values'), ('s8', True, True, 8, 'int8', 'values'), ('u8', True, True, 8, 'uint8', 'values'), ('s4', True, True, 4, None, 'nothing'), ('u4', True, True, 4, None, 'nothing'), ('boolean', False, True, 8, 'uint8', 'bits'))
-_known_problems: tuple = (('sum-many-inputs-scales', "sum's ocl:many_inputs applies scales[i-1] to source i", True), ('reorder-ref-dst-zero-points', "reorder's ocl:ref applies the first destination zero point everywhere", True), ('reorder-custom-innermost-stride', "reorder's ocl:custom reads or writes the innermost dimension of its source or destination as if its stride were 1", True), ('concat-simple-strided-dst', "concat's ocl:simple writes a destination whose innermost dimension has a stride other than 1 as if it were 1, and into the gaps of a destination concatenated along another dimension than its innermost", True), ('inner-product-dst-strides', "inner product's ocl:ref writes its destination as row-major whatever its layout", True), ('reorder-direct-copy-memory-kinds', "reorder's gpu:direct_copy copies nothing between buffer and USM memory", True), ('eltwise-strides', 'GPU eltwise ignores strides and sub-memory offsets', True), ('rnn-offsets', 'GPU RNNs ignore sub-memory offsets', True), ('submemory-offsets', "GPU implementations of most primitives address an argument from its handle, ignoring its descriptor's sub-memory offset", True), ('sum-many-inputs-dense', "sum's ocl:many_inputs reads and writes layouts that are not dense as if they were", True), ('group-normalization-layouts', 'GPU group normalization computes wrong between a source and destination of different layouts', True), ('batch-normalization-stats-strides', 'GPU batch normalization computing its statistics misreads a source that is not dense', True), ('reduction-combined-strides', "reduction's ocl:combined reads a source with gaps between its elements as if it were dense", True), ('softmax-layouts', 'GPU softmax reads layouts other than the plain one as if they were plain', True), ('dense-bias-post-op-inputs', 'GPU primitives read a strided bias or binary post-op input as dense', True), ('post-op-inputs-uninitialized', 'the exec_arg_md query for an input a post-op does not have (the second input of a binary post-op other than select, an input of a non-binary post-op) answers from an uninitialized descriptor', True), ('group-normalization-strides', 'GPU group normalization misreads a strided source and writes out of bounds', True), ('inorder-execute-drops-deps', 'primitive and partition executes on an in-order stream enqueue their kernels without waiting for their dependencies', True), ('graph-noop-null-event', 'a partition starting with a no-op step passes a NULL event as a wait list on an out-of-order queue without dependencies', True), ('graph-host-scalar-null-event', 'a partition with a host-scalar input passes a NULL event on as a wait list after copying the scalar, on an out-of-order queue', True), ('stream-profiling-without-order', 'a stream made with the profiling flag alone is not marked in-order, and ocl_interop execute then crashes', True))
 _test_hooks: bool = True
 build_type: str = 'Release'
 primitive_desc_base = primitive_desc

@@ -33,7 +33,6 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
 
     p = plan("eltwise", _A.eltwise_forward, (alg._name_, alpha, beta), [X], X.dims,
              result_type(X.data_type, None, out), out, make_pd)
-    p.dense_only = True  # src and dst of one layout; ocl:xe ignores strides
     p.in_place = (_A.ARG_SRC,)  # oneDNN's eltwise computes in place
     return p
 
@@ -212,7 +211,6 @@ def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
 
     p = plan("softmax", _A.softmax_forward, (alg._name_, axis), [X], X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
-    p.dense_only = True  # softmax's ocl:xe ignores the source's strides
     p.in_place = (_A.ARG_SRC,)  # oneDNN's softmax computes in place
     return p
 

@@ -80,7 +80,6 @@ def _swap_last(op: operand) -> None:
 def _bias(bias: Any, channels: int, dims: Tuple[int, ...], axis: int) -> operand:
     """A 1-D bias of `channels` values along `axis` of the destination."""
     op = array_operand("bias", _A.ARG_BIAS, bias)
-    op.dense = True  # oneDNN 3.13's kernels read a strided bias as dense
     if tuple(op.dims) != (channels,):
         raise invalid_argument(f"bias has shape {tuple(op.dims)}, expected ({channels},)")
     if axis == len(dims) - 1:
@@ -138,7 +137,6 @@ def matmul(a: Any, b: Any, bias: Any = None, *, transpose_a: bool = False,
     operands = [A, B]
     if bias is not None:
         bias_operand = broadcast_to(array_operand("bias", _A.ARG_BIAS, bias), dst)
-        bias_operand.dense = True  # oneDNN 3.13's kernels read a strided bias as dense
         operands.append(bias_operand)
     has_bias = bias is not None
 
@@ -187,7 +185,6 @@ def inner_product(x: Any, weights: Any, bias: Any = None, *, post_ops: Any = (),
 
     p = plan("inner_product", _A.inner_product_forward, None, operands, dst,
              result_type(accumulating_type(X.data_type), dtype, out), out, make_pd, post_ops)
-    p.dense_out = True  # ocl:ref writes a strided destination as dense (known problem)
     return p
 
 

@@ -4,6 +4,7 @@ copy, concat and sum."""
 from __future__ import annotations
 
 import builtins
+import threading
 from typing import Any, Optional, Sequence
 
 from .. import _core
@@ -11,7 +12,7 @@ from .._errors import invalid_argument
 from ._context import ones_like_queue
 from ._elementwise import binary_operands_plan
 from ._operands import array_operand, number, operand, result_type
-from ._plan import operation, plan
+from ._plan import operation, plan, run
 
 _A = _core
 
@@ -42,6 +43,7 @@ def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: 
 
     p = plan("reorder", _A.reorder, None, [X], dims, result_type(X.data_type, dtype, out), out,
              make_pd, dst_arg=_A.ARG_TO)
+    p.copy_remedies = False
     mask, channels = 0, 1
     if axis is not None:
         if isinstance(axis, bool) or not isinstance(axis, int) \
@@ -135,14 +137,8 @@ def concat(arrays: Sequence[Any], axis: int = 0, *, out: Any = None) -> plan:
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.concat.primitive_desc(engine, dst_desc, axis, list(d[:len(operands)]), attr)
 
-    p = plan("concat", _A.concat, (axis, len(operands)), operands, tuple(dst),
-             result_type(first.data_type, None, out), out, make_pd)
-    # oneDNN 3.13.1's ocl:simple concat writes a strided innermost destination
-    # as dense, and its ref:any reorders strided sources into place with
-    # ocl:custom kernels that misaddress them (docs/known-problems.md): dense
-    # sources and destination only
-    p.dense_only = True
-    return p
+    return plan("concat", _A.concat, (axis, len(operands)), operands, tuple(dst),
+                result_type(first.data_type, None, out), out, make_pd)
 
 
 @operation
@@ -151,10 +147,11 @@ def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
     """``scales[0] * arrays[0] + scales[1] * arrays[1] + ...`` (scales default
     to 1) of arrays of one shape, as oneDNN's sum primitive.
 
-    oneDNN 3.13's ``ocl:many_inputs`` mis-scales when the first scale is 1
-    and the others differ (docs/known-problems.md): the sources are then
-    passed in another order (a source whose scale is not 1 first), which
-    gives the same sum.
+    Where the binding refuses oneDNN's sum for the scales (known problem
+    sum-many-inputs-scales: its ``ocl:many_inputs`` mis-scales when the
+    first scale is 1 and the others differ), the sources are passed in
+    another order (a source whose scale is not 1 first), which gives the
+    same sum.
     """
     if not isinstance(arrays, (list, tuple)) or not arrays:
         raise TypeError("arrays must be a non-empty list or tuple of pyopencl arrays")
@@ -163,10 +160,17 @@ def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
     if not isinstance(scales, (list, tuple)) or len(scales) != len(arrays):
         raise invalid_argument(f"scales must be a list of {len(arrays)} numbers, one per array")
     values = [number(s, f"scales[{i}]") for i, s in enumerate(scales)]
-    order = list(range(len(arrays)))
+    p = _sum_plan(arrays, values, list(range(len(arrays))), out)
     if values[0] == 1.0 and len(set(values)) > 1:
         first = next(i for i, v in enumerate(values) if v != 1.0)
-        order = [first] + [i for i in order if i != first]
+        order = [first] + [i for i in range(len(arrays)) if i != first]
+        p.fallback = ("sum-many-inputs-scales", lambda: _sum_plan(arrays, values, order, out))
+    return p
+
+
+def _sum_plan(arrays: Sequence[Any], values: Sequence[float], order: Sequence[int],
+              out: Any) -> plan:
+    """The sum of `arrays` scaled by `values`, passed to oneDNN in `order`."""
     operands = [array_operand(f"arrays[{i}]", _A.ARG_MULTIPLE_SRC + k, arrays[i])
                 for k, i in enumerate(order)]
     shape = operands[0].dims
@@ -179,8 +183,26 @@ def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
         return _A.sum.primitive_desc(engine, dst_desc, ordered, list(d[:len(operands)]), attr)
 
     # arrays[0]'s type, whichever source the order puts first
-    dst_type = result_type(operands[order.index(0)].data_type, None, out)
+    dst_type = result_type(operands[list(order).index(0)].data_type, None, out)
     p = plan("sum", _A.sum, tuple(ordered), operands, shape, dst_type, out, make_pd)
     p.queue_array = arrays[0]  # the result lives on the first array's queue, whatever the order
     return p
 
+
+def copy_as_seen(op: operand) -> Any:
+    """A new dense array of ``op.dims`` holding what a primitive reads
+    through `op` (its dims and strides over its array), for a plan whose
+    descriptor the binding refused for a known problem naming that operand
+    (_plan._remedy)."""
+    X = operand(op.name, _A.ARG_FROM, op.array, op.dims, op.strides, op.data_type)
+    copying = _copying.__dict__.setdefault("arrays", set())
+    if id(op.array) in copying:  # the copy's own remedy asks for a copy of it again
+        return None
+    copying.add(id(op.array))
+    try:
+        return run(_reorder_plan(op.dims, X, None, None, None, None, None))
+    finally:
+        copying.discard(id(op.array))
+
+
+_copying = threading.local()  # the arrays copy_as_seen is copying, per thread

@@ -17,7 +17,7 @@ _F = _core.normalization_flags
 
 def _per_channel(name: str, arg: int, array: Any, channels: int) -> operand:
     op = array_operand(name, arg, array)
-    op.dense = True  # per-channel vectors: a strided one is copied first
+    op.dense = True  # oneDNN takes per-channel vectors dense only (no descriptor of their own)
     if tuple(op.dims) != (channels,):
         raise invalid_argument(f"{name} has shape {tuple(op.dims)}, expected ({channels},)")
     return op
@@ -99,7 +99,6 @@ def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None
 
     p = plan("batch_norm", _A.batch_normalization_forward, (eps, int(flags)), operands, X.dims,
              result_type(X.data_type, dtype, out), out, make_pd)
-    p.dense_only = True  # no implementation takes a strided source
     p.in_place = (_A.ARG_SRC,)
     return p
 
@@ -128,7 +127,6 @@ def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: f
 
     p = plan("group_norm", _A.group_normalization_forward, (groups, eps, int(flags)), operands,
              X.dims, result_type(X.data_type, dtype, out), out, make_pd)
-    p.dense_only = True  # ocl:ref misreads a strided source (and corrupts memory)
     p.in_place = (_A.ARG_SRC,)
     return p
 

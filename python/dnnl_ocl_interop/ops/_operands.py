@@ -184,8 +184,10 @@ class operand:
         self.desc = desc
         # Keys hold enum members by name: Enum.__hash__ is Python code
         self.key = key if key is not None else (dims, strides, data_type._name_)
-        # oneDNN 3.13 reads this argument as dense whatever its strides (bias,
-        # binary post-op inputs): a strided array is copied first
+        # oneDNN's API takes this argument only dense, without a descriptor of
+        # its own (per-channel normalization vectors and scales): a strided
+        # array is copied first. (Copies for oneDNN's known problems are the
+        # registry's decision: _plan._remedy.)
         self.dense = False
 
     def rekey(self) -> None:

@@ -53,7 +53,7 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "dense_only", "dense_out", "out_strides", "in_place", "fallback")
+                 "dst_desc", "out_strides", "in_place", "fallback", "copy_remedies")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -80,12 +80,6 @@ class plan:
         self.scalar_scales: List[Tuple[int, float]] = []  # (ARG_ATTR_SCALES | arg, number)
         self.post_ops: Tuple[Any, ...] = ()
         self.dst_desc: Any = None  # a fixed destination descriptor (prepared weights)
-        # Primitives that mishandle strided operands in oneDNN 3.13 get dense
-        # copies, and write a strided out= through a dense result.
-        self.dense_only = False
-        # Primitives that write a strided out= wrong (their sources are right):
-        # a dense result, copied into it
-        self.dense_out = False
         self.queue_array: Any = operands[0].array  # the result lives on its queue
         # The arguments (ARG_SRC, ...) whose operand out= may be, the same view
         # (see _overlap): those oneDNN computes in place
@@ -93,8 +87,12 @@ class plan:
         # out's strides in elements; None for a new result or a dense out
         self.out_strides: Optional[Tuple[int, ...]] = None
         # (known problem id, a function giving another plan for the call or
-        # None): run where oneDNN's descriptor is refused naming that problem
+        # None): run where the binding refuses oneDNN's descriptor for that
+        # problem, instead of copying the arguments it names (see _remedy)
         self.fallback: Optional[Tuple[str, Callable[[], Optional["plan"]]]] = None
+        # Whether a refusal may be met by copying operands or the destination
+        # (not for reorders: a copy is a reorder, refused alike)
+        self.copy_remedies = True
         if out is not None:
             check_array(out, "out")
             if tuple(out.shape) != self.dst_dims:
@@ -197,13 +195,41 @@ def queue_of(p: plan) -> Any:
     return holder.queue
 
 
+class _refused:
+    """What the cache keeps for a plan whose descriptor the binding refused
+    for a known problem: the refusal, raised again for later calls of the
+    plan (which then take its remedy without asking oneDNN again)."""
+
+    __slots__ = ("status", "message", "known_problem", "arguments")
+
+    def __init__(self, error: Any) -> None:
+        self.status = error.status
+        self.message = error.args[0] if error.args else ""
+        self.known_problem = error.known_problem
+        self.arguments = error.arguments
+
+    def error(self) -> Any:
+        error = _core._error(self.status, self.message.rsplit(" (status: ", 1)[0])
+        error.known_problem, error.arguments = self.known_problem, self.arguments
+        return error
+
+
 def cached_entry(p: plan, queue: Any) -> Tuple[_entry, Any]:
-    """The cache entry of a plan (made on a miss) and the queue's context."""
+    """The cache entry of a plan (made on a miss) and the queue's context.
+    A plan the binding refused for a known problem raises that refusal again
+    (it is cached too)."""
     ctx = _context.of_queue(queue)
     key = cache_key(p, ctx)
     entry = _cache.lookup(key)
     if entry is None:
-        entry = _cache.insert(key, _build(p, ctx, key))
+        try:
+            entry = _cache.insert(key, _build(p, ctx, key))
+        except _core.unimplemented as refused:
+            if refused.known_problem is not None:
+                _cache.insert(key, _refused(refused))
+            raise
+    if type(entry) is _refused:
+        raise entry.error()
     return entry, ctx
 
 
@@ -212,6 +238,16 @@ def _copy(array: Any, out: Any = None) -> Any:
     from ._movement import copy
 
     return copy(array, out=out)
+
+
+def _dense_copy(op: operand) -> Any:
+    """A new dense array of ``op.dims`` holding what the primitive would
+    read through `op` (its dims and strides over its array: a transposed or
+    broadcast view is copied as the primitive sees it); None while that
+    array is being copied already (a copy's own remedy asking again)."""
+    from ._movement import copy_as_seen
+
+    return copy_as_seen(op)
 
 
 def is_dense(dims: Sequence[int], strides: Sequence[int]) -> bool:
@@ -233,26 +269,70 @@ def _check_out_context(p: plan) -> None:
                            "on out's queue)")
 
 
-def _densify(p: plan) -> Any:
-    """Dense copies of the strided operands oneDNN would misread (those of a
-    dense_only plan, and operands marked dense), in place in the plan; for a
-    dense_only or dense_out plan with a strided ``out``, that ``out`` (the
-    plan then makes a new dense result on its queue, to be copied into it),
-    else None.
-    Operands marked dense are only ever reinterpreted with leading 1s, so
-    the copy's row-major layout is theirs."""
-    for op in p.operands:
-        if (op.dense or p.dense_only) and not is_dense(op.dims, op.strides):
-            op.array = _copy(op.array)
-            op.strides = dense_strides(op.dims)
-            op.rekey()
-    target = p.out
-    if not (p.dense_only or p.dense_out) or target is None or p.out_strides is None:
+def _remedy(p: plan, refused: Any) -> Optional[Callable[[], Any]]:
+    """How to run a plan whose descriptor the binding refused for a known
+    problem (the registry's decision, cpp/common/known_problems.cpp: it
+    refuses only where the problem applies to the implementation oneDNN
+    chose): the plan's fallback for that problem; else a dense copy of the
+    operand the refusal names, or, where it names the destination and
+    ``out`` is strided, a dense result copied into ``out``. None when the
+    refusal names nothing that a copy changes.
+
+    Returns the call that runs the remedied plan (which may be refused
+    again, for another argument, and remedied again)."""
+    if refused.known_problem is None:
+        # oneDNN offers no implementation for these layouts (GPU eltwise
+        # takes one layout for source and destination, for one): dense
+        # copies of every strided operand, and a dense result for a strided
+        # out, as oneDNN's documentation advises (reorder the data)
+        return _all_dense(p) if p.copy_remedies else None
+    if p.fallback is not None and p.fallback[0] == refused.known_problem:
+        other = p.fallback[1]()
+        return None if other is None else (lambda: run(other))
+    if not p.copy_remedies:
         return None
+    for arg in refused.arguments:
+        if arg == p.dst_arg:
+            if p.out is None or p.out_strides is None:
+                continue  # a dense result already
+            return _dense_result(p)
+        for op in p.operands:
+            if op.arg == arg and op.desc is None and not is_dense(op.dims, op.strides):
+                copied = _dense_copy(op)
+                if copied is None:  # (asked again while copying it: no remedy)
+                    return None
+                op.array = copied
+                op.strides = dense_strides(op.dims)
+                op.rekey()
+                return lambda: run(p)
+    return None
+
+
+def _all_dense(p: plan) -> Optional[Callable[[], Any]]:
+    """The plan with dense copies of its strided operands and a dense result
+    for a strided out (copied into it); None when all is dense already."""
+    copied = False
+    for op in p.operands:
+        if op.desc is None and not is_dense(op.dims, op.strides):
+            array = _dense_copy(op)
+            if array is None:
+                return None
+            op.array, op.strides = array, dense_strides(op.dims)
+            op.rekey()
+            copied = True
+    if p.out is not None and p.out_strides is not None:
+        return _dense_result(p)
+    return (lambda: run(p)) if copied else None
+
+
+def _dense_result(p: plan) -> Callable[[], Any]:
+    """The plan computing into a new dense result, then copied into its
+    strided out (a sum post-op adding to a dense copy of what out holds)."""
+    target = p.out
     p.out, p.queue_array, p.out_strides = None, target, None
     if any(item[0] == "sum" for item in p.post_ops):
         p.out = _copy(target)  # a sum post-op adds to what out holds
-    return target
+    return lambda: _copy(run(p), out=target)
 
 
 def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
@@ -262,17 +342,14 @@ def run(p: plan, signed: Optional[Tuple[Any, List[Any]]] = None) -> Any:
     if _operands._enqueue_marker is None:
         _operands._load_pyopencl()
     _check_out_context(p)
-    target = _densify(p)
-    if target is not None:
-        return _copy(run(p), out=target)
     queue = queue_of(p)
     try:
         entry, ctx = cached_entry(p, queue)
     except _core.unimplemented as refused:
-        other = p.fallback[1]() if p.fallback and p.fallback[0] in str(refused) else None
-        if other is None:
+        remedied = _remedy(p, refused)
+        if remedied is None:
             raise
-        return run(other)
+        return remedied()
     operands = [(op.arg, i, op.name, facts, key)
                 for i, (op, facts, key) in enumerate(zip(p.operands, entry.facts, entry.memory_keys))]
     result = _launch(entry, ctx, queue, operands, [op.array for op in p.operands], p.out,

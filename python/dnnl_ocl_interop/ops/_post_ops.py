@@ -163,7 +163,6 @@ def parse_post_ops(post_ops: Any, dst_dims: Tuple[int, ...], has_out: bool
                 continue
             arg = _core.ARG_ATTR_MULTIPLE_POST_OP(i) | _core.ARG_SRC_1
             op = broadcast_to(array_operand(name, arg, other), dst_dims)
-            op.dense = True  # read as dense by matmul's and convolution's kernels
             operands.append(op)
             key.append(("binary", alg._name_, op.key))
         elif kind in ELTWISE:
@@ -206,7 +205,7 @@ def scale_operand(value: Any, name: str, target_arg: int, mask: int, channels: i
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return (target_arg, 0), None, float(value)
     op = array_operand(name, _core.ARG_ATTR_SCALES | target_arg, value)
-    op.dense = True
+    op.dense = True  # oneDNN takes per-channel scales dense only (no descriptor of their own)
     if op.data_type != _dt.f32 or len(op.dims) != 1 or op.dims[0] != channels:
         raise invalid_argument(f"{name}: per-channel scales are a 1-D float32 array of {channels} "
                          f"factors, not {op.data_type.name} {tuple(op.dims)}")
