@@ -1,17 +1,16 @@
 #include <string>
 
-#include "common/instances.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
+#include "common/instances.hpp"
 #include "common/verbose.hpp"
-#include "usm/memory_dlpack.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
+#include "core/profiling.hpp"
 #include "graph/graph_objects.hpp"
-#include "ocl_interop/ocl_interop.hpp"
-#include "ocl_interop/profiling.hpp"
+#include "ocl_interop/ocl_bindings.hpp"
 #include "primitives/family.hpp"
-#include "usm/usm_api.hpp"
+#include "usm/usm_bindings.hpp"
 
 namespace py = pybind11;
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/op_facts.hpp"
+#include "common/op_facts.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 

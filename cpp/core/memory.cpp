@@ -16,7 +16,7 @@
 #include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
-#include "ocl_interop/storage_checks.hpp"
+#include "common/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;

@@ -1,6 +1,6 @@
 // Memory handles given from Python (ints, typed pointers, pyopencl memory
 // objects, MEMORY_ALLOCATE / MEMORY_NONE), each checked against the storage
-// it names (ocl_interop/storage_checks).
+// it names (common/storage_checks).
 #include <algorithm>
 #include <string>
 
@@ -8,7 +8,7 @@
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
-#include "ocl_interop/storage_checks.hpp"
+#include "common/storage_checks.hpp"
 
 namespace py = pybind11;
 

@@ -16,8 +16,8 @@
 #include "common/post_ops.hpp"
 #include "common/verbose.hpp"
 #include "core/primitive_objects.hpp"
-#include "ocl_interop/profiling.hpp"
-#include "ocl_interop/storage_checks.hpp"
+#include "core/profiling.hpp"
+#include "common/storage_checks.hpp"
 
 namespace py = pybind11;
 

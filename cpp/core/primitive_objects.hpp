@@ -24,7 +24,7 @@
 namespace dnnl_ocl_interop {
 
 namespace profiling {
-struct subject; // ocl_interop/profiling.hpp
+struct subject; // core/profiling.hpp
 }
 
 // An execution argument the attributes ask for (DNNL_ARG_ATTR_SCALES | arg,

@@ -10,8 +10,8 @@
 #include "common/fork_guard.hpp"
 #include "common/verbose.hpp"
 #include "core/objects.hpp"
-#include "ocl_interop/ocl_interop.hpp"
-#include "ocl_interop/profiling.hpp"
+#include "core/ocl_objects.hpp"
+#include "core/profiling.hpp"
 
 namespace py = pybind11;
 

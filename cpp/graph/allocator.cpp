@@ -15,7 +15,7 @@
 #include "graph/pool.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 
 namespace py = pybind11;
 

@@ -20,9 +20,9 @@
 #include "common/workarounds.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
-#include "ocl_interop/profiling.hpp"
+#include "core/profiling.hpp"
 #include "oneapi/dnnl/dnnl_debug.h"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;

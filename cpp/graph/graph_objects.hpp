@@ -12,13 +12,13 @@
 #include <unordered_map>
 
 #include "core/objects.hpp"
-#include "graph/op_facts.hpp"
+#include "common/op_facts.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
 
 namespace profiling {
-struct subject; // ocl_interop/profiling.hpp
+struct subject; // core/profiling.hpp
 }
 
 // Bytes from a tensor's handle to the end of the furthest element its
@@ -121,6 +121,6 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
         const dnnl::graph::tensor *scratchpad);
 
 void bind_graph(pybind11::module_ &graph);                       // graph/graph.cpp
-void bind_graph_ocl_interop(pybind11::module_ &graph, pybind11::module_ &graph_ocl_interop); // graph/ocl_interop.cpp
+void bind_graph_ocl_interop(pybind11::module_ &graph, pybind11::module_ &graph_ocl_interop); // graph/graph_ocl_interop.cpp
 
 } // namespace dnnl_ocl_interop

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "common/errors.hpp"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 
 namespace dnnl_ocl_interop {
 namespace graph_pool {

@@ -7,7 +7,8 @@
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
+#include "usm/usm_bindings.hpp"
 
 namespace py = pybind11;
 

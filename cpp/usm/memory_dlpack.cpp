@@ -18,11 +18,11 @@
 #include "common/data_types.hpp"
 #include "common/dlpack.hpp"
 #include "common/errors.hpp"
-#include "usm/memory_dlpack.hpp"
+#include "common/storage_checks.hpp"
+#include "common/usm_api.hpp"
 #include "core/objects.hpp"
-#include "ocl_interop/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
-#include "usm/usm_api.hpp"
+#include "usm/usm_bindings.hpp"
 
 namespace py = pybind11;
 using dnnl::memory;

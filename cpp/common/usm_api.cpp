@@ -1,4 +1,4 @@
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 
 #include <map>
 #include <mutex>

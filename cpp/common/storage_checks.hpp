@@ -1,5 +1,5 @@
 // What the binding checks of user storage before oneDNN uses it
-// (ocl_interop/storage_checks.cpp): the OpenCL and USM probes behind
+// (common/storage_checks.cpp): the OpenCL and USM probes behind
 // dnnl.memory's and make_memory's handle checks.
 #pragma once
 

@@ -1,5 +1,7 @@
-// dnnl::ocl_interop, one file per object family; module.cpp registers them
-// into the `ocl_interop` submodule.
+// What core/ and the namespaces above it ask of an engine's or stream's
+// OpenCL objects: the queue's properties and progress, the context of
+// dependency events, the in-order wait, an engine cache blob's payload.
+// core/ is OpenCL-aware by design (docs/building.md's layout map).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,6 @@
 
 namespace dnnl_ocl_interop {
 
-void bind_ocl_interop_engine(pybind11::module_ &m);  // ocl_interop/engine.cpp
-void bind_ocl_interop_stream(pybind11::module_ &m);  // ocl_interop/stream.cpp
-void bind_ocl_interop_memory(pybind11::module_ &m);  // ocl_interop/memory.cpp
-void bind_ocl_interop_execute(pybind11::module_ &m); // ocl_interop/execute.cpp
-
 // Whether the OpenCL queue of `stream` was made with CL_QUEUE_PROFILING_ENABLE
 // (false for a stream without one).
 bool queue_profiles(const dnnl::stream &stream);
@@ -28,12 +25,12 @@ bool queue_profiles(const dnnl::stream &stream);
 bool finishes_soon(const dnnl::stream &stream);
 
 // Refuses `events` of another context than `engine`'s (dnnl.error), which
-// the queue would otherwise be handed (ocl_interop/execute.cpp).
+// the queue would otherwise be handed.
 void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine);
 
 // On an in-order stream, makes its queue wait for `events`, which oneDNN
 // drops there (known problem inorder-execute-drops-deps, common/workarounds);
-// nothing on an out-of-order stream (ocl_interop/execute.cpp).
+// nothing on an out-of-order stream.
 void wait_in_order(const stream_object &stream, const std::vector<cl_event> &events);
 
 // oneDNN's engine blob inside `cache_blob` (bytes from get_engine_cache_blob),

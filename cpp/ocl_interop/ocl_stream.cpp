@@ -1,6 +1,4 @@
-#include "ocl_interop/ocl_interop.hpp"
-
-#include <chrono>
+#include "ocl_interop/ocl_bindings.hpp"
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
@@ -13,39 +11,6 @@ namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
-
-bool queue_profiles(const dnnl::stream &stream) {
-    cl_command_queue_properties props = 0;
-    if (clGetCommandQueueInfo(oi::get_command_queue(stream), CL_QUEUE_PROPERTIES, sizeof(props),
-                &props, nullptr)
-            != CL_SUCCESS)
-        return false;
-    return (props & CL_QUEUE_PROFILING_ENABLE) != 0;
-}
-
-bool finishes_soon(const dnnl::stream &stream) {
-    // How long stream.wait polls with the GIL held before it releases it:
-    // longer than an execute and wait of a small primitive on the emulated
-    // device (about 6 µs), far shorter than a switch interval (5 ms), which
-    // is what a thread busy in Python may otherwise cost.
-    constexpr auto poll_for = std::chrono::microseconds(25);
-    cl_command_queue queue = oi::get_command_queue(stream);
-    cl_event marker = nullptr;
-    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS || !marker) return false;
-    clFlush(queue);
-    bool done = false;
-    auto until = std::chrono::steady_clock::now() + poll_for;
-    do {
-        cl_int status = CL_QUEUED;
-        if (clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-                    nullptr)
-                != CL_SUCCESS)
-            break;
-        done = status == CL_COMPLETE;
-    } while (!done && std::chrono::steady_clock::now() < until);
-    clReleaseEvent(marker);
-    return done;
-}
 
 void bind_ocl_interop_stream(py::module_ &m) {
     m.def("make_stream", [](const engine_object &engine, cl_handles::queue_arg queue) {

@@ -4,14 +4,14 @@
 
 #include <pybind11/native_enum.h>
 
-#include "ocl_interop/ocl_interop.hpp"
+#include "ocl_interop/ocl_bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/memory_descs.hpp"
 #include "core/objects.hpp"
-#include "ocl_interop/storage_checks.hpp"
+#include "common/storage_checks.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 
 namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;

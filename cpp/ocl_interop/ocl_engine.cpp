@@ -1,22 +1,18 @@
 #include <vector>
 
-#include "ocl_interop/ocl_interop.hpp"
+#include "ocl_interop/ocl_bindings.hpp"
 #include "common/cache_blobs.hpp"
 #include "common/cl_handles.hpp"
 #include "common/fork_guard.hpp"
 #include "common/py_values.hpp"
 #include "core/objects.hpp"
+#include "core/ocl_objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
-
-std::vector<uint8_t> engine_cache_blob_payload(py::handle cache_blob, cl_device_id device) {
-    return cache_blobs::unframe(cache_blobs::kind::engine, bytes_arg(cache_blob, "cache_blob"),
-            oi::get_engine_cache_blob_id(device));
-}
 
 void bind_ocl_interop_engine(py::module_ &m) {
     m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,

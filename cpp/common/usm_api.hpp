@@ -3,7 +3,6 @@
 
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
-#include <pybind11/pybind11.h>
 
 namespace dnnl_ocl_interop {
 namespace usm {
@@ -36,9 +35,4 @@ bool is_usm_pointer(cl_context context, const void *ptr);
 size_t bytes_available(cl_context context, const void *ptr);
 
 } // namespace usm
-// dnnl.usm (usm/usm.cpp).
-void bind_usm(pybind11::module_ &m);
-// dnnl.usm.set_kernel_arg (usm/kernel_args.cpp), after bind_usm.
-void bind_usm_kernel_args(pybind11::module_ &m);
-
 } // namespace dnnl_ocl_interop

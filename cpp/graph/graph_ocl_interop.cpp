@@ -5,8 +5,8 @@
 #include "core/primitive_objects.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
-#include "ocl_interop/profiling.hpp"
-#include "ocl_interop/ocl_interop.hpp"
+#include "core/profiling.hpp"
+#include "core/ocl_objects.hpp"
 #include "graph/pool.hpp"
 #include "oneapi/dnnl/dnnl_graph_ocl.hpp"
 

@@ -1,7 +1,7 @@
 // Checks of user storage (cl_mem and USM pointers) against the descriptor
 // and engine that will use it: OpenCL and USM probes, made before oneDNN
 // could address past the storage or in the wrong context.
-#include "ocl_interop/storage_checks.hpp"
+#include "common/storage_checks.hpp"
 
 #include <algorithm>
 #include <string>
@@ -11,7 +11,7 @@
 #include "common/fork_guard.hpp"
 #include "common/memory_descs.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
-#include "usm/usm_api.hpp"
+#include "common/usm_api.hpp"
 
 namespace py = pybind11;
 

@@ -1,46 +1,15 @@
-#include "ocl_interop/ocl_interop.hpp"
+#include "ocl_interop/ocl_bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
-#include "common/workarounds.hpp"
+#include "core/ocl_objects.hpp"
 #include "core/primitive_objects.hpp"
-#include "ocl_interop/profiling.hpp"
+#include "core/profiling.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
 namespace py = pybind11;
 namespace oi = dnnl::ocl_interop;
 
 namespace dnnl_ocl_interop {
-
-// oneDNN hands dependencies to the engine's queue; an event of another
-// context there is undefined behaviour (the CPU runtime crashes), so each one
-// is checked first, at the cost of an OpenCL query per dependency.
-void check_same_context(const std::vector<cl_event> &events, const dnnl::engine &engine) {
-    if (events.empty()) return;
-    cl_context context = oi::get_context(engine);
-    for (size_t i = 0; i < events.size(); ++i) {
-        cl_context event_context = nullptr;
-        check_cl(clGetEventInfo(events[i], CL_EVENT_CONTEXT, sizeof(event_context),
-                         &event_context, nullptr),
-                "clGetEventInfo(CL_EVENT_CONTEXT)");
-        if (event_context != context)
-            throw_invalid_argument("deps[" + std::to_string(i)
-                    + "] is an event of another OpenCL context than the engine's");
-    }
-}
-
-// oneDNN 3.13 enqueues its kernels on an in-order stream with no wait list
-// (src/gpu/intel/ocl/kernel.cpp:219-240): the dependencies given to execute
-// are dropped, and the kernels run before events of other queues or user
-// events complete. A barrier waiting for them, on the stream's queue first,
-// holds back what oneDNN enqueues after it.
-void wait_in_order(const stream_object &stream, const std::vector<cl_event> &events) {
-    if (stream.out_of_order || events.empty() || !workarounds::inorder_execute_needs_barrier())
-        return;
-    cl_command_queue queue = oi::get_command_queue(stream.stream);
-    check_cl(clEnqueueBarrierWithWaitList(queue, static_cast<cl_uint>(events.size()),
-                     events.data(), nullptr),
-            "clEnqueueBarrierWithWaitList");
-}
 
 void bind_ocl_interop_execute(py::module_ &m) {
     m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,

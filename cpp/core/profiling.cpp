@@ -1,4 +1,4 @@
-#include "ocl_interop/profiling.hpp"
+#include "core/profiling.hpp"
 
 #include <chrono>
 #include <map>
@@ -8,7 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "common/errors.hpp"
-#include "ocl_interop/ocl_interop.hpp"
+#include "core/ocl_objects.hpp"
 #include "oneapi/dnnl/dnnl_debug.h"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 
