@@ -990,14 +990,17 @@ def test_a_signature_tells_values_and_arrays_apart(queue):
     close(host(ops.sub(dx, dy)), x - y)
 
 
-def test_a_bound_call_names_the_argument_it_cannot_share(queue):
-    """The layout is the signature's, the offset is not: a view OpenCL
-    cannot make a sub-buffer of is refused by name on a bound call too."""
-    d = dev(queue, np.ones(64))
+def test_a_view_at_an_unaligned_element_is_not_bound_to_an_aligned_ones_call(queue):
+    """The layout is the signature's, and of the offset only what the
+    descriptor says (the sub-memory offset of a view between two aligned
+    bytes): d[3:19] after calls bound for d[:16] gets its own primitive,
+    and the right values."""
+    x = np.arange(64, dtype=np.float32) - 20
+    d = dev(queue, x)
     ops.relu(d[:16])
     ops.relu(d[:16])
-    with pytest.raises(ValueError, match="^x: array's offset of 12 bytes"):
-        ops.relu(d[3:19])
+    close(host(ops.relu(d[3:19])), np.maximum(x[3:19], 0))
+    close(host(ops.relu(d[32:48])), np.maximum(x[32:48], 0))  # (128 bytes in: aligned, bound)
 
 
 def test_bound_calls_on_another_context_run_there(cl_device, queue):
@@ -1153,10 +1156,12 @@ def test_errors_name_the_argument(queue, cl_device):
         ops.matmul(a, stranger)
 
 
-def test_unaligned_view_is_refused_by_name(queue):
-    d = dev(queue, np.ones(64))
-    with pytest.raises(ValueError, match="^x: array's offset of 12 bytes"):
-        ops.relu(d[3:])
+def test_unaligned_views_are_taken_and_unspellable_ones_refused_by_name(queue):
+    x = np.arange(64, dtype=np.float32) - 30
+    np.testing.assert_array_equal(ops.relu(dev(queue, x)[3:]).get(), np.maximum(x[3:], 0))
+    d = dev(queue, np.ones((4, 6)))
+    with pytest.raises(ValueError, match="^x: the view's offset of 1 elements"):
+        ops.relu(d[:, 1::2])
 
 
 def test_onednn_refusals_name_the_operation(queue):
@@ -1777,6 +1782,30 @@ def test_views_with_a_strided_innermost_dimension(queue, rows):
     expected = np.full((rows, 32), -7, np.float32)
     expected[:, ::2] = e
     np.testing.assert_array_equal(target.get(), expected)
+
+
+def test_column_slices_at_unaligned_elements(queue):
+    """x[:, 1:] starts one element past its buffer's start, where OpenCL
+    makes no sub-buffer: ops takes it (a sub-memory offset), copies it on
+    the device where a primitive would ignore the offset (the registry's
+    refusal names it), and writes an out= slice so too; every element
+    around the slices keeps its value."""
+    rng = np.random.default_rng(71)
+    x = rng.standard_normal((4, 9)).astype(np.float32)
+    a = cla.to_device(queue, x)
+    v, e = a[:, 1:], x[:, 1:]
+    np.testing.assert_array_equal(ops.copy(v).get(), e)
+    np.testing.assert_array_equal(ops.relu(v).get(), np.maximum(e, 0))
+    np.testing.assert_allclose(ops.softmax(v).get(), _softmax_rows(e), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ops.add(v, v).get(), e + e, rtol=1e-6)
+    w = rng.standard_normal((8, 5)).astype(np.float32)
+    np.testing.assert_allclose(ops.matmul(v, cla.to_device(queue, w)).get(), e @ w, rtol=1e-5, atol=1e-5)
+    target = cla.to_device(queue, np.full((4, 9), -7, np.float32))
+    ops.relu(cla.to_device(queue, e.copy()), out=target[:, 1:])
+    expected = np.full((4, 9), -7, np.float32)
+    expected[:, 1:] = np.maximum(e, 0)
+    np.testing.assert_array_equal(target.get(), expected)
+    np.testing.assert_array_equal(a.get(), x)  # the source untouched
 
 
 def test_concat_of_views_oneDNN_would_misread(queue):

@@ -205,18 +205,25 @@ def as_memory(array, engine, desc=None) -> memory_and_events:
     as the data type (float32, float16, float64, int8, uint8, int32, int64).
     A view's ``offset`` becomes an OpenCL sub-buffer starting at the view's
     first element (the memory's cl_mem is then that sub-buffer, whose parent
-    is ``array.base_data``); OpenCL allows sub-buffers only at offsets that
+    is ``array.base_data``). OpenCL allows sub-buffers only at offsets that
     are multiples of the device's ``mem_base_addr_align`` (in bits; 128 bytes
-    on many devices), so other offsets raise ``dnnl.invalid_arguments`` (oneDNN's
-    descriptor offset is not used: some GPU kernels ignore it). Negative
-    strides and strides that are not whole elements raise ``dnnl.invalid_arguments``.
+    on many devices): a view at any other element starts its sub-buffer at
+    the aligned byte before it, and its descriptor says the rest as a
+    sub-memory offset (``submemory_desc``), as oneDNN's C++ API takes such a
+    view (reorders honour the offset; primitives whose implementations
+    ignore it are refused for that by the known-problems registry, naming
+    ``submemory-offsets``, and ``dnnl.ops`` copies the view first). A view
+    whose offset its strides cannot express (no combination of them reaches
+    it) raises ``dnnl.invalid_arguments``. Negative strides and strides that
+    are not whole elements raise ``dnnl.invalid_arguments``.
 
     With ``desc`` (a ``dnnl.memory.desc``), the array's bytes are taken as
     that descriptor says, e.g. bf16 bits in a uint16 array, or a blocked
     layout of a flat array: its data type must be held in the array's dtype
     (``numpy_dtype``, ``TypeError`` otherwise), and every byte it addresses
     must lie within the array's extent (``dnnl.invalid_arguments`` otherwise); a
-    descriptor with a sub-memory offset is refused (make the view instead).
+    descriptor with a sub-memory offset is refused (make the view instead),
+    but the offset a view at an unaligned element needs (see above).
 
     The array must be on the engine's OpenCL context and hold a cl_mem
     (``dnnl.invalid_arguments`` otherwise; arrays of pyopencl's SVM allocators are
@@ -364,27 +371,34 @@ def _new_shared_memory(array, engine, facts: Optional[_facts], key):
         raise invalid_argument(f"array addresses bytes {array.offset} to {array.offset + extent} "
                          f"of a {base.size}-byte buffer")
 
+    # From the aligned byte at or before the first element to the end of the
+    # buffer: make_memory checks that this holds the bytes desc addresses,
+    # as for any cl_mem.
+    mem_object, skipped = _sub_buffer(cl, base, array.offset) if array.offset else (base, 0)
+    if skipped % dtype.itemsize:
+        raise invalid_argument(f"array's offset of {array.offset} bytes is not a whole number of "
+                               f"{dtype.itemsize}-byte elements past the device's alignment")
+    element_offset = skipped // dtype.itemsize
     if facts is None:
         try:
             element_type = data_type(dtype)
         except TypeError as e:
             raise TypeError(f"array: {e}") from None
-        desc = _core.memory.desc(list(shape), element_type, [s // dtype.itemsize for s in strides])
+        desc = _at_element_offset(list(shape), element_type, [s // dtype.itemsize for s in strides],
+                                 element_offset)
     else:
         desc = facts.desc
         if facts.dtype is None or facts.dtype != dtype:
             raise TypeError(f"desc holds {desc.get_data_type()} elements ({facts.dtype}), "
                             f"the array has dtype {dtype}")
-        if facts.submemory_offset:
+        if facts.submemory_offset not in (0, element_offset):
             raise invalid_argument("desc has a sub-memory offset: view the array at that "
-                             "element instead (oneDNN kernels may ignore the offset)")
-        if facts.extent > extent:
+                                   "element instead")
+        if facts.extent - facts.submemory_offset * dtype.itemsize > extent:
             raise invalid_argument(f"desc addresses {facts.extent} bytes from the array's first "
                              f"element, but the array spans {extent}")
-
-    # From the first element to the end of the buffer: make_memory checks
-    # that this holds the bytes desc addresses, as for any cl_mem.
-    mem_object = _sub_buffer(cl, base, array.offset) if array.offset else base
+        if element_offset and not facts.submemory_offset:
+            desc = _offset_of_the_view(desc, element_offset)
     try:
         memory = oi.make_memory(desc, engine, mem_object)
     except ValueError:
@@ -405,19 +419,71 @@ def _root_buffer(base):
     return (base, 0) if parent is None else (parent, base.offset)
 
 
-def _sub_buffer(cl, base, offset: int):
-    """A sub-buffer of `base` from `offset` to its end, refused clearly when
-    OpenCL would not make it (misaligned offset)."""
+_alignments: dict = {}  # context handle -> its devices' largest mem_base_addr_align, in bytes
+
+
+def _alignment(context) -> int:
+    found = _alignments.get(context.int_ptr)
+    if found is None:
+        found = max(d.mem_base_addr_align for d in context.devices) // 8
+        if len(_alignments) > 256:
+            _alignments.clear()
+        _alignments[context.int_ptr] = found
+    return found
+
+
+def _skipped_bytes(base, offset: int) -> int:
+    """Bytes from the aligned byte at or before a view's first element (at
+    `offset` into `base`) to that element: where OpenCL lets a sub-buffer
+    start."""
     parent, origin = _root_buffer(base)
-    origin += offset
-    align = max(d.mem_base_addr_align for d in parent.context.devices) // 8
-    if origin % align:
-        raise invalid_argument(f"array's offset of {offset} bytes (buffer offset {origin}) is not "
-                         f"a multiple of {align} bytes, the device's mem_base_addr_align: "
-                         "OpenCL makes no sub-buffer there, so the view cannot be shared "
-                         "without a copy (view from an aligned element, or copy the view)")
-    size = base.size - offset
-    return cl.Buffer.from_int_ptr(parent.int_ptr, retain=True).get_sub_region(origin, size)
+    return (origin + offset) % _alignment(parent.context)
+
+
+def _element_offset(array) -> int:
+    """The sub-memory offset (in elements) :func:`as_memory` gives the
+    descriptor of `array`: 0 for a view at an element OpenCL can start a
+    sub-buffer at (a multiple of the device's alignment), the elements from
+    the aligned byte before it otherwise."""
+    if not array.offset:
+        return 0
+    return _skipped_bytes(array.base_data, array.offset) // np.dtype(array.dtype).itemsize
+
+
+def _sub_buffer(cl, base, offset: int):
+    """(a sub-buffer of `base` from the aligned byte at or before `offset`
+    to its end, the bytes it holds before `offset`)."""
+    parent, origin = _root_buffer(base)
+    skipped = _skipped_bytes(base, offset)
+    start = origin + offset - skipped
+    handle = cl.Buffer.from_int_ptr(parent.int_ptr, retain=True)
+    return (handle if start == 0 else handle.get_sub_region(start, parent.size - start)), skipped
+
+
+def _at_element_offset(dims: Sequence[int], element_type, strides: Sequence[int], offset: int):
+    """The descriptor of a view of `dims` and `strides` (elements) whose
+    first element lies `offset` elements past its memory's handle: a plain
+    descriptor for 0, else a ``submemory_desc`` of a parent reaching back to
+    the handle (the offset spelled in the view's strides); invalid_arguments
+    where they cannot spell it."""
+    desc = _core.memory.desc(list(dims), element_type, list(strides))
+    return _offset_of_the_view(desc, offset) if offset else desc
+
+
+def _offset_of_the_view(desc, offset: int):
+    dims, strides = desc.get_dims(), desc.get_strides()
+    steps = [0] * len(dims)
+    left = offset
+    for d in sorted(range(len(dims)), key=lambda d: -strides[d]):
+        if strides[d] > 0:
+            steps[d], left = divmod(left, strides[d])
+    if left:
+        raise invalid_argument(f"the view's offset of {offset} elements from an aligned byte is "
+                               f"not a sum of its strides {tuple(strides)}: no descriptor says "
+                               "it (copy the view with pyopencl first)")
+    parent = _core.memory.desc([n + k for n, k in zip(dims, steps)], desc.get_data_type(),
+                               list(strides))
+    return parent.submemory_desc(list(dims), steps)
 
 
 def to_pyopencl(memory, queue, events: Optional[Sequence[Any]] = None):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from typing import IO, Iterator, NamedTuple, Optional, Tuple
+from typing import IO, Any, Iterator, NamedTuple, Optional, Tuple
 
 from . import _core
 
@@ -89,7 +89,7 @@ def get(problem_id: str) -> problem:
     raise AssertionError("unreachable")
 
 
-def names(problem_id: str, kind: "_core.primitive.kind", implementation: str) -> bool:
+def names(problem_id: str, kind: Any, implementation: str) -> bool:
     """Whether the problem names ``implementation`` (an ``impl_info_str()``)
     of primitives of ``kind`` (``pd.get_kind()``): whether its rule, where
     it applies, acts on what that implementation computes."""

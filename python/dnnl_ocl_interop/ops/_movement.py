@@ -194,7 +194,8 @@ def copy_as_seen(op: operand) -> Any:
     through `op` (its dims and strides over its array), for a plan whose
     descriptor the binding refused for a known problem naming that operand
     (_plan._remedy)."""
-    X = operand(op.name, _A.ARG_FROM, op.array, op.dims, op.strides, op.data_type)
+    X = operand(op.name, _A.ARG_FROM, op.array, op.dims, op.strides, op.data_type,
+                offset=op.offset)
     copying = _copying.__dict__.setdefault("arrays", set())
     if id(op.array) in copying:  # the copy's own remedy asks for a copy of it again
         return None

@@ -170,11 +170,11 @@ class operand:
     (prepared weights)."""
 
     __slots__ = ("name", "arg", "array", "dims", "strides", "data_type", "desc", "key",
-                 "dense")
+                 "dense", "offset")
 
     def __init__(self, name: str, arg: int, array: Any, dims: Tuple[int, ...],
                  strides: Tuple[int, ...], data_type: Any, desc: Any = None,
-                 key: Any = None) -> None:
+                 key: Any = None, offset: int = 0) -> None:
         self.name = name
         self.arg = arg
         self.array = array
@@ -182,8 +182,11 @@ class operand:
         self.strides = strides
         self.data_type = data_type
         self.desc = desc
+        # Elements from the aligned byte the array's memory starts at to its
+        # first element (arrays._element_offset): a sub-memory offset
+        self.offset = offset
         # Keys hold enum members by name: Enum.__hash__ is Python code
-        self.key = key if key is not None else (dims, strides, data_type._name_)
+        self.key = key if key is not None else (dims, strides, data_type._name_, offset)
         # oneDNN's API takes this argument only dense, without a descriptor of
         # its own (per-channel normalization vectors and scales): a strided
         # array is copied first. (Copies for oneDNN's known problems are the
@@ -191,13 +194,15 @@ class operand:
         self.dense = False
 
     def rekey(self) -> None:
-        """The key after dims or strides changed."""
-        self.key = (self.dims, self.strides, self.data_type._name_)
+        """The key after dims, strides or offset changed."""
+        self.key = (self.dims, self.strides, self.data_type._name_, self.offset)
 
     def make_desc(self) -> Any:
         if self.desc is not None:
             return self.desc
         with naming(self.name):
+            if self.offset:
+                return arrays._at_element_offset(self.dims, self.data_type, self.strides, self.offset)
             return _desc(list(self.dims), self.data_type, list(self.strides))
 
 
@@ -235,7 +240,7 @@ def array_operand(name: str, arg: int, array: Any) -> operand:
     if not shape:
         raise invalid_argument(f"{name}: array is 0-dimensional: reshape it to (1,) first")
     return operand(name, arg, array, shape, row_major_ones(shape, element_strides(array)),
-                   data_type_of(array, name))
+                   data_type_of(array, name), offset=arrays._element_offset(array) if array.offset else 0)
 
 
 def prepend(op: operand, count: int) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 import numpy as np
 
 from .. import _core, arrays
-from .._errors import invalid_argument
+from .._errors import arguments_of, invalid_argument, known_problem_of
 from . import _cache, _context, _operands
 from ._operands import (_STORAGE, check_array, dense_strides, element_strides, memory_of,
                         naming, new_array, operand, prefix, storage_of)
@@ -40,6 +40,7 @@ _memory = arrays._memory  # as_memory's memory, with the descriptor's checks don
 _memory_on_new = arrays._memory_on_new  # as_memory on a result ops made
 _view_extent = arrays._view_extent  # bytes from a view's first element to the end of its last
 _same_context = arrays._same_context
+_element_offset = arrays._element_offset
 
 # -- a call ------------------------------------------------------------------------
 
@@ -53,7 +54,7 @@ class plan:
 
     __slots__ = ("op", "family", "params", "operands", "dst_dims", "dst_type", "dst_arg",
                  "out", "post_ops", "scales", "scalar_scales", "make_pd", "queue_array",
-                 "dst_desc", "out_strides", "in_place", "fallback", "copy_remedies")
+                 "dst_desc", "out_strides", "out_offset", "in_place", "fallback", "copy_remedies")
 
     def __init__(self, op: str, family: Any, params: Any, operands: List[operand],
                  dst_dims: Tuple[int, ...], dst_type: Any, out: Any,
@@ -86,6 +87,9 @@ class plan:
         self.in_place: Tuple[int, ...] = ()
         # out's strides in elements; None for a new result or a dense out
         self.out_strides: Optional[Tuple[int, ...]] = None
+        # out's sub-memory offset (arrays._element_offset): a view at an
+        # element OpenCL starts no sub-buffer at
+        self.out_offset = 0
         # (known problem id, a function giving another plan for the call or
         # None): run where the binding refuses oneDNN's descriptor for that
         # problem, instead of copying the arguments it names (see _remedy)
@@ -99,7 +103,8 @@ class plan:
                 raise invalid_argument(f"out has shape {tuple(out.shape)}, the result of {op} has "
                                  f"shape {self.dst_dims}")
             strides = _operands.row_major_ones(self.dst_dims, element_strides(out))
-            if not is_dense(self.dst_dims, strides):
+            self.out_offset = arrays._element_offset(out) if out.offset else 0
+            if self.out_offset or not is_dense(self.dst_dims, strides):
                 self.out_strides = strides
         if post_ops:
             self.post_ops, extra = parse_post_ops(post_ops, self.dst_dims, out is not None)
@@ -168,7 +173,11 @@ def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
     dst_desc = p.dst_desc
     if dst_desc is None:
         with naming("out"):
-            dst_desc = _desc(list(p.dst_dims), p.dst_type, list(_dst_strides(p)))
+            if p.out is not None and p.out_offset:
+                dst_desc = arrays._at_element_offset(p.dst_dims, p.dst_type, _dst_strides(p),
+                                                     p.out_offset)
+            else:
+                dst_desc = _desc(list(p.dst_dims), p.dst_type, list(_dst_strides(p)))
     attr = post_ops_attr(p.post_ops, [d for op, d in zip(p.operands, descs)
                                       if op.name.startswith("post_ops[")])
     scales_attr(attr, p.scales)
@@ -183,7 +192,7 @@ def cache_key(p: plan, ctx: Any) -> Any:
     """Everything that selects the primitive of a plan. A dense ``out``
     shares its key with a new (dense) result."""
     return (p.op, id(ctx.engine), p.params, tuple([op.key for op in p.operands]),
-            p.dst_dims, p.dst_type._name_, p.out_strides, p.post_ops, tuple(p.scales))
+            p.dst_dims, p.dst_type._name_, p.out_strides, p.out_offset, p.post_ops, tuple(p.scales))
 
 
 def queue_of(p: plan) -> Any:
@@ -205,11 +214,11 @@ class _refused:
     def __init__(self, error: Any) -> None:
         self.status = error.status
         self.message = error.args[0] if error.args else ""
-        self.known_problem = error.known_problem
-        self.arguments = error.arguments
+        self.known_problem = known_problem_of(error)
+        self.arguments = arguments_of(error)
 
     def error(self) -> Any:
-        error = _core._error(self.status, self.message.rsplit(" (status: ", 1)[0])
+        error: Any = _core._error(self.status, self.message.rsplit(" (status: ", 1)[0])
         error.known_problem, error.arguments = self.known_problem, self.arguments
         return error
 
@@ -225,7 +234,7 @@ def cached_entry(p: plan, queue: Any) -> Tuple[_entry, Any]:
         try:
             entry = _cache.insert(key, _build(p, ctx, key))
         except _core.unimplemented as refused:
-            if refused.known_problem is not None:
+            if known_problem_of(refused) is not None:
                 _cache.insert(key, _refused(refused))
             raise
     if type(entry) is _refused:
@@ -280,28 +289,29 @@ def _remedy(p: plan, refused: Any) -> Optional[Callable[[], Any]]:
 
     Returns the call that runs the remedied plan (which may be refused
     again, for another argument, and remedied again)."""
-    if refused.known_problem is None:
+    problem = known_problem_of(refused)
+    if problem is None:
         # oneDNN offers no implementation for these layouts (GPU eltwise
         # takes one layout for source and destination, for one): dense
         # copies of every strided operand, and a dense result for a strided
         # out, as oneDNN's documentation advises (reorder the data)
         return _all_dense(p) if p.copy_remedies else None
-    if p.fallback is not None and p.fallback[0] == refused.known_problem:
+    if p.fallback is not None and p.fallback[0] == problem:
         other = p.fallback[1]()
         return None if other is None else (lambda: run(other))
     if not p.copy_remedies:
         return None
-    for arg in refused.arguments:
+    for arg in arguments_of(refused):
         if arg == p.dst_arg:
             if p.out is None or p.out_strides is None:
                 continue  # a dense result already
             return _dense_result(p)
         for op in p.operands:
-            if op.arg == arg and op.desc is None and not is_dense(op.dims, op.strides):
+            if op.arg == arg and op.desc is None and (op.offset or not is_dense(op.dims, op.strides)):
                 copied = _dense_copy(op)
                 if copied is None:  # (asked again while copying it: no remedy)
                     return None
-                op.array = copied
+                op.array, op.offset = copied, 0
                 op.strides = dense_strides(op.dims)
                 op.rekey()
                 return lambda: run(p)
@@ -313,11 +323,11 @@ def _all_dense(p: plan) -> Optional[Callable[[], Any]]:
     for a strided out (copied into it); None when all is dense already."""
     copied = False
     for op in p.operands:
-        if op.desc is None and not is_dense(op.dims, op.strides):
+        if op.desc is None and (op.offset or not is_dense(op.dims, op.strides)):
             array = _dense_copy(op)
             if array is None:
                 return None
-            op.array, op.strides = array, dense_strides(op.dims)
+            op.array, op.strides, op.offset = array, dense_strides(op.dims), 0
             op.rekey()
             copied = True
     if p.out is not None and p.out_strides is not None:
@@ -329,7 +339,7 @@ def _dense_result(p: plan) -> Callable[[], Any]:
     """The plan computing into a new dense result, then copied into its
     strided out (a sum post-op adding to a dense copy of what out holds)."""
     target = p.out
-    p.out, p.queue_array, p.out_strides = None, target, None
+    p.out, p.queue_array, p.out_strides, p.out_offset = None, target, None, 0
     if any(item[0] == "sum" for item in p.post_ops):
         p.out = _copy(target)  # a sum post-op adds to what out holds
     return lambda: _copy(run(p), out=target)
@@ -483,7 +493,8 @@ def signature(planner: Any, args: Sequence[Any],
               kwargs: Dict[str, Any]) -> Optional[Tuple[Any, List[Any]]]:
     """(signature, the arrays in it) of a call, or None if it has none.
 
-    Each value adds its part: an array its (shape, strides, dtype, queue
+    Each value adds its part: an array its (shape, strides, dtype, sub-memory
+    offset (arrays._element_offset), queue
     handle), or the index of the earlier argument that is the same array; a
     number, string, None or type its type and value (1, 1.0 and True
     differ); an enum member its type and name; a list or tuple its type and
@@ -514,7 +525,10 @@ def _sign(values: Sequence[Any], key: List[Any], arrays: List[Any], seen: Dict[i
                 seen[id(value)] = len(arrays)
                 arrays.append(value)
                 queue = value.queue
+                # (a view's offset matters only as its sub-memory offset:
+                # 0 unless it starts between two aligned bytes)
                 append((value.shape, value.strides, value.dtype,
+                        value.offset and _element_offset(value),
                         None if queue is None else queue.int_ptr))
         elif kind in _SCALARS:
             append(kind)
