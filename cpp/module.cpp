@@ -1,9 +1,11 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
 #include "common/instances.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "core/profiling.hpp"
@@ -18,9 +20,12 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
-    // Before the module's first oneDNN call: oneDNN reads its verbose
-    // setting once, at its first look.
-    verbose::install();
+    // Before the module's first oneDNN call: the user's verbose setting as
+    // oneDNN will read it, and the interposer when asked for (common/reasons).
+    std::string verbose_warning = verbose::install();
+    if (!verbose_warning.empty()
+            && PyErr_WarnEx(PyExc_RuntimeWarning, verbose_warning.c_str(), 1) != 0)
+        throw py::error_already_set();
     bind_errors(m);
     fork_guard::install();
     bind_library(m);

@@ -8,15 +8,30 @@
 // remembers each member it has met: an argument is found by identity, a
 // result by value, and Python is asked only the first time.
 //
-// CMake force-includes this header into every translation unit of the
-// module (-include), so no unit can instantiate pybind11's caster for an
-// enum another unit converts with this one.
+// Every unit of the module that reaches pybind11 includes this header
+// first (tests/test_includes.py checks it), so that no unit instantiates
+// pybind11's own caster for an enum another unit converts with this one (two
+// definitions of one specialization). Within a unit the compiler enforces
+// the order: a caster instantiated before this specialization is an error.
+//
+// It reaches into pybind11's detail:: namespace (type_caster_enum_type,
+// type_caster_enum_type_enabled, global_internals_native_enum_type_map_get_item),
+// which pybind11 may change in any release: it is pinned below to the
+// releases it was built and tested with. For another release, build the
+// suite against it (tests/test_bad_input.py has the caster's tests) and widen
+// the range.
 #pragma once
 
 #include <type_traits>
 #include <unordered_map>
 
 #include <pybind11/pybind11.h>
+
+// pybind11 3.0.0 to 3.1.x: 3.1.0 builds and passes the suite; 3.0.1 compiles
+// this header and the units that convert enums.
+static_assert(PYBIND11_VERSION_HEX >= 0x03000000 && PYBIND11_VERSION_HEX < 0x03020000,
+        "common/enum_caster.hpp uses pybind11's detail:: namespace and is verified with pybind11 "
+        "3.0 and 3.1 only: check it against this release, then widen the range");
 
 namespace dnnl_ocl_interop {
 namespace enum_caster_detail {

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/errors.hpp"
 
 #include <array>

@@ -1,6 +1,8 @@
 // Checks of user storage (cl_mem and USM pointers) against the descriptor
 // and engine that will use it: OpenCL and USM probes, made before oneDNN
 // could address past the storage or in the wrong context.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/storage_checks.hpp"
 
 #include <algorithm>

@@ -1,4 +1,6 @@
 // Execution-argument constants, post-ops and primitive attributes.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <climits>
 #include <string>

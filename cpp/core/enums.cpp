@@ -4,6 +4,8 @@
 // value the oneDNN in use declares is registered; only the names and
 // docstrings of the Python enums are written here. Enums nested in a class
 // (memory.data_type, engine.kind, stream.flags, ...) are bound with it.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <pybind11/native_enum.h>
 
 #include "core/objects.hpp"

@@ -1,5 +1,7 @@
 // Library-wide facts: oneDNN's version and how this extension was built.
-#include "common/verbose.hpp"
+#include "common/enum_caster.hpp" // first: see the header
+
+#include "core/verbose.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 

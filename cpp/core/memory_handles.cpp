@@ -1,6 +1,8 @@
 // Memory handles given from Python (ints, typed pointers, pyopencl memory
 // objects, MEMORY_ALLOCATE / MEMORY_NONE), each checked against the storage
 // it names (common/storage_checks).
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <string>
 

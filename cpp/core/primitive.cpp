@@ -1,5 +1,7 @@
 // primitive_desc and primitive base classes; argument checks for execute();
 // primitive cache blobs.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -14,7 +16,7 @@
 #include "common/fork_guard.hpp"
 #include "common/memory_descs.hpp"
 #include "common/post_ops.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/primitive_objects.hpp"
 #include "core/profiling.hpp"
 #include "common/storage_checks.hpp"

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,7 +10,7 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/objects.hpp"
 #include "core/ocl_objects.hpp"
 #include "core/profiling.hpp"

@@ -1,6 +1,8 @@
 // dnnl.graph: logical tensors, ops, graphs, partitions, compiled partitions
 // and tensors. Calls that may reach a graph allocator go through
 // graph_allocator::with_callbacks.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <type_traits>
 #include <cmath>
@@ -16,7 +18,7 @@
 #include "common/memory_descs.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "common/workarounds.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"

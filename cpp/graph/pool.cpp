@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "graph/pool.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "ocl_interop/ocl_bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"

@@ -1,9 +1,11 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "ocl_interop/ocl_bindings.hpp"
 
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl_ocl.hpp"
 

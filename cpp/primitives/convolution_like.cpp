@@ -1,4 +1,6 @@
 // Matrix-product families: matmul, convolution, deconvolution and inner product, forward and backward.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "primitives/family.hpp"

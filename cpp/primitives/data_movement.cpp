@@ -1,9 +1,11 @@
 // Data-movement families: reorder (between layouts, data types and engines),
 // concat and sum.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <cstring>
 
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "common/workarounds.hpp"
 #include "primitives/family.hpp"
 

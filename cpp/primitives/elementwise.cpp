@@ -1,4 +1,6 @@
 // Elementwise-like families: eltwise, binary, PReLU, softmax and shuffle, forward and backward.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "primitives/family.hpp"

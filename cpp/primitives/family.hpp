@@ -19,7 +19,7 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace dnnl_ocl_interop {

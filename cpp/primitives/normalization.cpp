@@ -1,4 +1,6 @@
 // Normalization families: batch, layer and group normalization and LRN, forward and backward.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "primitives/family.hpp"
 
 namespace py = pybind11;

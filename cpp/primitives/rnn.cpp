@@ -1,4 +1,6 @@
 // Recurrent families: vanilla RNN, LSTM, GRU, linear-before-reset GRU, AUGRU and linear-before-reset AUGRU, forward and backward.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "primitives/family.hpp"

@@ -1,4 +1,6 @@
 // Families that change the spatial shape: pooling, resampling (forward and backward) and reduction.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "primitives/family.hpp"
 
 namespace py = pybind11;

@@ -2,6 +2,8 @@
 // kernel (clSetKernelArgMemPointerINTEL), the way USM memory meets pyopencl
 // kernels, since pyopencl's arrays and Kernel.set_arg know no Intel USM.
 
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "common/cl_handles.hpp"

@@ -6,6 +6,8 @@
 // view. Everything else is refused with BufferError, as the array API asks of
 // __dlpack__, saying how to get the data instead.
 
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include <pybind11/stl.h>
