@@ -17,7 +17,8 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
+    m.doc()
+            = "oneDNN with OpenCL interoperability (compiled part of "
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
     // Before the module's first oneDNN call: the user's verbose setting as
@@ -50,9 +51,11 @@ PYBIND11_MODULE(_core, m) {
     profiling::bind(m); // dnnl.profiling's compiled side
     auto graph = m.def_submodule("graph", "Mirrors dnnl::graph.");
     bind_graph(graph);
-    auto graph_ocl_interop = graph.def_submodule("ocl_interop", "Mirrors dnnl::graph::ocl_interop.");
+    auto graph_ocl_interop
+            = graph.def_submodule("ocl_interop", "Mirrors dnnl::graph::ocl_interop.");
     bind_graph_ocl_interop(graph, graph_ocl_interop);
-    auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
+    auto usm = m.def_submodule("usm",
+            "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
     bind_usm_kernel_args(usm);
 

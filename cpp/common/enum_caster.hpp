@@ -41,7 +41,8 @@ namespace py = pybind11;
 // The Python enum class of E and the members met so far, kept for the life
 // of the process (members live as long as their class, which the module
 // holds). Used with the GIL held, as every caster is.
-template <typename E> struct members {
+template <typename E>
+struct members {
     using underlying = std::underlying_type_t<E>;
     PyObject *python_type = nullptr;
     std::unordered_map<PyObject *, E> by_object;
@@ -50,9 +51,9 @@ template <typename E> struct members {
     static members &get() {
         static members *table = new members(); // never destroyed: outlives the interpreter
         if (!table->python_type)
-            table->python_type
-                    = py::detail::global_internals_native_enum_type_map_get_item(std::type_index(typeid(E)))
-                              .ptr();
+            table->python_type = py::detail::global_internals_native_enum_type_map_get_item(
+                    std::type_index(typeid(E)))
+                                         .ptr();
         return *table;
     }
 };
@@ -79,19 +80,23 @@ class type_caster<E, enable_if_t<std::is_enum<E>::value>> {
 public:
     static constexpr auto name = const_name<E>();
 
-    template <typename SrcType> static handle cast(SrcType &&src, return_value_policy policy, handle parent) {
+    template <typename SrcType>
+    static handle cast(SrcType &&src, return_value_policy policy, handle parent) {
         members &table = members::get();
         if (!table.python_type)
             return type_caster_enum_type<E>::cast(std::forward<SrcType>(src), policy, parent);
         const auto value = static_cast<underlying>(src);
         auto found = table.by_value.find(value);
         if (found == table.by_value.end()) {
-            object member = reinterpret_borrow<object>(table.python_type)(value); // ValueError if unknown
-            found = table.by_value.emplace(value, member.release().ptr()).first; // kept: see members
+            object member
+                    = reinterpret_borrow<object>(table.python_type)(value); // ValueError if unknown
+            found = table.by_value.emplace(value, member.release().ptr())
+                            .first; // kept: see members
         }
         return handle(found->second).inc_ref();
     }
-    template <typename SrcType> static handle cast(SrcType *src, return_value_policy policy, handle parent) {
+    template <typename SrcType>
+    static handle cast(SrcType *src, return_value_policy policy, handle parent) {
         return cast(*src, policy, parent);
     }
 
@@ -109,7 +114,8 @@ public:
         return true;
     }
 
-    template <typename T> using cast_op_type = detail::cast_op_type<T>;
+    template <typename T>
+    using cast_op_type = detail::cast_op_type<T>;
     // NOLINTNEXTLINE(google-explicit-constructor)
     operator E *() { return native_ ? &value_ : static_cast<E *>(fallback_); }
     // NOLINTNEXTLINE(google-explicit-constructor)

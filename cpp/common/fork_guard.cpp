@@ -33,9 +33,13 @@ void check() {
     used.store(true, std::memory_order_relaxed);
 }
 
-void mark_used() { used.store(true, std::memory_order_relaxed); }
+void mark_used() {
+    used.store(true, std::memory_order_relaxed);
+}
 
-bool forked_after_use() { return forked.load(std::memory_order_relaxed); }
+bool forked_after_use() {
+    return forked.load(std::memory_order_relaxed);
+}
 
 void install() {
     static std::atomic<bool> installed {false};

@@ -19,16 +19,16 @@ namespace {
 
 std::mutex state_mutex;
 setting_state state;
-bool asked = false;                   // DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1
-std::string refusal;                  // why the interposer does not act, when asked
+bool asked = false;                        // DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1
+std::string refusal;                       // why the interposer does not act, when asked
 std::atomic<bool> reruns_possible {false}; // creations take the lock
 std::atomic<uint64_t> rerun_count {0};
 
 // Re-runs exclusive, creations shared. Writers first: a re-run does not wait
 // behind a stream of creations (no thread takes it shared twice: see depth).
 pthread_rwlock_t creations;
-thread_local int depth = 0;           // creating() calls on this thread's stack
-thread_local bool rerunning = false;  // this thread re-runs a creation
+thread_local int depth = 0;          // creating() calls on this thread's stack
+thread_local bool rerunning = false; // this thread re-runs a creation
 
 constexpr uint32_t check_or_dispatch = create_check | create_dispatch;
 
@@ -57,8 +57,9 @@ void lock_without_gil(Lock take) {
 std::string why_not_now() { // under state_mutex
     if (interposed()) return "";
     if (state.onednn & check_or_dispatch) return "";
-    std::string how = "oneDNN gives its reasons only as verbose lines of its check and dispatch "
-                      "kinds, which are off";
+    std::string how
+            = "oneDNN gives its reasons only as verbose lines of its check and dispatch "
+              "kinds, which are off";
     if (!state.lost.empty()) how += " (" + state.lost + ")";
     if (asked) return how + "; " + refusal;
     return how + ": ONEDNN_VERBOSE=check,dispatch prints them, DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1 "
@@ -98,12 +99,24 @@ std::string install() {
     return warning;
 }
 
-std::mutex &setting_mutex() { return state_mutex; }
-setting_state &setting() { return state; }
-bool interposed() { return interpose::active(); }
-bool interposer_asked() { return asked; }
-const std::string &interposer_refusal() { return refusal; }
-uint64_t reruns() { return rerun_count.load(); }
+std::mutex &setting_mutex() {
+    return state_mutex;
+}
+setting_state &setting() {
+    return state;
+}
+bool interposed() {
+    return interpose::active();
+}
+bool interposer_asked() {
+    return asked;
+}
+const std::string &interposer_refusal() {
+    return refusal;
+}
+uint64_t reruns() {
+    return rerun_count.load();
+}
 
 std::string reasons_unavailable() {
     std::lock_guard<std::mutex> lock(state_mutex);
@@ -131,7 +144,8 @@ std::vector<std::string> fields_of(const std::string &line) {
     size_t start = 0;
     while (true) {
         size_t end = line.find(',', start);
-        fields.push_back(line.substr(start, end == std::string::npos ? std::string::npos : end - start));
+        fields.push_back(
+                line.substr(start, end == std::string::npos ? std::string::npos : end - start));
         if (end == std::string::npos) break;
         start = end + 1;
     }
@@ -159,8 +173,7 @@ std::pair<std::string, std::string> reason_of(const std::string &line) {
     size_t last = f.size();
     const std::string &position = f.back();
     size_t colon = position.rfind(':');
-    if (colon != std::string::npos && colon + 1 < position.size()
-            && position.find('.') < colon
+    if (colon != std::string::npos && colon + 1 < position.size() && position.find('.') < colon
             && std::all_of(position.begin() + colon + 1, position.end(),
                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
         last = f.size() - 1;
@@ -258,8 +271,9 @@ void rethrow_explained(dnnl_status_t status, const char *what, creation_scope &s
     if (!reasons.empty()) {
         // oneDNN's advice to rerun with ONEDNN_VERBOSE=all: what it would
         // print for this call follows.
-        const std::string advice = " Run workload with environment variable ONEDNN_VERBOSE=all "
-                                   "to get additional diagnostic information.";
+        const std::string advice
+                = " Run workload with environment variable ONEDNN_VERBOSE=all "
+                  "to get additional diagnostic information.";
         if (message.size() > advice.size()
                 && message.compare(message.size() - advice.size(), advice.size(), advice) == 0)
             message.erase(message.size() - advice.size());

@@ -66,8 +66,8 @@ class creation_scope;
 
 // Throws status_error with `status` and oneDNN's message `what`, with the
 // reasons a re-run of `again` (the refused creation) gets.
-[[noreturn]] void rethrow_explained(dnnl_status_t status, const char *what,
-        creation_scope &scope, const std::function<void()> &again);
+[[noreturn]] void rethrow_explained(dnnl_status_t status, const char *what, creation_scope &scope,
+        const std::function<void()> &again);
 
 // Around one creation: holds the creations' lock shared while re-runs are
 // possible (one relaxed load otherwise).
@@ -79,8 +79,8 @@ public:
     creation_scope &operator=(const creation_scope &) = delete;
 
 private:
-    friend void rethrow_explained(
-            dnnl_status_t, const char *, creation_scope &, const std::function<void()> &);
+    friend void rethrow_explained(dnnl_status_t, const char *, creation_scope &,
+            const std::function<void()> &);
     bool entered_ = false;
     bool held_ = false;
 };

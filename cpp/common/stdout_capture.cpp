@@ -68,11 +68,11 @@ void write_all(int fd, const char *data, size_t size) {
 }
 
 struct session {
-    int saved = -1;     // the real descriptor 1, -1 when it was closed
+    int saved = -1; // the real descriptor 1, -1 when it was closed
     int read_end = -1;
-    int marker = -1;    // the binding's own write end
+    int marker = -1;      // the binding's own write end
     bool drained = false; // the end marker went through (under slots_mutex)
-    std::string out;    // what goes on to `saved` from the chunk being read
+    std::string out;      // what goes on to `saved` from the chunk being read
 
     void flush_out() {
         write_all(saved, out.data(), out.size());
@@ -103,7 +103,8 @@ struct session {
                 ++s.dropped;
             } else {
                 std::string text = line.substr(0, std::min(line.size(), max_line_bytes));
-                while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+                while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+                    text.pop_back();
                 s.lines.push_back(std::move(text));
             }
             (s.swallow ? swallowed : kept_silently) = true;
@@ -123,7 +124,8 @@ struct session {
             drained = true;
         } else if (tag.size() > 1) {
             auto found = slots.find(std::strtoull(tag.c_str() + 1, nullptr, 10));
-            if (found != slots.end()) (tag[0] == '+' ? found->second->active : found->second->done) = true;
+            if (found != slots.end())
+                (tag[0] == '+' ? found->second->active : found->second->done) = true;
         }
         slots_changed.notify_all();
     }
@@ -157,7 +159,9 @@ struct session {
                 switch (state) {
                     case line_start:
                         pending += c;
-                        if (c == '\n' || pending.compare(0, pending.size(), prefix, pending.size()) != 0) {
+                        if (c == '\n'
+                                || pending.compare(0, pending.size(), prefix, pending.size())
+                                        != 0) {
                             out += pending;
                             pending.clear();
                             state = c == '\n' ? line_start : in_other_line;

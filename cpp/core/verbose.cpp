@@ -105,16 +105,18 @@ void count(uint32_t kinds, bool showing, int delta) { // under setting_mutex()
 struct region {
     region(uint32_t kinds, bool collect) : kinds(kinds), collect(collect) {}
     region(region &&other) noexcept
-        : kinds(other.kinds), collect(other.collect), entered(other.entered),
-          lines(std::move(other.lines)), unavailable(other.unavailable) {
+        : kinds(other.kinds)
+        , collect(other.collect)
+        , entered(other.entered)
+        , lines(std::move(other.lines))
+        , unavailable(other.unavailable) {
         other.entered = false;
     }
     region(const region &) = delete;
     ~region() {
         if (entered) try {
                 exit();
-            } catch (...) {
-            }
+            } catch (...) {}
     }
     uint32_t kinds;
     bool collect;
@@ -158,7 +160,8 @@ struct region {
 void bind(py::module_ &m) {
     // dnnl.hpp returns this setter's status; here a failure raises, as
     // every other call does.
-    m.def("set_verbose", [](int level) {
+    m.def("set_verbose",
+            [](int level) {
         if (level < 0 || level > 2) // as oneDNN answers
             throw status_error(dnnl_invalid_arguments,
                     "could not set the verbose level: level must be 0, 1 or 2, not "
@@ -184,11 +187,12 @@ void bind(py::module_ &m) {
             .def("enter", &region::enter,
                     "Start the region; the kinds oneDNN prints no lines of (and cannot be "
                     "made to) are in `unavailable` afterwards.")
-            .def("exit", [](region &r) {
-                py::list lines;
-                for (const auto &line : r.exit()) lines.append(printed_text(line));
-                return lines;
-            }, "End the region; the lines kept (collecting regions), else [].")
+            .def("exit",
+                    [](region &r) {
+        py::list lines;
+        for (const auto &line : r.exit()) lines.append(printed_text(line));
+        return lines;
+    }, "End the region; the lines kept (collecting regions), else [].")
             .def_readonly("unavailable", &region::unavailable,
                     "Kinds of the region oneDNN does not print (check and dispatch, unless "
                     "ONEDNN_VERBOSE asked for them or the interposer acts).");
@@ -197,7 +201,8 @@ void bind(py::module_ &m) {
             "The oneDNN verbose kinds (a mask of its flag bits) one ONEDNN_VERBOSE token "
             "turns on ('dispatch', 'profile_exec', '2', ...); 0 for a token oneDNN "
             "ignores.");
-    m.def("_verbose_state", [] {
+    m.def("_verbose_state",
+            [] {
         std::string unavailable = reasons_unavailable();
         std::lock_guard<std::mutex> lock(setting_mutex());
         py::dict state;
@@ -211,13 +216,15 @@ void bind(py::module_ &m) {
         state["reruns"] = reruns();
         state["reasons_unavailable"] = unavailable;
         return state;
-    }, "The verbose state, for tests and diagnosis: whether the interposer was asked for "
-       "and acts (why not), the kinds the user asked for, those oneDNN prints (read from "
-       "its setting when the interposer acts, else as far as the binding knows), those "
-       "active regions ask for, the collectors alive, the re-runs of refused creations so "
-       "far, and why a refusal now would carry no reasons (\"\" when it would).");
+    },
+            "The verbose state, for tests and diagnosis: whether the interposer was asked for "
+            "and acts (why not), the kinds the user asked for, those oneDNN prints (read from "
+            "its setting when the interposer acts, else as far as the binding knows), those "
+            "active regions ask for, the collectors alive, the re-runs of refused creations so "
+            "far, and why a refusal now would carry no reasons (\"\" when it would).");
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS
-    m.def("_interposer_refusal_for", [](int major, int minor, int patch) {
+    m.def("_interposer_refusal_for",
+            [](int major, int minor, int patch) {
         return interpose::refusal_for({major, minor, patch});
     }, py::arg("major"), py::arg("minor"), py::arg("patch"),
             "Test hook: why the interposer would not act on oneDNN major.minor.patch (\"\" "

@@ -38,20 +38,18 @@ bool in_writable_segment(uintptr_t base, uintptr_t begin, size_t size) {
         size_t size;
         bool inside;
     } q {base, begin, size, false};
-    dl_iterate_phdr(
-            [](struct dl_phdr_info *info, size_t, void *data) {
-                auto *q = static_cast<query *>(data);
-                if (info->dlpi_addr != q->base) return 0;
-                for (int i = 0; i < info->dlpi_phnum; ++i) {
-                    const ElfW(Phdr) &ph = info->dlpi_phdr[i];
-                    uintptr_t start = info->dlpi_addr + ph.p_vaddr;
-                    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && q->begin >= start
-                            && q->begin + q->size <= start + ph.p_memsz)
-                        q->inside = true;
-                }
-                return 1;
-            },
-            &q);
+    dl_iterate_phdr([](struct dl_phdr_info *info, size_t, void *data) {
+        auto *q = static_cast<query *>(data);
+        if (info->dlpi_addr != q->base) return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+            uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) && q->begin >= start
+                    && q->begin + q->size <= start + ph.p_memsz)
+                q->inside = true;
+        }
+        return 1;
+    }, &q);
     return q.inside;
 }
 
@@ -134,7 +132,9 @@ std::string enable() {
     return why;
 }
 
-bool active() { return setting != nullptr; }
+bool active() {
+    return setting != nullptr;
+}
 
 bool read(uint32_t &kinds, bool &initialized) {
     if (!setting) return false;
@@ -147,8 +147,8 @@ bool exchange(uint32_t expected, uint32_t kinds) {
     if (!setting) return false;
     std::lock_guard<std::mutex> lock(writes);
     if (!__atomic_load_n(&setting->initialized, __ATOMIC_RELAXED)) return false;
-    return __atomic_compare_exchange_n(
-            &setting->kinds, &expected, kinds, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return __atomic_compare_exchange_n(&setting->kinds, &expected, kinds, false, __ATOMIC_RELAXED,
+            __ATOMIC_RELAXED);
 }
 
 } // namespace interpose
