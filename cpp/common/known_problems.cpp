@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/known_problems.hpp"
 #include "common/emulation_query.hpp"
 #include "common/errors.hpp"

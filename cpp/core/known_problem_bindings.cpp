@@ -1,6 +1,8 @@
 // The known-problems registry (common/known_problems) as the private
 // functions dnnl_ocl_interop.known_problems wraps: its rows, and each
 // problem's switch. The scope view is a test hook.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/errors.hpp"
 #include "common/known_problems.hpp"
 #include "core/objects.hpp"
