@@ -10,9 +10,9 @@ does. Each round runs, in turns, each in a fresh process:
 
 - C++: the baseline program;
 - C++ in Python: the library, in a Python process that imported the
-  package (its verbose capture on, as always);
-- C++ in Python, capture off: the same with
-  ``DNNL_OCL_INTEROP_VERBOSE_CAPTURE=0``;
+  package (as by default: nothing written into libdnnl);
+- C++ in Python, interposer on: the same with the opt-in
+  ``DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1``;
 - Python: the row's own Python side (allocator_breakdown.python_trace).
 
 Prints the stages allocator_breakdown.py shares between the sides, median
@@ -90,7 +90,7 @@ def child_output(child, environment, options):
 
 # side: None (the baseline program) or (child, environment)
 SIDES = {"C++": None, "C++ in Python": ("module", {}),
-         "C++ in Python, capture off": ("module", {"DNNL_OCL_INTEROP_VERBOSE_CAPTURE": "0"}),
+         "C++ in Python, interposer on": ("module", {"DNNL_OCL_INTEROP_VERBOSE_CAPTURE": "1"}),
          "Python": ("python", {})}
 
 

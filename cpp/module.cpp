@@ -1,9 +1,11 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
 #include "common/instances.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/objects.hpp"
 #include "core/primitive_objects.hpp"
 #include "core/profiling.hpp"
@@ -15,12 +17,16 @@
 namespace py = pybind11;
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "oneDNN with OpenCL interoperability (compiled part of "
+    m.doc()
+            = "oneDNN with OpenCL interoperability (compiled part of "
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";
     using namespace dnnl_ocl_interop;
-    // Before the module's first oneDNN call: oneDNN reads its verbose
-    // setting once, at its first look.
-    verbose::install();
+    // Before the module's first oneDNN call: the user's verbose setting as
+    // oneDNN will read it, and the interposer when asked for (common/reasons).
+    std::string verbose_warning = verbose::install();
+    if (!verbose_warning.empty()
+            && PyErr_WarnEx(PyExc_RuntimeWarning, verbose_warning.c_str(), 1) != 0)
+        throw py::error_already_set();
     bind_errors(m);
     fork_guard::install();
     bind_library(m);
@@ -45,9 +51,11 @@ PYBIND11_MODULE(_core, m) {
     profiling::bind(m); // dnnl.profiling's compiled side
     auto graph = m.def_submodule("graph", "Mirrors dnnl::graph.");
     bind_graph(graph);
-    auto graph_ocl_interop = graph.def_submodule("ocl_interop", "Mirrors dnnl::graph::ocl_interop.");
+    auto graph_ocl_interop
+            = graph.def_submodule("ocl_interop", "Mirrors dnnl::graph::ocl_interop.");
     bind_graph_ocl_interop(graph, graph_ocl_interop);
-    auto usm = m.def_submodule("usm", "Intel unified shared memory (cl_intel_unified_shared_memory).");
+    auto usm = m.def_submodule("usm",
+            "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
     bind_usm_kernel_args(usm);
 

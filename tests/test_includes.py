@@ -1,7 +1,8 @@
 """The C++ includes run one way, down the rooms docs/building.md's layout
-map orders (``common/`` < ``core/`` < the namespaces < ``module.cpp``): a
-room includes only itself and the rooms below it. The order is read from
-the map, its one home."""
+map orders (``interpose/`` < ``common/`` < ``core/`` < the namespaces <
+``module.cpp``): a room includes only itself and the rooms below it. The
+order is read from the map, its one home. And every unit of the module
+that reaches pybind11 includes the enum caster first, visibly."""
 
 import re
 import sys
@@ -90,3 +91,53 @@ def test_an_include_up_is_found(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     assert arrows_up(ranks) == [
         "cpp/core/objects.hpp:1 includes ocl_interop/ocl_bindings.hpp (ocl_interop/ is not below core/)"]
+
+
+def reaches_pybind11(path: Path, seen=None) -> bool:
+    """Whether `path` includes a pybind11 header, itself or through the
+    module's headers."""
+    seen = set() if seen is None else seen
+    seen.add(path)
+    for line in path.read_text().splitlines():
+        match = re.match(r'\s*#\s*include\s+[<"]([^>"]+)[>"]', line)
+        if not match:
+            continue
+        included = match.group(1)
+        if included.startswith("pybind11/"):
+            return True
+        header = CPP / included
+        if header.exists() and header not in seen and reaches_pybind11(header, seen):
+            return True
+    return False
+
+
+def first_include(path: Path):
+    for line in path.read_text().splitlines():
+        match = re.match(r'\s*#\s*include\s+[<"]([^>"]+)[>"]', line)
+        if match:
+            return match.group(1)
+
+
+def units_without_the_enum_caster_first():
+    """The module's units that reach pybind11 and do not include
+    common/enum_caster.hpp first (every enum converted by the one caster: see
+    the header; no compiler flag includes it for them)."""
+    return [str(path.relative_to(ROOT)) for path in sorted(CPP.rglob("*.cpp"))
+            if room_of(path) not in ISLANDS and reaches_pybind11(path)
+            and first_include(path) != "common/enum_caster.hpp"]
+
+
+def test_every_unit_includes_the_enum_caster_first():
+    assert units_without_the_enum_caster_first() == []
+    # and no hidden flag does it for them
+    assert "enum_caster" not in (ROOT / "CMakeLists.txt").read_text()
+
+
+def test_a_unit_without_the_enum_caster_is_found(tmp_path, monkeypatch):
+    fake = tmp_path / "cpp"
+    (fake / "core").mkdir(parents=True)
+    (fake / "core" / "engine.cpp").write_text("#include <pybind11/pybind11.h>\n")
+    (fake / "core" / "plain.cpp").write_text("#include <vector>\n")  # no pybind11: not needed
+    monkeypatch.setattr(sys.modules[__name__], "CPP", fake)
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert units_without_the_enum_caster_first() == ["cpp/core/engine.cpp"]

@@ -286,8 +286,9 @@ def test_dispatched(graph_engine, graph_stream, device_arrays):
 
 
 def test_dispatched_refuses_a_profiling_queue(graph_engine, cl_context, cl_device, device_arrays):
-    # oneDNN prints the lines there from the runtime's thread: dispatched()
-    # would find none (and return [] as if nothing ran)
+    # oneDNN prints the lines there from the runtime's thread when the
+    # kernels complete, possibly after the wait: dispatched() could miss them
+    # (and return [] as if nothing ran)
     import pyopencl as cl
     queue = cl.CommandQueue(cl_context, cl_device,
                             properties=cl.command_queue_properties.PROFILING_ENABLE)

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/cache_blobs.hpp"
 
 #include <cstring>
@@ -13,10 +15,14 @@ constexpr size_t magic_size = 8;
 constexpr char engine_magic[magic_size] = {'d', 'n', 'n', 'l', 'e', 'c', 'b', '1'};
 constexpr char primitive_magic[magic_size] = {'d', 'n', 'n', 'l', 'p', 'c', 'b', '1'};
 
-const char *magic_of(kind k) { return k == kind::engine ? engine_magic : primitive_magic; }
+const char *magic_of(kind k) {
+    return k == kind::engine ? engine_magic : primitive_magic;
+}
 
 // What a blob of each kind is for, and where one comes from, for messages.
-const char *what(kind k) { return k == kind::engine ? "an engine" : "a primitive"; }
+const char *what(kind k) {
+    return k == kind::engine ? "an engine" : "a primitive";
+}
 const char *source(kind k) {
     return k == kind::engine ? "ocl_interop.get_engine_cache_blob()" : "primitive.get_cache_blob()";
 }
@@ -40,7 +46,8 @@ void append_u64(std::vector<uint8_t> &out, uint64_t value) {
 
 } // namespace
 
-std::vector<uint8_t> frame(kind k, const std::vector<uint8_t> &id, const std::vector<uint8_t> &payload) {
+std::vector<uint8_t> frame(kind k, const std::vector<uint8_t> &id,
+        const std::vector<uint8_t> &payload) {
     const char *magic = magic_of(k);
     std::vector<uint8_t> out(magic, magic + magic_size);
     out.reserve(magic_size + 16 + id.size() + payload.size());
@@ -51,9 +58,11 @@ std::vector<uint8_t> frame(kind k, const std::vector<uint8_t> &id, const std::ve
     return out;
 }
 
-std::vector<uint8_t> unframe(kind k, const std::vector<uint8_t> &blob, const std::vector<uint8_t> &id) {
+std::vector<uint8_t> unframe(kind k, const std::vector<uint8_t> &blob,
+        const std::vector<uint8_t> &id) {
     auto truncated = [&] {
-        throw_invalid_argument("cache_blob is truncated (" + std::to_string(blob.size()) + " bytes)");
+        throw_invalid_argument(
+                "cache_blob is truncated (" + std::to_string(blob.size()) + " bytes)");
     };
     size_t pos = 0;
     auto read_u64 = [&](uint64_t &value) {
@@ -62,13 +71,14 @@ std::vector<uint8_t> unframe(kind k, const std::vector<uint8_t> &blob, const std
         pos += sizeof(value);
     };
     if (blob.size() < magic_size || std::memcmp(blob.data(), magic_of(k), magic_size) != 0)
-        throw_invalid_argument(std::string("cache_blob is not ") + what(k) + " cache blob (one comes from "
-                + source(k) + ")");
+        throw_invalid_argument(std::string("cache_blob is not ") + what(k)
+                + " cache blob (one comes from " + source(k) + ")");
     pos = magic_size;
     uint64_t id_size = 0, checksum = 0;
     read_u64(id_size);
     if (id_size > blob.size() - pos) truncated();
-    bool same_id = id_size == id.size() && std::memcmp(blob.data() + pos, id.data(), id.size()) == 0;
+    bool same_id
+            = id_size == id.size() && std::memcmp(blob.data() + pos, id.data(), id.size()) == 0;
     pos += id_size;
     read_u64(checksum);
     if (!same_id) throw_invalid_argument(std::string("cache_blob belongs to ") + owner(k));

@@ -20,13 +20,15 @@ namespace cache_blobs {
 enum class kind { engine, primitive };
 
 // oneDNN's `payload` framed for the object identified by `id`.
-std::vector<uint8_t> frame(kind k, const std::vector<uint8_t> &id, const std::vector<uint8_t> &payload);
+std::vector<uint8_t> frame(kind k, const std::vector<uint8_t> &id,
+        const std::vector<uint8_t> &payload);
 
 // oneDNN's blob inside `blob`, once its header has been checked to be a `k`
 // blob for `id`, whole and undamaged; otherwise dnnl.error
 // (invalid_arguments) saying what is wrong, naming the parameter
 // `cache_blob`.
-std::vector<uint8_t> unframe(kind k, const std::vector<uint8_t> &blob, const std::vector<uint8_t> &id);
+std::vector<uint8_t> unframe(kind k, const std::vector<uint8_t> &blob,
+        const std::vector<uint8_t> &id);
 
 } // namespace cache_blobs
 } // namespace dnnl_ocl_interop

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/cl_handles.hpp"
 
 #include <cerrno>
@@ -20,9 +22,9 @@ namespace {
 
 // One OpenCL object family: its pyopencl classes and how messages name it.
 struct family_t {
-    const char *accepted_class; // pyopencl class accepted on input
-    const char *wrapper_class;  // pyopencl class built on output
-    const char *expected;       // for TypeError messages
+    const char *accepted_class;   // pyopencl class accepted on input
+    const char *wrapper_class;    // pyopencl class built on output
+    const char *expected;         // for TypeError messages
     PyObject *accepted = nullptr; // cached: the lookup is on every call's path
     PyObject *wrapper = nullptr;
     PyObject *from_int_ptr = nullptr; // wrapper.from_int_ptr
@@ -32,15 +34,13 @@ family_t device_family {"Device", "Device", "a pyopencl.Device or an int cl_devi
 family_t context_family {"Context", "Context", "a pyopencl.Context or an int cl_context"};
 family_t queue_family {"CommandQueue", "CommandQueue",
         "a pyopencl.CommandQueue or an int cl_command_queue"};
-family_t mem_family {"MemoryObjectHolder", "Buffer",
-        "a pyopencl memory object or an int cl_mem"};
+family_t mem_family {"MemoryObjectHolder", "Buffer", "a pyopencl memory object or an int cl_mem"};
 family_t event_family {"Event", "Event", "a pyopencl.Event or an int cl_event"};
 family_t kernel_family {"Kernel", "Kernel", "a pyopencl.Kernel or an int cl_kernel"};
 
 // pyopencl's classes, looked up once and kept for the life of the process.
 PyObject *pyopencl_class(const char *name, PyObject *&cache) {
-    if (!cache)
-        cache = py::object(py::module_::import("pyopencl").attr(name)).release().ptr();
+    if (!cache) cache = py::object(py::module_::import("pyopencl").attr(name)).release().ptr();
     return cache;
 }
 PyObject *accepted_class(family_t &family) {
@@ -75,10 +75,10 @@ family_t &family_of(family f) {
 py::object wrap(family_t &family, void *handle, bool retain) {
     if (!handle) return py::none();
     if (!family.from_int_ptr)
-        family.from_int_ptr = py::getattr(pyopencl_class(family.wrapper_class, family.wrapper),
-                "from_int_ptr")
-                                      .release()
-                                      .ptr();
+        family.from_int_ptr
+                = py::getattr(pyopencl_class(family.wrapper_class, family.wrapper), "from_int_ptr")
+                          .release()
+                          .ptr();
     // Positional arguments: keyword calls cost more, and events are wrapped
     // on every execute() of an out-of-order stream.
     return py::handle(family.from_int_ptr)(reinterpret_cast<uintptr_t>(handle), retain);
@@ -147,7 +147,8 @@ bool load_handle(py::handle obj, family f, void *&handle, arg_state &state, bool
             return true;
         }
     } else if (PyObject_IsInstance(obj.ptr(), accepted_class(family_of(f))) == 1) {
-        static PyObject *const int_ptr = PyUnicode_InternFromString("int_ptr"); // made once, not per call
+        static PyObject *const int_ptr
+                = PyUnicode_InternFromString("int_ptr"); // made once, not per call
         auto value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj.ptr(), int_ptr));
         if (!value) throw py::error_already_set();
         handle = reinterpret_cast<void *>(value.cast<uintptr_t>());

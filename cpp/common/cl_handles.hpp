@@ -122,9 +122,11 @@ pybind11::typing::Optional<py_event> owned_event(cl_event event);
 namespace pybind11 {
 namespace detail {
 
-template <typename Handle> struct cl_handle_traits;
+template <typename Handle>
+struct cl_handle_traits;
 #define DNNL_OCL_INTEROP_HANDLE_TRAITS(Handle, family_value, py_name) \
-    template <> struct cl_handle_traits<Handle> { \
+    template <> \
+    struct cl_handle_traits<Handle> { \
         static constexpr auto family = dnnl_ocl_interop::cl_handles::family::family_value; \
         static constexpr auto name = const_name(py_name); \
     };
@@ -142,8 +144,8 @@ struct type_caster<dnnl_ocl_interop::cl_handles::handle_arg<Handle>> {
     PYBIND11_TYPE_CASTER(arg_type, cl_handle_traits<Handle>::name);
     bool load(handle src, bool) {
         void *h = nullptr;
-        if (!dnnl_ocl_interop::cl_handles::load_handle(
-                    src, cl_handle_traits<Handle>::family, h, value.state, &value.from_object))
+        if (!dnnl_ocl_interop::cl_handles::load_handle(src, cl_handle_traits<Handle>::family, h,
+                    value.state, &value.from_object))
             return false;
         value.handle = static_cast<Handle>(h);
         return true;
@@ -154,13 +156,12 @@ template <>
 struct type_caster<dnnl_ocl_interop::cl_handles::event_list_arg> {
     PYBIND11_TYPE_CASTER(dnnl_ocl_interop::cl_handles::event_list_arg,
             const_name("collections.abc.Sequence[pyopencl.Event | int | None]"));
-    bool load(handle src, bool) {
-        return dnnl_ocl_interop::cl_handles::load_events(src, value);
-    }
+    bool load(handle src, bool) { return dnnl_ocl_interop::cl_handles::load_events(src, value); }
 };
 
 #define DNNL_OCL_INTEROP_PYOPENCL_NAME(type, py_name) \
-    template <> struct handle_type_name<dnnl_ocl_interop::cl_handles::type> { \
+    template <> \
+    struct handle_type_name<dnnl_ocl_interop::cl_handles::type> { \
         static constexpr auto name = const_name(py_name); \
     };
 DNNL_OCL_INTEROP_PYOPENCL_NAME(py_device, "pyopencl.Device")

@@ -27,13 +27,13 @@ enum class numpy_holds {
 
 struct row {
     dnnl_data_type_t value;
-    const char *name;        // the enums' member name
-    bool in_memory;          // a memory::data_type member
-    bool in_graph;           // a logical_tensor::data_type member
-    unsigned bits;           // per element; 0 for undef
-    const char *numpy;       // NumPy storage dtype name, or nullptr
+    const char *name;  // the enums' member name
+    bool in_memory;    // a memory::data_type member
+    bool in_graph;     // a logical_tensor::data_type member
+    unsigned bits;     // per element; 0 for undef
+    const char *numpy; // NumPy storage dtype name, or nullptr
     numpy_holds holds;
-    uint8_t dlpack_code;     // DLPack DLDataTypeCode; no_dlpack: not exported
+    uint8_t dlpack_code; // DLPack DLDataTypeCode; no_dlpack: not exported
 };
 
 constexpr uint8_t no_dlpack = 0xff;
@@ -52,12 +52,14 @@ inline const row *find(dnnl::graph::logical_tensor::data_type t) {
 
 // The member name ("f32"), or "undef" for a value without a row.
 const char *name(dnnl_data_type_t value);
-template <typename Enum> const char *name(Enum t) {
+template <typename Enum>
+const char *name(Enum t) {
     return name(static_cast<dnnl_data_type_t>(t));
 }
 
 // Bits per element (0 for undef and unknown values).
-template <typename Enum> unsigned bits(Enum t) {
+template <typename Enum>
+unsigned bits(Enum t) {
     const row *r = find(t);
     return r ? r->bits : 0;
 }

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/errors.hpp"
 
 #include <array>
@@ -48,8 +50,8 @@ py::object make_error(dnnl_status_t status, const std::string &what, cl_int cl_c
     // code is known where the binding made the OpenCL call itself.
     bool from_cl = cl_code != CL_SUCCESS;
     exc.attr("cl_error") = from_cl ? py::object(py::int_(cl_code)) : py::object(py::none());
-    exc.attr("cl_error_name") = from_cl ? py::object(py::str(cl_error_name(cl_code)))
-                                        : py::object(py::none());
+    exc.attr("cl_error_name")
+            = from_cl ? py::object(py::str(cl_error_name(cl_code))) : py::object(py::none());
     // A refusal for a known problem: its id and the arguments it concerns.
     exc.attr("known_problem")
             = known_problem.empty() ? py::object(py::none()) : py::object(py::str(known_problem));
@@ -103,9 +105,9 @@ void add_status_types(py::module_ &m) {
     for (const auto &sub : subclasses) {
         const char *name = status_name(sub.status);
         py::tuple bases = py::make_tuple(py::handle(error_type), py::handle(sub.python_base));
-        PyObject *type = PyErr_NewExceptionWithDoc(
-                ("dnnl_ocl_interop._core." + std::string(name)).c_str(), sub.doc, bases.ptr(),
-                nullptr);
+        PyObject *type
+                = PyErr_NewExceptionWithDoc(("dnnl_ocl_interop._core." + std::string(name)).c_str(),
+                        sub.doc, bases.ptr(), nullptr);
         if (!type) throw py::error_already_set();
         status_types[static_cast<size_t>(sub.status)] = type;
         m.add_object(name, py::handle(type));
@@ -230,8 +232,8 @@ dnnl_status_t cl_status(cl_int result) {
 void check_cl(cl_int result, const char *what) {
     if (result == CL_SUCCESS) return;
     throw status_error(cl_status(result),
-            std::string(what) + " failed: " + cl_error_name(result) + " ("
-                    + std::to_string(result) + ")",
+            std::string(what) + " failed: " + cl_error_name(result) + " (" + std::to_string(result)
+                    + ")",
             result);
 }
 
@@ -281,7 +283,8 @@ void bind_errors(py::module_ &m) {
     add_status_types(m);
     // The package's Python modules raise their refusals through this, so a
     // refusal reads the same whichever side makes it.
-    m.def("_error", [](dnnl_status_t status, const std::string &message) {
+    m.def("_error",
+            [](dnnl_status_t status, const std::string &message) {
         return make_error(status, message);
     }, py::arg("status"), py::arg("message"),
             "The dnnl.error (the status's subclass) the binding raises for `status` "

@@ -53,14 +53,14 @@ const char *cl_error_name(cl_int result);
 // Sets dnnl.error(status, message) (the status's subclass) with `cause` (a
 // Python exception) as its __cause__, and throws error_already_set to
 // propagate it.
-[[noreturn]] void throw_chained(
-        dnnl_status_t status, const std::string &message, pybind11::object cause);
+[[noreturn]] void throw_chained(dnnl_status_t status, const std::string &message,
+        pybind11::object cause);
 
 // The one wording of a wrong Python type: "`what` must be `expected`, not
 // <type of given>".
 std::string type_mismatch(const std::string &what, const char *expected, pybind11::handle given);
-[[noreturn]] void throw_type_error(
-        const std::string &what, const char *expected, pybind11::handle given);
+[[noreturn]] void throw_type_error(const std::string &what, const char *expected,
+        pybind11::handle given);
 
 // Registers dnnl.status, dnnl.error, its subclasses and the exception
 // translator.

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/fork_guard.hpp"
 
 #include <atomic>
@@ -31,9 +33,13 @@ void check() {
     used.store(true, std::memory_order_relaxed);
 }
 
-void mark_used() { used.store(true, std::memory_order_relaxed); }
+void mark_used() {
+    used.store(true, std::memory_order_relaxed);
+}
 
-bool forked_after_use() { return forked.load(std::memory_order_relaxed); }
+bool forked_after_use() {
+    return forked.load(std::memory_order_relaxed);
+}
 
 void install() {
     static std::atomic<bool> installed {false};

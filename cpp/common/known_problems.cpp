@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/known_problems.hpp"
 #include "common/emulation_query.hpp"
 #include "common/errors.hpp"
@@ -92,8 +94,7 @@ const std::vector<problem> &all() {
                     {{kind::inner_product, "ocl:ref"}}, runs_the_kernel,
                     "a forward destination that is not row-major from its handle on (strided, "
                     "transposed or blocked)",
-                    source, "src/gpu/intel/ip/ref.cl:67,76 (dst[mb * OC + oc])", {v3_13_1},
-                    none},
+                    source, "src/gpu/intel/ip/ref.cl:67,76 (dst[mb * OC + oc])", {v3_13_1}, none},
             {"reorder-direct-copy-memory-kinds",
                     "reorder's gpu:direct_copy copies nothing between buffer and USM memory",
                     {{kind::reorder, "gpu:direct_copy"}}, measured_on_emulated,
@@ -121,13 +122,16 @@ const std::vector<problem> &all() {
             {"submemory-offsets",
                     "some GPU implementations address an argument from its handle, ignoring "
                     "its descriptor's sub-memory offset",
-                    {{kind::binary, "ocl:simple", src | dst}, {kind::softmax, "ocl:reusable", src | dst},
-                            {kind::softmax, "ocl:xe", src | dst}, {kind::softmax, "ocl:simple", src | dst},
+                    {{kind::binary, "ocl:simple", src | dst},
+                            {kind::softmax, "ocl:reusable", src | dst},
+                            {kind::softmax, "ocl:xe", src | dst},
+                            {kind::softmax, "ocl:simple", src | dst},
                             {kind::layer_normalization, "ocl:ref", src | dst},
                             {kind::layer_normalization, "ocl:reusable", src | dst},
                             {kind::batch_normalization, "ocl:reusable", src | dst},
                             {kind::batch_normalization, "ocl:ref", src | dst},
-                            {kind::lrn, "ocl:ref", src | dst}, {kind::pooling, "ocl:ref", src | dst},
+                            {kind::lrn, "ocl:ref", src | dst},
+                            {kind::pooling, "ocl:ref", src | dst},
                             {kind::resampling, "ocl:ref", src | dst},
                             {kind::reduction, "ocl:combined", src | dst},
                             {kind::reduction, "ocl:ref", src | dst},
@@ -251,8 +255,7 @@ const std::vector<problem> &all() {
             {"inorder-execute-drops-deps",
                     "primitive and partition executes on an in-order stream enqueue their "
                     "kernels without waiting for their dependencies",
-                    {}, every_device, "an execute on an in-order stream with dependencies",
-                    source,
+                    {}, every_device, "an execute on an in-order stream with dependencies", source,
                     "src/gpu/intel/ocl/kernel.cpp:233-238 (in-order: clEnqueueNDRangeKernel "
                     "with an empty wait list)",
                     {v3_13_1}, none},
@@ -260,8 +263,7 @@ const std::vector<problem> &all() {
                     "a partition starting with a no-op step passes a NULL event as a wait list "
                     "on an out-of-order queue without dependencies",
                     {}, every_device,
-                    "a partition execute on an out-of-order stream without dependencies",
-                    probe,
+                    "a partition execute on an out-of-order stream without dependencies", probe,
                     "tests/test_graph.py (CL_INVALID_EVENT_WAIT_LIST from a partition starting "
                     "with a no-op step, on the emulated device)",
                     {v3_13_1}, none},
@@ -407,19 +409,22 @@ void set_enabled(const std::string &id, bool enabled) {
     switches()[index_of(id)].store(enabled);
 }
 
-bool is_enabled(const std::string &id) { return switches()[index_of(id)].load(); }
+bool is_enabled(const std::string &id) {
+    return switches()[index_of(id)].load();
+}
 
 namespace {
 
 // OpenCL's answer of `param` for `device` as a value of T (zero-initialized
 // when the device does not answer).
-template <typename T> T device_info(cl_device_id device, cl_device_info param) {
+template <typename T>
+T device_info(cl_device_id device, cl_device_info param) {
     T value {};
     clGetDeviceInfo(device, param, sizeof(value), &value, nullptr);
     return value;
 }
 
-constexpr cl_device_info ip_version_intel = 0x4250;     // CL_DEVICE_IP_VERSION_INTEL
+constexpr cl_device_info ip_version_intel = 0x4250;      // CL_DEVICE_IP_VERSION_INTEL
 constexpr cl_device_info sub_group_sizes_intel = 0x4108; // CL_DEVICE_SUB_GROUP_SIZES_INTEL
 
 // Whether the device is the package's emulated one (its layer says so) and

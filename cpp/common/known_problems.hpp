@@ -53,14 +53,14 @@ enum class evidence_kind {
 
 struct problem {
     const char *id;
-    const char *what; // one line: what oneDNN gets wrong
+    const char *what;                            // one line: what oneDNN gets wrong
     std::vector<implementation> implementations; // empty: not keyed to one (see devices)
-    const char *devices;    // the devices the evidence covers
+    const char *devices;                         // the devices the evidence covers
     const char *wrong_case; // the case that is wrong, as narrow as the evidence
     evidence_kind kind;
-    const char *evidence; // oneDNN source file and line, or the probe and its device
+    const char *evidence;          // oneDNN source file and line, or the probe and its device
     std::vector<release> verified; // the oneDNN releases the evidence was checked in
-    release fixed; // the first release without the problem; {0, 0, 0}: none yet
+    release fixed;                 // the first release without the problem; {0, 0, 0}: none yet
 };
 
 // Every problem, in the order of docs/known-problems.md.

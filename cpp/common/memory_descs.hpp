@@ -90,7 +90,8 @@ inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
     dnnl_memory_desc_query(md, dnnl_query_submemory_offset_s64, &offset);
     for (int d = 0; d < ndims; ++d)
         if ((*dims)[d] == 0) return size; // no element: nothing addressed
-    const size_t fallback = std::max<size_t>(size, dnnl_data_type_size(type)) + mapped_bytes(md) - size;
+    const size_t fallback
+            = std::max<size_t>(size, dnnl_data_type_size(type)) + mapped_bytes(md) - size;
     const unsigned long long bits = data_types::bits(type);
     if (bits == 0 || offset < 0 || nblks < 0 || nblks > DNNL_MAX_NDIMS) return fallback;
     unsigned long long blocks[DNNL_MAX_NDIMS], block = 1;
@@ -101,7 +102,7 @@ inline size_t addressed_bytes(const_dnnl_memory_desc_t md, int index = 0) {
     }
     // In elements: the furthest one addressed + 1, and oneDNN's data size.
     unsigned long long outer[DNNL_MAX_NDIMS], data = 0,
-            end = static_cast<unsigned long long>(offset) + block;
+                                              end = static_cast<unsigned long long>(offset) + block;
     for (int d = 0; d < ndims; ++d) {
         outer[d] = static_cast<unsigned long long>((*padded)[d]) / blocks[d];
         if (outer[d] == 0) return fallback;

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/py_values.hpp"
 
 #include "common/errors.hpp"
@@ -45,7 +47,8 @@ bool pointer_from(py::handle obj, const char *param, void *&out, py::object *own
 
 void *pointer_arg::get(const char *param) const {
     void *ptr = nullptr;
-    if (!pointer_from(source, param, ptr)) throw_type_error(param, "an int or typed pointer", source);
+    if (!pointer_from(source, param, ptr))
+        throw_type_error(param, "an int or typed pointer", source);
     return ptr;
 }
 

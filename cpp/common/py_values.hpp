@@ -55,7 +55,8 @@ std::shared_ptr<void> keep_alive(pybind11::object obj);
 
 // A parameter that takes bytes or bytearray, or None (typed for signatures;
 // bytes_arg checks the value).
-using optional_bytes = pybind11::typing::Optional<pybind11::typing::Union<pybind11::bytes, pybind11::bytearray>>;
+using optional_bytes
+        = pybind11::typing::Optional<pybind11::typing::Union<pybind11::bytes, pybind11::bytearray>>;
 
 // bytes or bytearray contents; TypeError naming `param` otherwise.
 std::vector<uint8_t> bytes_arg(pybind11::handle obj, const char *param);

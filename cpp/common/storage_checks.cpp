@@ -1,6 +1,8 @@
 // Checks of user storage (cl_mem and USM pointers) against the descriptor
 // and engine that will use it: OpenCL and USM probes, made before oneDNN
 // could address past the storage or in the wrong context.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/storage_checks.hpp"
 
 #include <algorithm>
@@ -62,8 +64,7 @@ bool is_usm(const dnnl::memory &memory) {
             && kind == dnnl_format_kind_host_scalar)
         return false; // on no engine
     if (memory.get_engine().get_kind() != dnnl::engine::kind::gpu) return false;
-    return dnnl::ocl_interop::get_memory_kind(memory)
-            == dnnl::ocl_interop::memory_kind::usm;
+    return dnnl::ocl_interop::get_memory_kind(memory) == dnnl::ocl_interop::memory_kind::usm;
 }
 
 std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
@@ -72,8 +73,8 @@ std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
     size_t needed = std::max(addressed_bytes(desc.get()), mapped_bytes(desc.get())); // map_data too
     if (needed <= desc.get_size()) return nullptr;
     cl_int err = CL_SUCCESS;
-    cl_mem buffer = clCreateBuffer(dnnl::ocl_interop::get_context(engine), CL_MEM_READ_WRITE, needed,
-            nullptr, &err);
+    cl_mem buffer = clCreateBuffer(dnnl::ocl_interop::get_context(engine), CL_MEM_READ_WRITE,
+            needed, nullptr, &err);
     if (err != CL_SUCCESS || !buffer)
         throw status_error(dnnl_out_of_memory,
                 "could not create a memory object: a buffer of " + std::to_string(needed)
@@ -82,7 +83,8 @@ std::shared_ptr<void> allocate_addressed_buffer(const dnnl::memory::desc &desc,
                         + cl_error_name(err) + " (" + std::to_string(err) + ")",
                 err);
     handle = buffer;
-    return std::shared_ptr<void>(buffer, [](void *b) { clReleaseMemObject(static_cast<cl_mem>(b)); });
+    return std::shared_ptr<void>(buffer,
+            [](void *b) { clReleaseMemObject(static_cast<cl_mem>(b)); });
 }
 
 void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, int index,
@@ -111,8 +113,8 @@ void check_mappable(const dnnl::memory &memory, const dnnl::memory::desc &desc, 
                   "end): read it through a reorder into a dense memory");
 }
 
-void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index, bool known_mem_object) {
+void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine, bool usm,
+        void *handle, int index, bool known_mem_object) {
     fork_guard::check(); // every memory creation and set_data_handle starts here
     if (handle == DNNL_MEMORY_ALLOCATE || handle == DNNL_MEMORY_NONE) return;
     if (engine.get_kind() != dnnl::engine::kind::gpu) return;
@@ -126,8 +128,9 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
     if (usm) {
         size_t available = usm::bytes_available(context, handle);
         if (available == 0)
-            throw_invalid_argument("handle is not a USM allocation of the "
-                                   "engine's OpenCL context");
+            throw_invalid_argument(
+                    "handle is not a USM allocation of the "
+                    "engine's OpenCL context");
         if (available < needed)
             throw_invalid_argument("USM allocation has " + std::to_string(available)
                     + " bytes from the handle on, but " + needs());
@@ -137,26 +140,27 @@ void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engin
     // but the likeliest mistake, a USM pointer, can be recognized first. A
     // pyopencl memory object holds a cl_mem by construction.
     if (!known_mem_object && usm::is_usm_pointer(context, handle))
-        throw_invalid_argument("handle is a USM pointer, not a cl_mem: use "
-                               "memory_kind.usm for USM memory");
+        throw_invalid_argument(
+                "handle is a USM pointer, not a cl_mem: use "
+                "memory_kind.usm for USM memory");
     if (!known_mem_object && !may_be_cl_mem(context, handle))
-        throw_invalid_argument("handle is not a cl_mem of the engine's OpenCL platform "
-                               "(a USM pointer of another context, or a released or "
-                               "wrong handle?)");
+        throw_invalid_argument(
+                "handle is not a cl_mem of the engine's OpenCL platform "
+                "(a USM pointer of another context, or a released or "
+                "wrong handle?)");
     auto mem = static_cast<cl_mem>(handle);
     cl_context mem_context = nullptr;
     size_t size = 0;
-    check_cl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(mem_context),
-                     &mem_context, nullptr),
+    check_cl(clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof(mem_context), &mem_context, nullptr),
             "clGetMemObjectInfo(CL_MEM_CONTEXT)");
     if (mem_context != context)
-        throw_invalid_argument("cl_mem belongs to another OpenCL context than "
-                               "the engine's");
+        throw_invalid_argument(
+                "cl_mem belongs to another OpenCL context than "
+                "the engine's");
     check_cl(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr),
             "clGetMemObjectInfo(CL_MEM_SIZE)");
     if (size < needed)
-        throw_invalid_argument("cl_mem has " + std::to_string(size)
-                + " bytes, but " + needs());
+        throw_invalid_argument("cl_mem has " + std::to_string(size) + " bytes, but " + needs());
 }
 
 } // namespace dnnl_ocl_interop

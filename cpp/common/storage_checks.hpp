@@ -15,8 +15,8 @@ namespace dnnl_ocl_interop {
 // engine's context or with fewer bytes left than that buffer needs. Special
 // handles pass. `known_mem_object`: the handle came from a pyopencl memory
 // object, so it is a cl_mem (only its context and size are checked).
-void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine,
-        bool usm, void *handle, int index = 0, bool known_mem_object = false);
+void check_user_handle(const dnnl::memory::desc &desc, const dnnl::engine &engine, bool usm,
+        void *handle, int index = 0, bool known_mem_object = false);
 
 // For dnnl.MEMORY_ALLOCATE of buffer-based memory: oneDNN allocates
 // get_size() bytes, fewer than its kernels address for a sub-memory offset or

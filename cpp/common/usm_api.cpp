@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/usm_api.hpp"
 
 #include <map>
@@ -24,20 +26,18 @@ cl_platform_id platform_of(cl_context context) {
     check_cl(clGetContextInfo(context, CL_CONTEXT_DEVICES, bytes, devices.data(), nullptr),
             "clGetContextInfo(CL_CONTEXT_DEVICES)");
     cl_platform_id platform = nullptr;
-    check_cl(clGetDeviceInfo(devices[0], CL_DEVICE_PLATFORM, sizeof(platform),
-                     &platform, nullptr),
+    check_cl(clGetDeviceInfo(devices[0], CL_DEVICE_PLATFORM, sizeof(platform), &platform, nullptr),
             "clGetDeviceInfo(CL_DEVICE_PLATFORM)");
     return platform;
 }
 
 template <typename F>
 void load(cl_platform_id platform, const char *name, F &fn) {
-    fn = reinterpret_cast<F>(
-            clGetExtensionFunctionAddressForPlatform(platform, name));
+    fn = reinterpret_cast<F>(clGetExtensionFunctionAddressForPlatform(platform, name));
     if (!fn)
         throw status_error(dnnl_invalid_arguments,
-                std::string("the context's OpenCL platform does not provide ")
-                        + name + " (extension cl_intel_unified_shared_memory)");
+                std::string("the context's OpenCL platform does not provide ") + name
+                        + " (extension cl_intel_unified_shared_memory)");
 }
 
 } // namespace
@@ -79,11 +79,10 @@ const api_t &api_for(cl_context context) {
     return stored;
 }
 
-cl_unified_shared_memory_type_intel pointer_type(
-        cl_context context, const void *ptr) {
+cl_unified_shared_memory_type_intel pointer_type(cl_context context, const void *ptr) {
     cl_unified_shared_memory_type_intel type = CL_MEM_TYPE_UNKNOWN_INTEL;
-    check_cl(api_for(context).get_alloc_info(context, ptr,
-                     CL_MEM_ALLOC_TYPE_INTEL, sizeof(type), &type, nullptr),
+    check_cl(api_for(context).get_alloc_info(context, ptr, CL_MEM_ALLOC_TYPE_INTEL, sizeof(type),
+                     &type, nullptr),
             "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_TYPE_INTEL)");
     return type;
 }
@@ -98,12 +97,12 @@ size_t bytes_available(cl_context context, const void *ptr) {
     const api_t &api = api_for(context);
     void *base = nullptr; // NULL for a pointer that is not a USM allocation
     size_t size = 0;
-    check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_BASE_PTR_INTEL,
-                     sizeof(base), &base, nullptr),
+    check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_BASE_PTR_INTEL, sizeof(base), &base,
+                     nullptr),
             "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_BASE_PTR_INTEL)");
     if (!base) return 0;
-    check_cl(api.get_alloc_info(context, ptr, CL_MEM_ALLOC_SIZE_INTEL,
-                     sizeof(size), &size, nullptr),
+    check_cl(
+            api.get_alloc_info(context, ptr, CL_MEM_ALLOC_SIZE_INTEL, sizeof(size), &size, nullptr),
             "clGetMemAllocInfoINTEL(CL_MEM_ALLOC_SIZE_INTEL)");
     auto offset = static_cast<const char *>(ptr) - static_cast<const char *>(base);
     return offset >= 0 && static_cast<size_t>(offset) <= size ? size - offset : 0;

@@ -146,8 +146,8 @@ innermost_dims custom_innermost(const_dnnl_memory_desc_t md) {
 // dimension of fewer than 16 elements with the next one into bursts of 16
 // contiguous elements. (Its pad_innermost kernel, picked where both sides
 // share the innermost dimension, addresses the rows through their strides.)
-std::string custom_reorder_misreads(
-        const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t dst, int *side = nullptr) {
+std::string custom_reorder_misreads(const_dnnl_memory_desc_t src, const_dnnl_memory_desc_t dst,
+        int *side = nullptr) {
     const innermost_dims sides[2] = {custom_innermost(src), custom_innermost(dst)};
     const char *names[2] = {"the source's", "the destination's"};
     for (int i = 0; i < 2; ++i)
@@ -232,12 +232,14 @@ std::vector<described_arg> described_args(const dnnl::primitive_desc_base &pd) {
 // called only where the registry says its problem applies to oneDNN's
 // chosen implementation (`named`: the registry's entry for it).
 
-using pd_rule = refusal (*)(const dnnl::primitive_desc_base &, const known_problems::implementation &);
+using pd_rule
+        = refusal (*)(const dnnl::primitive_desc_base &, const known_problems::implementation &);
 
 // The first argument the chosen implementation addresses from its handle
 // while its descriptor has a sub-memory offset (measured per implementation
 // and argument: the registry's rows).
-refusal submemory_offsets(const dnnl::primitive_desc_base &pd, const known_problems::implementation &named) {
+refusal submemory_offsets(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &named) {
     for (const auto &a : described_args(pd)) {
         if (!(named.arguments & a.bit)) continue;
         const dnnl_dim_t offset = offset_of(md_of(pd, a.what, a.index));
@@ -256,7 +258,8 @@ refusal submemory_offsets(const dnnl::primitive_desc_base &pd, const known_probl
     return {};
 }
 
-refusal eltwise_strides(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal eltwise_strides(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     for (const auto &a : described_args(pd))
         if (!dense_from_the_handle(md_of(pd, a.what, a.index)))
             return refuse("eltwise-strides",
@@ -274,7 +277,8 @@ refusal eltwise_strides(const dnnl::primitive_desc_base &pd, const known_problem
 // row-major layout whatever it is; ocl:simple honours a layout that source
 // and destination share; none handles a source and destination of different
 // layouts (measured with every implementation oneDNN offered).
-refusal softmax_layouts(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal softmax_layouts(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     if (pd.get_prop_kind() == dnnl::prop_kind::backward_data
             || pd.get_prop_kind() == dnnl::prop_kind::backward)
         return {};
@@ -296,13 +300,15 @@ refusal softmax_layouts(const dnnl::primitive_desc_base &pd, const known_problem
 // forms (not on Xe-HPG) or many_reductions_per_workgroup are; its
 // work-group is `sub_group` work-items, which the kernel reduces with
 // sub-group functions as if they were one sub-group.
-refusal softmax_reusable_sub_group(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal softmax_reusable_sub_group(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     if (pd.get_prop_kind() != dnnl::prop_kind::forward_training
             && pd.get_prop_kind() != dnnl::prop_kind::forward_inference)
         return {};
     const known_problems::device_facts device = known_problems::facts_of(pd.get_engine());
     if (device.emulated_softmax_sub_groups || device.sub_group_sizes.empty()) return {};
-    const size_t smallest = *std::min_element(device.sub_group_sizes.begin(), device.sub_group_sizes.end());
+    const size_t smallest
+            = *std::min_element(device.sub_group_sizes.begin(), device.sub_group_sizes.end());
     // oneDNN takes the largest of 16 and 8 the device offers
     size_t sub_group = 0;
     for (size_t size : {16, 8})
@@ -323,26 +329,37 @@ refusal softmax_reusable_sub_group(const dnnl::primitive_desc_base &pd, const kn
     const bool unit_stride = !strides.empty() && strides[static_cast<size_t>(axis)] == 1;
     const uint32_t architecture = device.ip_version >> 22 << 22 | (device.ip_version & 0x3fc000);
     const bool xe_hpg = architecture == ((12u << 22) | (55u << 14)) // 12.55 (DG2)
-            || architecture == ((12u << 22) | (56u << 14)) || architecture == ((12u << 22) | (57u << 14))
-            || architecture == ((12u << 22) | (70u << 14)) || architecture == ((12u << 22) | (71u << 14))
+            || architecture == ((12u << 22) | (56u << 14))
+            || architecture == ((12u << 22) | (57u << 14))
+            || architecture == ((12u << 22) | (70u << 14))
+            || architecture == ((12u << 22) | (71u << 14))
             || architecture == ((12u << 22) | (74u << 14)); // Xe-LPG(+) are Xe-HPG to oneDNN
     if (!xe_hpg) {
-        const auto src_type = src.get_data_type(), dst_type = pd.query_md(dnnl::query::dst_md, 0).get_data_type();
-        const bool read_aligned = (axis_size * static_cast<dnnl::memory::dim>(dnnl_data_type_size(
-                                                     static_cast<dnnl_data_type_t>(src_type)))) % 4 == 0;
-        const bool write_aligned = (axis_size * static_cast<dnnl::memory::dim>(dnnl_data_type_size(
-                                                      static_cast<dnnl_data_type_t>(dst_type)))) % 16 == 0;
+        const auto src_type = src.get_data_type(),
+                   dst_type = pd.query_md(dnnl::query::dst_md, 0).get_data_type();
+        const bool read_aligned = (axis_size
+                                          * static_cast<dnnl::memory::dim>(dnnl_data_type_size(
+                                                  static_cast<dnnl_data_type_t>(src_type))))
+                        % 4
+                == 0;
+        const bool write_aligned = (axis_size
+                                           * static_cast<dnnl::memory::dim>(dnnl_data_type_size(
+                                                   static_cast<dnnl_data_type_t>(dst_type))))
+                        % 16
+                == 0;
         const dnnl::memory::dim groups = (axis_size + static_cast<dnnl::memory::dim>(sub_group) - 1)
                 / static_cast<dnnl::memory::dim>(sub_group);
-        if (unit_stride && axis_size >= 128 && elements > (1 << 17) && groups <= 1024 && read_aligned
-                && write_aligned)
+        if (unit_stride && axis_size >= 128 && elements > (1 << 17) && groups <= 1024
+                && read_aligned && write_aligned)
             return {}; // vectorized
-        if (unit_stride && axis_size <= static_cast<dnnl::memory::dim>(sub_group) && elements < (1 << 15))
+        if (unit_stride && axis_size <= static_cast<dnnl::memory::dim>(sub_group)
+                && elements < (1 << 15))
             return {}; // small
     }
     if (axis_size < 6 && elements > 64000) return {}; // many_reductions_per_workgroup
-    if (axis_size > 128) return {};                    // one_reduction_per_workgroup
-    if (axis_size <= static_cast<dnnl::memory::dim>(smallest)) return {}; // one sub-group holds the axis
+    if (axis_size > 128) return {};                   // one_reduction_per_workgroup
+    if (axis_size <= static_cast<dnnl::memory::dim>(smallest))
+        return {}; // one sub-group holds the axis
     return refuse("softmax-reusable-sub-group",
             "softmax: oneDNN chose ocl:reusable, which reduces each row of "
                     + std::to_string(axis_size) + " elements over a work-group of "
@@ -359,7 +376,8 @@ refusal softmax_reusable_sub_group(const dnnl::primitive_desc_base &pd, const kn
 // ocl:simple writes the destination's innermost dimension as if its stride
 // were 1, and into the gaps of a destination concatenated along another
 // dimension than its innermost.
-refusal concat_simple_strided_dst(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal concat_simple_strided_dst(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     const char *impl = pd.impl_info_str();
     const_dnnl_memory_desc_t dst = md_of(pd, dnnl::query::dst_md, 0);
     const innermost_dims inner = custom_innermost(dst);
@@ -398,7 +416,8 @@ refusal concat_simple_strided_dst(const dnnl::primitive_desc_base &pd, const kno
 // with a reorder (gpu/generic/ref_concat.hpp), a known-wrong one where that
 // reorder is ocl:custom of a layout it misaddresses: the same reorders are
 // made here and judged by known_wrong_reorder.
-refusal concat_through_reorders(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal concat_through_reorders(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     const_dnnl_memory_desc_t dst = md_of(pd, dnnl::query::dst_md, 0);
     using owned_md = std::unique_ptr<dnnl_memory_desc, decltype(&dnnl_memory_desc_destroy)>;
     // The reorder oneDNN would make from `from` to `to`, if it is a known-wrong one.
@@ -433,7 +452,8 @@ refusal concat_through_reorders(const dnnl::primitive_desc_base &pd, const known
             while (axis < ndims && (*dims)[axis] == (*dst_dims)[axis]) ++axis;
             if (axis == ndims) axis = 0;
             dnnl_memory_desc_t made = nullptr;
-            pieces = dnnl_memory_desc_create_submemory(&made, target, *dims, offsets) == dnnl_success;
+            pieces = dnnl_memory_desc_create_submemory(&made, target, *dims, offsets)
+                    == dnnl_success;
             owned_md piece(made, dnnl_memory_desc_destroy);
             if (!pieces) break;
             std::string why = wrong_copy(src, piece.get());
@@ -464,13 +484,15 @@ refusal concat_through_reorders(const dnnl::primitive_desc_base &pd, const known
         if (!why.empty())
             return refuse("reorder-custom-innermost-stride",
                     "concat: oneDNN chose ref:any, which copies its dense result into the "
-                    "destination with a reorder it cannot do right: " + why,
+                    "destination with a reorder it cannot do right: "
+                            + why,
                     {DNNL_ARG_DST});
     }
     return {};
 }
 
-refusal inner_product_dst_strides(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal inner_product_dst_strides(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     // Any layout other than row-major from the handle on, blocked ones
     // included (its kernel writes dst[mb * OC + oc], ip/ref.cl)
     if (pd.get_prop_kind() != dnnl::prop_kind::forward_training
@@ -487,7 +509,8 @@ refusal inner_product_dst_strides(const dnnl::primitive_desc_base &pd, const kno
             {DNNL_ARG_DST});
 }
 
-refusal sum_many_inputs_dense(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal sum_many_inputs_dense(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     int inputs = 0;
     dnnl_primitive_desc_query(pd.get(), dnnl_query_num_of_inputs_s32, 0, &inputs);
     std::vector<int> args;
@@ -509,7 +532,8 @@ bool is_forward(const dnnl::primitive_desc_base &pd) {
             || pd.get_prop_kind() == dnnl::prop_kind::forward_inference;
 }
 
-refusal group_normalization_layouts(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal group_normalization_layouts(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     if (!is_forward(pd)) return {};
     auto src = pd.query_md(dnnl::query::src_md, 0), dst = pd.query_md(dnnl::query::dst_md, 0);
     if (src.is_zero() || dst.is_zero() || src == dst) return {};
@@ -520,7 +544,8 @@ refusal group_normalization_layouts(const dnnl::primitive_desc_base &pd, const k
             {dense_from_the_handle(src.get()) ? DNNL_ARG_DST : DNNL_ARG_SRC});
 }
 
-refusal group_normalization_strides(const dnnl::primitive_desc_base &pd, const known_problems::implementation &named) {
+refusal group_normalization_strides(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &named) {
     for (const auto &a : described_args(pd)) {
         if (!(named.arguments & a.bit)) continue;
         if (offset_of(md_of(pd, a.what, a.index)) != 0)
@@ -534,7 +559,8 @@ refusal group_normalization_strides(const dnnl::primitive_desc_base &pd, const k
     return {};
 }
 
-refusal batch_normalization_stats_strides(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal batch_normalization_stats_strides(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     if (!is_forward(pd)) return {};
     unsigned flags = 0;
     dnnl_primitive_desc_query(pd.get(), dnnl_query_flags, 0, &flags);
@@ -548,7 +574,8 @@ refusal batch_normalization_stats_strides(const dnnl::primitive_desc_base &pd, c
             {DNNL_ARG_SRC});
 }
 
-refusal reduction_combined_strides(const dnnl::primitive_desc_base &pd, const known_problems::implementation &) {
+refusal reduction_combined_strides(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &) {
     if (dense_from_the_handle(md_of(pd, dnnl::query::src_md, 0))) return {};
     // Its phases step through the source's blocks as if each came right
     // after the one inside it (reduction/utils.cpp, generate_phases)
@@ -584,9 +611,8 @@ bool operand_misread(const_dnnl_memory_desc_t md) {
 }
 
 std::string operand_refusal(int arg) {
-    std::string what = arg == DNNL_ARG_BIAS
-            ? std::string("the bias")
-            : "the input of binary post-op "
+    std::string what = arg == DNNL_ARG_BIAS ? std::string("the bias")
+                                            : "the input of binary post-op "
                     + std::to_string(arg / DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE - 1);
     return what + (arg == DNNL_ARG_BIAS ? " is not dense from its handle on"
                                          : " has an innermost stride other than 1 or a sub-memory "
@@ -603,7 +629,8 @@ bool misread_at(int arg, const_dnnl_memory_desc_t md) {
     return operand_misread(md);
 }
 
-refusal dense_bias_post_op_inputs(const dnnl::primitive_desc_base &pd, const known_problems::implementation &named) {
+refusal dense_bias_post_op_inputs(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &named) {
     for (int arg : operand_args(pd, named.arguments))
         if (misread_at(arg, md_of(pd, dnnl::query::exec_arg_md, arg)))
             return refuse("dense-bias-post-op-inputs", operand_refusal(arg), {arg});
@@ -617,11 +644,11 @@ refusal rnn_offsets(const dnnl::primitive_desc_base &pd, const known_problems::i
                  DNNL_ARG_SRC_ITER_C, DNNL_ARG_WEIGHTS_LAYER, DNNL_ARG_WEIGHTS_ITER,
                  DNNL_ARG_WEIGHTS_PEEPHOLE, DNNL_ARG_WEIGHTS_PROJECTION, DNNL_ARG_BIAS,
                  DNNL_ARG_DST_LAYER, DNNL_ARG_DST_ITER, DNNL_ARG_DST_ITER_C,
-                 DNNL_ARG_DIFF_SRC_LAYER, DNNL_ARG_DIFF_AUGRU_ATTENTION,
-                 DNNL_ARG_DIFF_SRC_ITER, DNNL_ARG_DIFF_SRC_ITER_C, DNNL_ARG_DIFF_WEIGHTS_LAYER,
-                 DNNL_ARG_DIFF_WEIGHTS_ITER, DNNL_ARG_DIFF_WEIGHTS_PEEPHOLE,
-                 DNNL_ARG_DIFF_WEIGHTS_PROJECTION, DNNL_ARG_DIFF_BIAS,
-                 DNNL_ARG_DIFF_DST_LAYER, DNNL_ARG_DIFF_DST_ITER, DNNL_ARG_DIFF_DST_ITER_C})
+                 DNNL_ARG_DIFF_SRC_LAYER, DNNL_ARG_DIFF_AUGRU_ATTENTION, DNNL_ARG_DIFF_SRC_ITER,
+                 DNNL_ARG_DIFF_SRC_ITER_C, DNNL_ARG_DIFF_WEIGHTS_LAYER, DNNL_ARG_DIFF_WEIGHTS_ITER,
+                 DNNL_ARG_DIFF_WEIGHTS_PEEPHOLE, DNNL_ARG_DIFF_WEIGHTS_PROJECTION,
+                 DNNL_ARG_DIFF_BIAS, DNNL_ARG_DIFF_DST_LAYER, DNNL_ARG_DIFF_DST_ITER,
+                 DNNL_ARG_DIFF_DST_ITER_C})
         if (offset_of(md_of(pd, dnnl::query::exec_arg_md, arg)) != 0)
             return refuse("rnn-offsets",
                     "RNN: oneDNN's GPU implementation ignores sub-memory offsets, so it would "
@@ -634,11 +661,12 @@ refusal rnn_offsets(const dnnl::primitive_desc_base &pd, const known_problems::i
 // ocl:custom's kernels index both sides by the work-item's lane (custom.cl);
 // the binding cannot tell one kernel from the other (one implementation
 // name), so every ocl:custom reorder of such a layout is refused.
-refusal reorder_custom_innermost_stride(const dnnl::primitive_desc_base &pd, const known_problems::implementation &named) {
+refusal reorder_custom_innermost_stride(const dnnl::primitive_desc_base &pd,
+        const known_problems::implementation &named) {
     if (pd.get_kind() == dnnl::primitive::kind::concat) return concat_through_reorders(pd, named);
     int side = 0;
-    std::string why = custom_reorder_misreads(
-            md_of(pd, dnnl::query::src_md, 0), md_of(pd, dnnl::query::dst_md, 0), &side);
+    std::string why = custom_reorder_misreads(md_of(pd, dnnl::query::src_md, 0),
+            md_of(pd, dnnl::query::dst_md, 0), &side);
     if (why.empty()) return {};
     return refuse("reorder-custom-innermost-stride",
             "reorder: oneDNN chose ocl:custom, which would read or write " + why
@@ -658,7 +686,8 @@ const struct {
         {"softmax-layouts", softmax_layouts},
         {"softmax-reusable-sub-group", softmax_reusable_sub_group},
         {"concat-simple-strided-dst", concat_simple_strided_dst},
-        {"reorder-custom-innermost-stride", reorder_custom_innermost_stride}, // (and concat's ref:any)
+        {"reorder-custom-innermost-stride",
+                reorder_custom_innermost_stride}, // (and concat's ref:any)
         {"inner-product-dst-strides", inner_product_dst_strides},
         {"group-normalization-strides", group_normalization_strides},
         {"sum-many-inputs-dense", sum_many_inputs_dense},
@@ -695,7 +724,8 @@ refusal known_wrong_sum(const dnnl::primitive_desc_base &pd, const std::vector<f
 }
 
 refusal known_wrong_reorder(const dnnl::primitive_desc_base &pd, int dst_zero_points_mask) {
-    if (!pd || dst_zero_points_mask <= 0 || !applies_to("reorder-ref-dst-zero-points", pd)) return {};
+    if (!pd || dst_zero_points_mask <= 0 || !applies_to("reorder-ref-dst-zero-points", pd))
+        return {};
     return refuse("reorder-ref-dst-zero-points",
             "reorder: oneDNN chose ocl:ref, which applies the first destination zero point to "
             "every element whatever the mask (known problem reorder-ref-dst-zero-points); use "
@@ -742,20 +772,30 @@ unsigned stream_flags(unsigned flags) {
     return flags;
 }
 
-bool graph_needs_dependency_marker() { return applies("graph-noop-null-event"); }
+bool graph_needs_dependency_marker() {
+    return applies("graph-noop-null-event");
+}
 
-bool inorder_execute_needs_barrier() { return applies("inorder-execute-drops-deps"); }
+bool inorder_execute_needs_barrier() {
+    return applies("inorder-execute-drops-deps");
+}
 
 namespace {
 
 using graph_kind = dnnl::graph::op::kind;
 
-bool is_graph_softmax(graph_kind k) { return k == graph_kind::SoftMax || k == graph_kind::LogSoftmax; }
+bool is_graph_softmax(graph_kind k) {
+    return k == graph_kind::SoftMax || k == graph_kind::LogSoftmax;
+}
 
 bool is_graph_reduction(graph_kind k) {
     switch (k) {
-        case graph_kind::ReduceL1: case graph_kind::ReduceL2: case graph_kind::ReduceMax:
-        case graph_kind::ReduceMean: case graph_kind::ReduceMin: case graph_kind::ReduceProd:
+        case graph_kind::ReduceL1:
+        case graph_kind::ReduceL2:
+        case graph_kind::ReduceMax:
+        case graph_kind::ReduceMean:
+        case graph_kind::ReduceMin:
+        case graph_kind::ReduceProd:
         case graph_kind::ReduceSum: return true;
         default: return false;
     }
@@ -764,12 +804,24 @@ bool is_graph_reduction(graph_kind k) {
 // Element-wise ops of one input, run as oneDNN's eltwise primitive.
 bool is_graph_eltwise(graph_kind k) {
     switch (k) {
-        case graph_kind::Abs: case graph_kind::Clamp: case graph_kind::Elu: case graph_kind::Exp:
-        case graph_kind::GELU: case graph_kind::HardSigmoid: case graph_kind::HardSwish:
-        case graph_kind::LeakyReLU: case graph_kind::Log: case graph_kind::Mish:
-        case graph_kind::Reciprocal: case graph_kind::ReLU: case graph_kind::Round:
-        case graph_kind::Sigmoid: case graph_kind::SoftPlus: case graph_kind::Sqrt:
-        case graph_kind::Square: case graph_kind::Tanh: return true;
+        case graph_kind::Abs:
+        case graph_kind::Clamp:
+        case graph_kind::Elu:
+        case graph_kind::Exp:
+        case graph_kind::GELU:
+        case graph_kind::HardSigmoid:
+        case graph_kind::HardSwish:
+        case graph_kind::LeakyReLU:
+        case graph_kind::Log:
+        case graph_kind::Mish:
+        case graph_kind::Reciprocal:
+        case graph_kind::ReLU:
+        case graph_kind::Round:
+        case graph_kind::Sigmoid:
+        case graph_kind::SoftPlus:
+        case graph_kind::Sqrt:
+        case graph_kind::Square:
+        case graph_kind::Tanh: return true;
         default: return false;
     }
 }
@@ -778,9 +830,14 @@ bool is_graph_eltwise(graph_kind k) {
 // binary post-op of the op producing their first input).
 bool is_graph_binary(graph_kind k) {
     switch (k) {
-        case graph_kind::Add: case graph_kind::Subtract: case graph_kind::Multiply:
-        case graph_kind::Divide: case graph_kind::Maximum: case graph_kind::Minimum:
-        case graph_kind::SquaredDifference: case graph_kind::BiasAdd:
+        case graph_kind::Add:
+        case graph_kind::Subtract:
+        case graph_kind::Multiply:
+        case graph_kind::Divide:
+        case graph_kind::Maximum:
+        case graph_kind::Minimum:
+        case graph_kind::SquaredDifference:
+        case graph_kind::BiasAdd:
         case graph_kind::GreaterEqual: return true;
         default: return false;
     }
@@ -808,9 +865,7 @@ bool port_descs(const dnnl::graph::logical_tensor &port, dnnl::memory::desc &giv
         }
         plain = dnnl::memory::desc(dims, type, strides);
         return true;
-    } catch (const dnnl::error &) {
-        return false;
-    }
+    } catch (const dnnl::error &) { return false; }
 }
 
 // The smallest stride other than 0 among a strided port's dimensions of
@@ -831,14 +886,14 @@ int64_t innermost_nonzero_stride(const dnnl::graph::logical_tensor &port) {
 // it. Where the primitive cannot be made, a plain f32 transpose reorder
 // on the engine stands for the device (a GPU running generated kernels
 // picks jit:ir there).
-template <typename Make> bool runs_opencl_c(const dnnl::engine &engine, Make make) {
+template <typename Make>
+bool runs_opencl_c(const dnnl::engine &engine, Make make) {
     auto opencl_c = [](const dnnl::primitive_desc_base &pd) {
         return starts_with(known_problems::implementation_of(pd), "ocl:");
     };
     try {
         return opencl_c(make());
-    } catch (const dnnl::error &) {
-    }
+    } catch (const dnnl::error &) {}
     try {
         const dnnl::memory::desc rows({16, 16}, dnnl::memory::data_type::f32, {16, 1}),
                 columns({16, 16}, dnnl::memory::data_type::f32, {1, 16});
@@ -910,10 +965,9 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                 other(side);
                 const int axis = static_cast<int>(given.get_dims().size()) - 1;
                 if (!runs_opencl_c(engine, [&] {
-                        return dnnl::softmax_forward::primitive_desc(engine, forward,
-                                a::softmax_accurate, input ? given : side, input ? side : given,
-                                axis);
-                    }))
+                    return dnnl::softmax_forward::primitive_desc(engine, forward,
+                            a::softmax_accurate, input ? given : side, input ? side : given, axis);
+                }))
                     return {};
                 return refuse("softmax-layouts",
                         "has a layout other than the plain row-major one, which oneDNN's GPU "
@@ -925,9 +979,9 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
             case rule::dense_eltwise:
                 if (!applies("eltwise-strides") || dense_from_the_handle(given.get())
                         || !runs_opencl_c(engine, [&] {
-                               return dnnl::eltwise_forward::primitive_desc(
-                                       engine, forward, a::eltwise_relu, given, given, 0.f, 0.f);
-                           }))
+                    return dnnl::eltwise_forward::primitive_desc(engine, forward, a::eltwise_relu,
+                            given, given, 0.f, 0.f);
+                }))
                     return {};
                 return refuse("eltwise-strides",
                         "is not dense, and oneDNN's GPU eltwise reads it as if it were (known "
@@ -939,10 +993,10 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                     return {};
                 const bool proxy = other(dst);
                 if (!runs_opencl_c(engine, [&] {
-                        if (!proxy) throw dnnl::error(dnnl_unimplemented, "no destination");
-                        return dnnl::reduction::primitive_desc(
-                                engine, a::reduction_sum, given, dst, 0.f, 0.f);
-                    }))
+                    if (!proxy) throw dnnl::error(dnnl_unimplemented, "no destination");
+                    return dnnl::reduction::primitive_desc(engine, a::reduction_sum, given, dst,
+                            0.f, 0.f);
+                }))
                     return {};
                 return refuse("reduction-combined-strides",
                         "is not dense, and oneDNN's ocl:combined reduction reads it as if it were "
@@ -954,17 +1008,17 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                     return {};
                 const auto dims = given.get_dims();
                 if (!runs_opencl_c(engine, [&] {
-                        if (dims.size() < 2) throw dnnl::error(dnnl_unimplemented, "rank 1");
-                        dnnl::memory::dims src_dims = dims, wei_dims = dims;
-                        src_dims.back() = 16;
-                        wei_dims[wei_dims.size() - 2] = 16;
-                        for (size_t d = 0; d + 2 < dims.size(); ++d) wei_dims[d] = 1;
-                        const auto type = given.get_data_type();
-                        const auto tag = dnnl::memory::format_tag::any;
-                        return dnnl::matmul::primitive_desc(engine,
-                                dnnl::memory::desc(src_dims, type, tag),
-                                dnnl::memory::desc(wei_dims, type, tag), plain);
-                    }))
+                    if (dims.size() < 2) throw dnnl::error(dnnl_unimplemented, "rank 1");
+                    dnnl::memory::dims src_dims = dims, wei_dims = dims;
+                    src_dims.back() = 16;
+                    wei_dims[wei_dims.size() - 2] = 16;
+                    for (size_t d = 0; d + 2 < dims.size(); ++d) wei_dims[d] = 1;
+                    const auto type = given.get_data_type();
+                    const auto tag = dnnl::memory::format_tag::any;
+                    return dnnl::matmul::primitive_desc(engine,
+                            dnnl::memory::desc(src_dims, type, tag),
+                            dnnl::memory::desc(wei_dims, type, tag), plain);
+                }))
                     return {};
                 return refuse("dense-bias-post-op-inputs",
                         "has an innermost stride other than 1, which oneDNN reads as if it were 1 "

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <sstream>
 
 #include <pybind11/native_enum.h>
@@ -42,16 +44,14 @@ void bind_engine(py::module_ &m) {
     engine.def_static("get_count", [](dnnl::engine::kind kind) {
         fork_guard::check();
         return dnnl::engine::get_count(kind);
-    }, py::arg("kind"),
-            "Number of devices of `kind` oneDNN can use.");
+    }, py::arg("kind"), "Number of devices of `kind` oneDNN can use.");
     engine.def("get_kind", [](const engine_object &e) { return e.get_kind(); },
             "The engine's kind.");
     engine.def("__eq__", [](const engine_object &a, const engine_object &b) {
         return a.get() == b.get();
     }, py::is_operator());
-    engine.def("__hash__", [](const engine_object &e) {
-        return std::hash<const void *>()(e.get());
-    });
+    engine.def("__hash__",
+            [](const engine_object &e) { return std::hash<const void *>()(e.get()); });
     engine.def("__repr__", [](const engine_object &e) {
         std::ostringstream os;
         os << "<dnnl.engine " << engine_kind_name(e.get_kind()) << " at "

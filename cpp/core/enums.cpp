@@ -4,6 +4,8 @@
 // value the oneDNN in use declares is registered; only the names and
 // docstrings of the Python enums are written here. Enums nested in a class
 // (memory.data_type, engine.kind, stream.flags, ...) are bound with it.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <pybind11/native_enum.h>
 
 #include "core/objects.hpp"
@@ -107,7 +109,8 @@ void bind_enums(py::module_ &m) {
     m.def("get_default_fpmath_mode", &dnnl::get_default_fpmath_mode,
             "The fpmath mode of primitive descriptors made from now on whose attributes "
             "do not set one (as ONEDNN_DEFAULT_FPMATH_MODE; strict unless changed).");
-    m.def("set_default_fpmath_mode", [](dnnl::fpmath_mode mode) {
+    m.def("set_default_fpmath_mode",
+            [](dnnl::fpmath_mode mode) {
         dnnl::error::wrap_c_api(dnnl_set_default_fpmath_mode(dnnl::convert_to_c(mode)),
                 "could not set the default fpmath mode");
     }, py::arg("mode"),

@@ -1,6 +1,8 @@
 // The known-problems registry (common/known_problems) as the private
 // functions dnnl_ocl_interop.known_problems wraps: its rows, and each
 // problem's switch. The scope view is a test hook.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/errors.hpp"
 #include "common/known_problems.hpp"
 #include "core/objects.hpp"
@@ -60,31 +62,33 @@ py::dict row(const known_problems::problem &p) {
 } // namespace
 
 void bind_known_problems(py::module_ &m) {
-    m.def("_known_problem_rows", [] {
+    m.def("_known_problem_rows",
+            [] {
         py::list rows;
         for (const auto &p : known_problems::all()) rows.append(row(p));
         return py::tuple(rows);
-    }, "The known-problems registry's rows as dicts (dnnl.known_problems.problems() "
-       "wraps them).");
+    },
+            "The known-problems registry's rows as dicts (dnnl.known_problems.problems() "
+            "wraps them).");
     m.def("_set_known_problem_enabled", &known_problems::set_enabled, py::arg("id"),
             py::arg("enabled"),
             "Switch the rule of known problem `id` on or off (dnnl.known_problems.disable "
             "and enable wrap it); an unknown id raises invalid_arguments.");
     // (`kind` taken as an object: the enum is bound after this function)
-    m.def("_known_problem_names", [](const std::string &id, py::handle kind,
-                                          const std::string &implementation) {
+    m.def("_known_problem_names",
+            [](const std::string &id, py::handle kind, const std::string &implementation) {
         py::detail::make_caster<dnnl::primitive::kind> caster;
         if (!caster.load(kind, false)) throw_type_error("kind", "a dnnl.primitive.kind", kind);
-        return known_problems::names(
-                id, py::detail::cast_op<dnnl::primitive::kind>(caster), implementation.c_str());
+        return known_problems::names(id, py::detail::cast_op<dnnl::primitive::kind>(caster),
+                implementation.c_str());
     }, py::arg("id"), py::arg("kind"), py::arg("implementation"),
             "Whether known problem `id` names `implementation` (impl_info_str()) of "
             "primitives of `kind` (dnnl.known_problems.names wraps it).");
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS
-    m.def("_set_known_problem_scope_view", [](const std::string &implementation,
-                                                   std::optional<uint32_t> ip_version,
-                                                   std::optional<std::vector<size_t>> sub_group_sizes,
-                                                   bool emulated_softmax_sub_groups) {
+    m.def("_set_known_problem_scope_view",
+            [](const std::string &implementation, std::optional<uint32_t> ip_version,
+                    std::optional<std::vector<size_t>> sub_group_sizes,
+                    bool emulated_softmax_sub_groups) {
         if (!ip_version && !sub_group_sizes) {
             known_problems::set_scope_view(implementation, nullptr);
             return;
@@ -94,9 +98,9 @@ void bind_known_problems(py::module_ &m) {
         facts.sub_group_sizes = sub_group_sizes.value_or(std::vector<size_t> {});
         facts.emulated_softmax_sub_groups = emulated_softmax_sub_groups;
         known_problems::set_scope_view(implementation, &facts);
-    }, py::arg("implementation") = "", py::arg("ip_version") = py::none(),
-            py::arg("sub_group_sizes") = py::none(),
-            py::arg("emulated_softmax_sub_groups") = false,
+    },
+            py::arg("implementation") = "", py::arg("ip_version") = py::none(),
+            py::arg("sub_group_sizes") = py::none(), py::arg("emulated_softmax_sub_groups") = false,
             "Tests only: make every known-problem rule see `implementation` in place of the "
             "implementation oneDNN chose ('' for oneDNN's), and a device of `ip_version` and "
             "`sub_group_sizes` (None for the real device).");

@@ -1,5 +1,7 @@
 // Library-wide facts: oneDNN's version and how this extension was built.
-#include "common/verbose.hpp"
+#include "common/enum_caster.hpp" // first: see the header
+
+#include "core/verbose.hpp"
 #include "core/objects.hpp"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -37,21 +39,24 @@ void bind_library(py::module_ &m) {
             .def_readonly("major", &dnnl_version_t::major, "Major version.")
             .def_readonly("minor", &dnnl_version_t::minor, "Minor version.")
             .def_readonly("patch", &dnnl_version_t::patch, "Patch version.")
-            .def_property_readonly("hash", [](const dnnl_version_t &v) { return std::string(v.hash); },
+            .def_property_readonly("hash",
+                    [](const dnnl_version_t &v) { return std::string(v.hash); },
                     "Git commit hash of the build.")
             .def_readonly("cpu_runtime", &dnnl_version_t::cpu_runtime, "CPU runtime (RUNTIME_*).")
             .def_readonly("gpu_runtime", &dnnl_version_t::gpu_runtime, "GPU runtime (RUNTIME_*).")
             .def("__len__", [](const dnnl_version_t &) { return 4; })
-            .def("__getitem__", [](const dnnl_version_t &v, py::object index) -> py::object {
-                return py::make_tuple(v.major, v.minor, v.patch, std::string(v.hash))[index];
-            }, py::arg("index"), "(major, minor, patch, hash)[index], as the tuple version() "
-                                 "returned before.")
+            .def("__getitem__",
+                    [](const dnnl_version_t &v, py::object index) -> py::object {
+        return py::make_tuple(v.major, v.minor, v.patch, std::string(v.hash))[index];
+    }, py::arg("index"),
+                    "(major, minor, patch, hash)[index], as the tuple version() "
+                    "returned before.")
             .def("__repr__", [](const dnnl_version_t &v) {
-                return "version_t(major=" + std::to_string(v.major) + ", minor="
-                        + std::to_string(v.minor) + ", patch=" + std::to_string(v.patch)
-                        + ", hash='" + v.hash + "', cpu_runtime=" + std::to_string(v.cpu_runtime)
-                        + ", gpu_runtime=" + std::to_string(v.gpu_runtime) + ")";
-            });
+        return "version_t(major=" + std::to_string(v.major) + ", minor=" + std::to_string(v.minor)
+                + ", patch=" + std::to_string(v.patch) + ", hash='" + v.hash
+                + "', cpu_runtime=" + std::to_string(v.cpu_runtime)
+                + ", gpu_runtime=" + std::to_string(v.gpu_runtime) + ")";
+    });
     m.def("version", [] { return dnnl::version(); }, py::return_value_policy::reference,
             "The oneDNN library's version_t (indexable as (major, minor, patch, hash)).");
     m.attr("RUNTIME_NONE") = DNNL_RUNTIME_NONE;
@@ -66,7 +71,7 @@ void bind_library(py::module_ &m) {
     m.def("library_path", [] {
         // Where the dynamic loader found libdnnl (bundled in the package or a
         // system install): the file that defines dnnl_version.
-        Dl_info info{};
+        Dl_info info {};
         if (dladdr(reinterpret_cast<void *>(&dnnl_version), &info) == 0
                 || info.dli_fname == nullptr)
             return std::string();
@@ -74,15 +79,15 @@ void bind_library(py::module_ &m) {
     }, "Path of the libdnnl shared library this module uses ('' if unknown).");
     m.attr("_test_hooks") = py::bool_(test_hooks_built);
     bind_known_problems(m);
-    m.def("set_primitive_cache_capacity", &dnnl::set_primitive_cache_capacity,
-            py::arg("capacity"),
+    m.def("set_primitive_cache_capacity", &dnnl::set_primitive_cache_capacity, py::arg("capacity"),
             "How many primitives oneDNN keeps cached (0 empties and disables the cache).");
     m.def("get_primitive_cache_capacity", &dnnl::get_primitive_cache_capacity,
             "How many primitives oneDNN keeps cached.");
     verbose::bind(m); // set_verbose, and dnnl.verbose's regions
     // dnnl.hpp returns this setter's status; here a failure raises, as
     // every other call does.
-    m.def("set_jit_dump", [](int enable) {
+    m.def("set_jit_dump",
+            [](int enable) {
         dnnl::error::wrap_c_api(dnnl_set_jit_dump(enable), "could not set the jit dump mode");
     }, py::arg("enable"),
             "Whether oneDNN writes the binaries of the GPU kernels it generates to "

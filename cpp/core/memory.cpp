@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -52,7 +54,7 @@ struct mapped_data {
     mapped_data(const mapped_data &) = delete; // one mapping, one unmap
     mapped_data &operator=(const mapped_data &) = delete;
 
-    memory_object owner; // which memory the view is of (unmap_data checks)
+    memory_object owner;  // which memory the view is of (unmap_data checks)
     dnnl::memory through; // mapping_memory(owner) at map time
     void *ptr;
     int index; // which buffer of the layout
@@ -100,7 +102,8 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
         auto n = (*dims)[d], p = (*padded)[d];
         bool runtime = n == DNNL_RUNTIME_DIM_VAL || p == DNNL_RUNTIME_DIM_VAL;
         if (!runtime && n < 0) return "dimension " + std::to_string(d);
-        if (!runtime && kind == dnnl_blocked && (p < n || (*offsets)[d] < 0 || (*offsets)[d] > p - n))
+        if (!runtime && kind == dnnl_blocked
+                && (p < n || (*offsets)[d] < 0 || (*offsets)[d] > p - n))
             return "padded dimension " + std::to_string(d);
     }
     switch (kind) {
@@ -130,7 +133,8 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
     std::fill(blocks, blocks + DNNL_MAX_NDIMS, 1);
     for (int b = 0; b < nblks; ++b) {
         auto idx = (*idxs)[b], blk = (*blks)[b];
-        if (idx < 0 || idx >= ndims || blk <= 0 || __builtin_mul_overflow(blocks[idx], blk, &blocks[idx]))
+        if (idx < 0 || idx >= ndims || blk <= 0
+                || __builtin_mul_overflow(blocks[idx], blk, &blocks[idx]))
             return "inner block " + std::to_string(b);
     }
     for (int d = 0; d < ndims; ++d) {
@@ -158,22 +162,20 @@ py::array mapped_array(const memory::desc &desc, int index, void *ptr, py::handl
     py::object dtype = numpy_dtype(desc.get_data_type(index));
     auto kind = desc.get_format_kind();
     auto bytes = static_cast<py::ssize_t>(desc.get_size(index));
-    if (dtype.is_none())
-        return py::array(py::dtype("uint8"), {bytes}, {}, ptr, base);
+    if (dtype.is_none()) return py::array(py::dtype("uint8"), {bytes}, {}, ptr, base);
     auto typed = py::reinterpret_borrow<py::dtype>(dtype);
     auto item = typed.itemsize();
     if (kind == memory::format_kind::host_scalar)
-        return py::array(typed, std::vector<py::ssize_t> {}, std::vector<py::ssize_t> {}, ptr, base);
-    if (kind == memory::format_kind::sparse)
-        return py::array(typed, {bytes / item}, {}, ptr, base);
+        return py::array(typed, std::vector<py::ssize_t> {}, std::vector<py::ssize_t> {}, ptr,
+                base);
+    if (kind == memory::format_kind::sparse) return py::array(typed, {bytes / item}, {}, ptr, base);
     if (kind != memory::format_kind::blocked || desc.get_inner_nblks() != 0)
         return py::array(py::dtype("uint8"), {bytes}, {}, ptr, base);
     std::vector<py::ssize_t> shape, strides;
     for (auto d : desc.get_dims()) shape.push_back(d);
     for (auto s : desc.get_strides()) strides.push_back(s * item);
     char *first = static_cast<char *>(ptr) + desc.get_submemory_offset() * item;
-    return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, strides,
-            first, base);
+    return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, strides, first, base);
 }
 
 // A Python number as the bytes of one `t` element (bf16 rounded to nearest
@@ -198,7 +200,8 @@ std::vector<uint8_t> host_scalar_bytes(dt t, py::handle value) {
 
 py::object host_scalar_value(dt t, const std::vector<uint8_t> &bytes) {
     if (t == dt::bf16)
-        return py::float_(data_types::f32_from_bf16(static_cast<uint16_t>(bytes[0] | (bytes[1] << 8))));
+        return py::float_(
+                data_types::f32_from_bf16(static_cast<uint16_t>(bytes[0] | (bytes[1] << 8))));
     py::object dtype = numpy_dtype(t);
     if (dtype.is_none())
         throw_invalid_argument(std::string("host scalars of data type ") + data_types::name(t)
@@ -216,8 +219,7 @@ std::string desc_repr(const memory::desc &d) {
     if (d.get_format_kind() == memory::format_kind::blocked) {
         os << " strides=[";
         auto strides = d.get_strides();
-        for (size_t i = 0; i < strides.size(); ++i)
-            os << (i ? ", " : "") << strides[i];
+        for (size_t i = 0; i < strides.size(); ++i) os << (i ? ", " : "") << strides[i];
         os << "]";
         if (d.get_inner_nblks()) os << " blocked";
     } else if (d.get_format_kind() == memory::format_kind::any) {
@@ -266,10 +268,13 @@ void bind_enums(py::class_<memory_object> &mem) {
 
 // C++ gives an empty handle where allow_empty lets construction fail; Python
 // gets the zero descriptor the documentation promises.
-memory::desc or_zero(memory::desc d) { return d.get(/*allow_empty=*/true) ? d : memory::desc(); }
+memory::desc or_zero(memory::desc d) {
+    return d.get(/*allow_empty=*/true) ? d : memory::desc();
+}
 
 // A descriptor-returning member or static function with allow_empty, as above.
-template <typename... Args, typename F> auto zero_if_empty(F f) {
+template <typename... Args, typename F>
+auto zero_if_empty(F f) {
     return [f](Args... args) { return or_zero(std::invoke(f, args...)); };
 }
 
@@ -279,8 +284,7 @@ void bind_desc(py::class_<memory_object> &mem) {
             "and layout. Compare with ==.");
     desc.def(py::init<>(), "A zero descriptor (no dimensions, size 0).");
     desc.def(py::init<const memory::desc &>(), py::arg("other"), "A copy of `other`.");
-    desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag,
-                               bool allow_empty) {
+    desc.def(py::init([](const memory::dims &dims, dt data_type, tag format_tag, bool allow_empty) {
         return or_zero(memory::desc(dims, data_type, format_tag, allow_empty));
     }),
             py::arg("dims"), py::arg("data_type"), py::arg("format_tag"),
@@ -288,11 +292,11 @@ void bind_desc(py::class_<memory_object> &mem) {
             "Descriptor of `dims` elements of `data_type` in layout `format_tag`; "
             "with `allow_empty`, a zero descriptor instead of an error when "
             "oneDNN refuses them.");
-    desc.def(py::init([](const memory::dims &dims, dt data_type,
-                               const memory::dims &strides, bool allow_empty) {
+    desc.def(py::init([](const memory::dims &dims, dt data_type, const memory::dims &strides,
+                              bool allow_empty) {
         if (strides.size() != dims.size()) // as oneDNN's C++ API checks it
-            throw_invalid_argument("desc(): " + std::to_string(strides.size())
-                    + " strides for " + std::to_string(dims.size()) + " dims");
+            throw_invalid_argument("desc(): " + std::to_string(strides.size()) + " strides for "
+                    + std::to_string(dims.size()) + " dims");
         // oneDNN takes them, but data would then lie before the handle
         // (along a dimension of one element, nothing is stepped over).
         for (size_t d = 0; d < strides.size(); ++d)
@@ -317,7 +321,8 @@ void bind_desc(py::class_<memory_object> &mem) {
         memory::desc result(data);
         std::string why = unsound_fields(result.get());
         if (!why.empty())
-            throw_invalid_argument("desc(blob): the blob is not a memory descriptor's (" + why + ")");
+            throw_invalid_argument(
+                    "desc(blob): the blob is not a memory descriptor's (" + why + ")");
         // A packed layout's blocking fields answer no query, and get_size()
         // divides by them: the descriptor desc.packed makes of the same
         // facts stands for it (this build makes packed ones no other way).
@@ -326,7 +331,8 @@ void bind_desc(py::class_<memory_object> &mem) {
             memory::desc rebuilt = memory::desc::packed(result.get_dims(), result.get_data_type(),
                     result.get_nnz(), /*allow_empty=*/true);
             if (rebuilt.is_zero() || rebuilt != result)
-                throw_invalid_argument("desc(blob): the blob is not a memory descriptor's (packed)");
+                throw_invalid_argument(
+                        "desc(blob): the blob is not a memory descriptor's (packed)");
             return rebuilt;
         }
         return result;
@@ -339,17 +345,21 @@ void bind_desc(py::class_<memory_object> &mem) {
         return py::bytes(reinterpret_cast<const char *>(blob.data()), blob.size());
     }, "The descriptor as bytes, for desc(blob).");
     using dims = memory::dims;
-    desc.def_static("csr", zero_if_empty<const dims &, dt, memory::dim, dt, dt, bool>(&memory::desc::csr), py::arg("dims"), py::arg("data_type"),
-            py::arg("nnz"), py::arg("index_data_type"), py::arg("pointer_data_type"),
-            py::arg("allow_empty") = false,
+    desc.def_static("csr",
+            zero_if_empty<const dims &, dt, memory::dim, dt, dt, bool>(&memory::desc::csr),
+            py::arg("dims"), py::arg("data_type"), py::arg("nnz"), py::arg("index_data_type"),
+            py::arg("pointer_data_type"), py::arg("allow_empty") = false,
             "Sparse descriptor, CSR encoding: buffers 0 values, 1 column indices, "
             "2 row pointers; `nnz` non-zero values.");
-    desc.def_static("coo", zero_if_empty<const dims &, dt, memory::dim, dt, bool>(&memory::desc::coo), py::arg("dims"), py::arg("data_type"),
-            py::arg("nnz"), py::arg("index_data_type"), py::arg("allow_empty") = false,
+    desc.def_static("coo",
+            zero_if_empty<const dims &, dt, memory::dim, dt, bool>(&memory::desc::coo),
+            py::arg("dims"), py::arg("data_type"), py::arg("nnz"), py::arg("index_data_type"),
+            py::arg("allow_empty") = false,
             "Sparse descriptor, COO encoding: buffer 0 values, buffer 1 + d the "
             "indices along dimension d; `nnz` non-zero values.");
-    desc.def_static("packed", zero_if_empty<const dims &, dt, memory::dim, bool>(&memory::desc::packed), py::arg("dims"), py::arg("data_type"),
-            py::arg("nnz"), py::arg("allow_empty") = false,
+    desc.def_static("packed",
+            zero_if_empty<const dims &, dt, memory::dim, bool>(&memory::desc::packed),
+            py::arg("dims"), py::arg("data_type"), py::arg("nnz"), py::arg("allow_empty") = false,
             "Sparse descriptor, packed encoding: only for creating a primitive "
             "descriptor, which gives the actual one (like format_tag.any).");
     desc.def_static("host_scalar", &memory::desc::host_scalar, py::arg("data_type"),
@@ -366,9 +376,9 @@ void bind_desc(py::class_<memory_object> &mem) {
     desc.def("get_size", &memory::desc::get_size, py::arg("index") = 0,
             "Size in bytes (of the index-th buffer for multi-buffer layouts, 0 "
             "for an index past them).");
-    desc.def("_addressed_bytes", [](const memory::desc &d, int index) {
-        return addressed_bytes(d.get(), index);
-    }, py::arg("index") = 0,
+    desc.def("_addressed_bytes",
+            [](const memory::desc &d, int index) { return addressed_bytes(d.get(), index); },
+            py::arg("index") = 0,
             "Bytes from the handle of buffer `index` that oneDNN's kernels may address: "
             "to the furthest element of a plain layout, from its sub-memory offset on; "
             "get_size() and the offset for other layouts. Storage given for the "
@@ -389,21 +399,23 @@ void bind_desc(py::class_<memory_object> &mem) {
     desc.def("get_submemory_offset", &memory::desc::get_submemory_offset,
             "Offset of the first element, in elements.");
     desc.def("is_zero", &memory::desc::is_zero, "True for a zero descriptor.");
-    desc.def("reshape", zero_if_empty<const memory::desc &, const dims &, bool>(&memory::desc::reshape), py::arg("dims"),
-            py::arg("allow_empty") = false, "Descriptor with new dimensions.");
+    desc.def("reshape",
+            zero_if_empty<const memory::desc &, const dims &, bool>(&memory::desc::reshape),
+            py::arg("dims"), py::arg("allow_empty") = false, "Descriptor with new dimensions.");
     desc.def("permute_axes",
-            zero_if_empty<const memory::desc &, const std::vector<int> &, bool>(&memory::desc::permute_axes), py::arg("permutation"),
-            py::arg("allow_empty") = false, "Descriptor with permuted axes.");
+            zero_if_empty<const memory::desc &, const std::vector<int> &, bool>(
+                    &memory::desc::permute_axes),
+            py::arg("permutation"), py::arg("allow_empty") = false,
+            "Descriptor with permuted axes.");
     desc.def("submemory_desc",
-            zero_if_empty<const memory::desc &, const dims &, const dims &, bool>(&memory::desc::submemory_desc), py::arg("dims"),
-            py::arg("offsets"), py::arg("allow_empty") = false,
+            zero_if_empty<const memory::desc &, const dims &, const dims &, bool>(
+                    &memory::desc::submemory_desc),
+            py::arg("dims"), py::arg("offsets"), py::arg("allow_empty") = false,
             "Descriptor of a sub-tensor of `dims` starting at `offsets`.");
-    desc.def("__eq__", [](const memory::desc &a, const memory::desc &b) {
-        return a == b;
-    }, py::is_operator());
-    desc.def("__ne__", [](const memory::desc &a, const memory::desc &b) {
-        return a != b;
-    }, py::is_operator());
+    desc.def("__eq__", [](const memory::desc &a, const memory::desc &b) { return a == b; },
+            py::is_operator());
+    desc.def("__ne__", [](const memory::desc &a, const memory::desc &b) { return a != b; },
+            py::is_operator());
     desc.attr("__hash__") = py::none(); // mutable C handle: equal, not hashable
     desc.def("__repr__", &desc_repr);
 }
@@ -413,9 +425,7 @@ void bind_desc(py::class_<memory_object> &mem) {
 void bind_memory(py::module_ &m) {
     py::class_<special_handle>(m, "_special_handle",
             "Type of dnnl.MEMORY_ALLOCATE and dnnl.MEMORY_NONE.")
-            .def("__repr__", [](const special_handle &h) {
-                return std::string("dnnl.") + h.name;
-            });
+            .def("__repr__", [](const special_handle &h) { return std::string("dnnl.") + h.name; });
     m.attr("MEMORY_ALLOCATE") = memory_allocate;
     // A dimension or stride given at execution (DNNL_RUNTIME_DIM_VAL), and
     // the other runtime placeholders of C++.
@@ -434,15 +444,13 @@ void bind_memory(py::module_ &m) {
     bind_enums(mem);
     bind_desc(mem);
 
-    mem.def(py::init([](const memory::desc &desc, const engine_object &engine,
-                             py::handle handle) {
+    mem.def(py::init([](const memory::desc &desc, const engine_object &engine, py::handle handle) {
         auto user = memory_handles_from(handle, desc, engine, /*usm=*/false,
                 /*accept_mem_object=*/true);
         return memory_object(memory(desc, engine, user.handles), engine, nullptr,
                 std::move(user.owners));
     }),
-            py::arg("desc"), py::arg("engine"),
-            py::arg("handle") = memory_allocate,
+            py::arg("desc"), py::arg("engine"), py::arg("handle") = memory_allocate,
             "Memory for `desc` on `engine`. `handle`: dnnl.MEMORY_ALLOCATE "
             "(oneDNN allocates; the binding does where oneDNN's get_size() bytes "
             "fall short of what `desc` addresses), dnnl.MEMORY_NONE (no storage yet), or the "
@@ -456,8 +464,9 @@ void bind_memory(py::module_ &m) {
     using number = std::variant<long long, double>;
     mem.def(py::init([](const memory::desc &desc, const number &value) {
         if (desc.get_format_kind() != memory::format_kind::host_scalar)
-            throw_invalid_argument("memory(desc, value): desc must be a host-scalar "
-                                   "descriptor (memory.desc.host_scalar)");
+            throw_invalid_argument(
+                    "memory(desc, value): desc must be a host-scalar "
+                    "descriptor (memory.desc.host_scalar)");
         auto bytes = host_scalar_bytes(desc.get_data_type(),
                 std::visit([](auto v) { return py::object(py::cast(v)); }, value));
         dnnl_memory_t created = nullptr;
@@ -473,7 +482,8 @@ void bind_memory(py::module_ &m) {
     mem.def_static("data_type_size", &memory::data_type_size, py::arg("data_type"),
             "Bytes per element of `data_type`, as oneDNN counts them: 1 for the 4-bit "
             "types (the byte two of them share), 2**64-1 for undef.");
-    mem.def_static("numpy_dtype", [](dt t) -> py::typing::Optional<py::dtype> {
+    mem.def_static("numpy_dtype",
+            [](dt t) -> py::typing::Optional<py::dtype> {
         return py::reinterpret_borrow<py::typing::Optional<py::dtype>>(numpy_dtype(t));
     }, py::arg("data_type"),
             "The NumPy dtype map_data() and dnnl.arrays use for elements of "
@@ -485,44 +495,49 @@ void bind_memory(py::module_ &m) {
     py::list table;
     for (const auto &r : data_types::table()) {
         const char *holds = r.holds == data_types::numpy_holds::values ? "values"
-                : r.holds == data_types::numpy_holds::bits                ? "bits"
-                                                                          : "nothing";
+                : r.holds == data_types::numpy_holds::bits             ? "bits"
+                                                                       : "nothing";
         table.append(py::make_tuple(r.name, r.in_memory, r.in_graph, r.bits,
                 r.numpy ? py::object(py::str(r.numpy)) : py::object(py::none()), holds));
     }
     m.attr("_data_type_table") = py::tuple(table);
-    m.def("_bf16_from_float32", [](py::array_t<float, py::array::c_style | py::array::forcecast> values) {
-        py::array_t<uint16_t> out(std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+    m.def("_bf16_from_float32",
+            [](py::array_t<float, py::array::c_style | py::array::forcecast> values) {
+        py::array_t<uint16_t> out(
+                std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
         const float *in = values.data();
         uint16_t *bits = out.mutable_data();
         for (py::ssize_t i = 0; i < values.size(); ++i) bits[i] = data_types::bf16_from_f32(in[i]);
         return out;
     }, py::arg("values"), "bf16 bits (uint16) of float32 values (dnnl.arrays.bf16_from_float32).");
-    mem.def("get_desc", [](const memory_object &m) { return m.desc; },
-            "The memory descriptor.");
+    mem.def("get_desc", [](const memory_object &m) { return m.desc; }, "The memory descriptor.");
     mem.def("get_engine", [](const memory_object &m) -> py::typing::Optional<engine_object> {
         if (m.host_scalar)
             return py::reinterpret_borrow<py::typing::Optional<engine_object>>(py::none());
         return py::cast(m.engine);
     }, "The engine the memory lives on (None for host-scalar memory).");
-    mem.def("get_data_handle", [](const memory_object &m, int index) {
+    mem.def("get_data_handle",
+            [](const memory_object &m, int index) {
         check_buffer_index(m, index);
         return reinterpret_cast<uintptr_t>(m.memory.get_data_handle(index));
     }, py::arg("index") = 0,
             "The storage handle of buffer `index` as an int (a USM pointer or a "
             "cl_mem); 0 when none.");
-    mem.def("set_data_handle", [](memory_object &m, py::handle handle, int index) {
+    mem.def("set_data_handle",
+            [](memory_object &m, py::handle handle, int index) {
         check_buffer_index(m, index);
         if (m.host_scalar)
-            throw_invalid_argument("set_data_handle(): host-scalar memory holds its value "
-                                   "(set_host_scalar_value)");
+            throw_invalid_argument(
+                    "set_data_handle(): host-scalar memory holds its value "
+                    "(set_host_scalar_value)");
         bool mem_object = false;
         py::object owner;
         void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/true, &mem_object,
                 &owner);
         if (h == DNNL_MEMORY_ALLOCATE)
-            throw_invalid_argument("set_data_handle() takes a handle or "
-                                  "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
+            throw_invalid_argument(
+                    "set_data_handle() takes a handle or "
+                    "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
         check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index, mem_object);
         m.memory.set_data_handle(h, index);
         if (m.handle_owners.size() <= static_cast<size_t>(index)) m.handle_owners.resize(index + 1);
@@ -546,9 +561,9 @@ void bind_memory(py::module_ &m) {
         auto bytes = host_scalar_bytes(m.desc.get_data_type(), value);
         dnnl::error::wrap_c_api(dnnl_memory_set_host_scalar_value(m.memory.get(), bytes.data()),
                 "could not set host scalar value to a memory object");
-    }, py::arg("value"),
-            "Set the value of host-scalar memory (converted to its data type).");
-    mem.def("map_data", [](const memory_object &m, int index) {
+    }, py::arg("value"), "Set the value of host-scalar memory (converted to its data type).");
+    mem.def("map_data",
+            [](const memory_object &m, int index) {
         fork_guard::check();
         check_buffer_index(m, index);
         check_mappable(m.memory, m.desc, index, "map_data()");
@@ -570,14 +585,15 @@ void bind_memory(py::module_ &m) {
                 py::return_value_policy::take_ownership);
         return mapped_array(m.desc, index, ptr, holder);
     }, py::arg("index") = 0,
-       "Map buffer `index` of the memory for host access and return a NumPy "
-       "array over the mapping: typed by the data type (f16 as float16, bf16 as "
-       "uint16) and shaped and strided by the dims when the layout is plain; "
-       "flat and typed for the buffers of a sparse layout, 0-d for host-scalar "
-       "memory; otherwise flat uint8 bytes. Writes reach the memory at "
-       "unmap_data(), which is also done when the last view of the mapping is "
-       "gone. Do not use the array after unmap_data().");
-    mem.def("unmap_data", [](const memory_object &self, py::handle view, int index) {
+            "Map buffer `index` of the memory for host access and return a NumPy "
+            "array over the mapping: typed by the data type (f16 as float16, bf16 as "
+            "uint16) and shaped and strided by the dims when the layout is plain; "
+            "flat and typed for the buffers of a sparse layout, 0-d for host-scalar "
+            "memory; otherwise flat uint8 bytes. Writes reach the memory at "
+            "unmap_data(), which is also done when the last view of the mapping is "
+            "gone. Do not use the array after unmap_data().");
+    mem.def("unmap_data",
+            [](const memory_object &self, py::handle view, int index) {
         fork_guard::check();
         for (py::handle obj = view; obj && !obj.is_none();
                 obj = py::getattr(obj, "base", py::none())) {
@@ -588,15 +604,15 @@ void bind_memory(py::module_ &m) {
                 if (mapping.index != index)
                     throw_invalid_argument("unmap_data(): view maps buffer "
                             + std::to_string(mapping.index) + ", not " + std::to_string(index));
-                if (!mapping.mapped)
-                    throw_invalid_argument("unmap_data(): already unmapped");
+                if (!mapping.mapped) throw_invalid_argument("unmap_data(): already unmapped");
                 mapping.unmap();
                 return;
             }
             if (!py::isinstance<py::array>(obj)) break;
         }
-        throw py::type_error("unmap_data(): view must be an array returned by "
-                             "map_data() (or a view of one)");
+        throw py::type_error(
+                "unmap_data(): view must be an array returned by "
+                "map_data() (or a view of one)");
     }, py::arg("view"), py::arg("index") = 0,
             "Unmap a mapping of buffer `index` made by map_data(index), writing "
             "host changes back to the memory.");

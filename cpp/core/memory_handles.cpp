@@ -1,6 +1,8 @@
 // Memory handles given from Python (ints, typed pointers, pyopencl memory
 // objects, MEMORY_ALLOCATE / MEMORY_NONE), each checked against the storage
 // it names (common/storage_checks).
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <string>
 
@@ -43,7 +45,8 @@ user_handles memory_handles_from(py::handle obj, const dnnl::memory::desc &desc,
     auto add = [&](py::handle item, const std::string &param, int index) {
         bool mem_object = false;
         py::object owner;
-        void *handle = memory_handle_from(item, param.c_str(), accept_mem_object, &mem_object, &owner);
+        void *handle
+                = memory_handle_from(item, param.c_str(), accept_mem_object, &mem_object, &owner);
         check_user_handle(desc, engine, usm, handle, index, mem_object);
         result.handles.push_back(handle);
         result.owners.push_back(keep_alive(std::move(owner)));

@@ -36,13 +36,16 @@ struct stream_object {
 struct memory_object {
     // `engine` is empty for host-scalar memory, which lives on no engine.
     // `storage` owns storage the binding allocated for the memory.
-    memory_object(dnnl::memory memory, engine_object engine, std::shared_ptr<void> storage = nullptr,
+    memory_object(dnnl::memory memory, engine_object engine,
+            std::shared_ptr<void> storage = nullptr,
             std::vector<std::shared_ptr<void>> handle_owners = {})
-        : engine(std::move(engine)), storage(std::move(storage)),
-          handle_owners(std::move(handle_owners)), memory(std::move(memory)),
-          desc(this->memory.get_desc()),
-          num_handles(desc.get_num_handles()),
-          host_scalar(desc.get_format_kind() == dnnl::memory::format_kind::host_scalar) {}
+        : engine(std::move(engine))
+        , storage(std::move(storage))
+        , handle_owners(std::move(handle_owners))
+        , memory(std::move(memory))
+        , desc(this->memory.get_desc())
+        , num_handles(desc.get_num_handles())
+        , host_scalar(desc.get_format_kind() == dnnl::memory::format_kind::host_scalar) {}
     engine_object engine;
     // Declared before `memory`: freed after oneDNN's memory object is gone.
     std::shared_ptr<void> storage;
@@ -89,10 +92,11 @@ void check_buffer_index(const memory_object &memory, int index);
 
 // Registration of the core object families (module.cpp calls them in order).
 void bind_library(pybind11::module_ &m); // core/library.cpp
-void bind_known_problems(pybind11::module_ &m); // core/known_problem_bindings.cpp (bind_library calls it)
-void bind_enums(pybind11::module_ &m);   // core/enums.cpp
-void bind_engine(pybind11::module_ &m);  // core/engine.cpp
-void bind_stream(pybind11::module_ &m);  // core/stream.cpp
-void bind_memory(pybind11::module_ &m);  // core/memory.cpp
+void bind_known_problems(
+        pybind11::module_ &m);          // core/known_problem_bindings.cpp (bind_library calls it)
+void bind_enums(pybind11::module_ &m);  // core/enums.cpp
+void bind_engine(pybind11::module_ &m); // core/engine.cpp
+void bind_stream(pybind11::module_ &m); // core/stream.cpp
+void bind_memory(pybind11::module_ &m); // core/memory.cpp
 
 } // namespace dnnl_ocl_interop

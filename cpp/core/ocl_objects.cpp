@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "core/ocl_objects.hpp"
 
 #include <chrono>
@@ -31,7 +33,8 @@ bool finishes_soon(const dnnl::stream &stream) {
     constexpr auto poll_for = std::chrono::microseconds(25);
     cl_command_queue queue = oi::get_command_queue(stream);
     cl_event marker = nullptr;
-    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS || !marker) return false;
+    if (clEnqueueMarkerWithWaitList(queue, 0, nullptr, &marker) != CL_SUCCESS || !marker)
+        return false;
     clFlush(queue);
     bool done = false;
     auto until = std::chrono::steady_clock::now() + poll_for;
@@ -55,8 +58,8 @@ void check_same_context(const std::vector<cl_event> &events, const dnnl::engine 
     cl_context context = oi::get_context(engine);
     for (size_t i = 0; i < events.size(); ++i) {
         cl_context event_context = nullptr;
-        check_cl(clGetEventInfo(events[i], CL_EVENT_CONTEXT, sizeof(event_context),
-                         &event_context, nullptr),
+        check_cl(clGetEventInfo(events[i], CL_EVENT_CONTEXT, sizeof(event_context), &event_context,
+                         nullptr),
                 "clGetEventInfo(CL_EVENT_CONTEXT)");
         if (event_context != context)
             throw_invalid_argument("deps[" + std::to_string(i)
@@ -73,8 +76,8 @@ void wait_in_order(const stream_object &stream, const std::vector<cl_event> &eve
     if (stream.out_of_order || events.empty() || !workarounds::inorder_execute_needs_barrier())
         return;
     cl_command_queue queue = oi::get_command_queue(stream.stream);
-    check_cl(clEnqueueBarrierWithWaitList(queue, static_cast<cl_uint>(events.size()),
-                     events.data(), nullptr),
+    check_cl(clEnqueueBarrierWithWaitList(queue, static_cast<cl_uint>(events.size()), events.data(),
+                     nullptr),
             "clEnqueueBarrierWithWaitList");
 }
 

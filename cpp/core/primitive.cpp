@@ -1,5 +1,7 @@
 // primitive_desc and primitive base classes; argument checks for execute();
 // primitive cache blobs.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -14,7 +16,7 @@
 #include "common/fork_guard.hpp"
 #include "common/memory_descs.hpp"
 #include "common/post_ops.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/primitive_objects.hpp"
 #include "core/profiling.hpp"
 #include "common/storage_checks.hpp"
@@ -26,16 +28,14 @@ namespace {
 
 // Arguments a primitive may read or write; the descriptor says which
 // it does (a zero exec_arg_md means "not used").
-const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2,
-        DNNL_ARG_SRC_3, DNNL_ARG_DST_0, DNNL_ARG_DST_1, DNNL_ARG_DST_2,
-        DNNL_ARG_WEIGHTS_0, DNNL_ARG_WEIGHTS_1, DNNL_ARG_WEIGHTS_2,
-        DNNL_ARG_WEIGHTS_3, DNNL_ARG_BIAS, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
+const int candidate_args[] = {DNNL_ARG_SRC_0, DNNL_ARG_SRC_1, DNNL_ARG_SRC_2, DNNL_ARG_SRC_3,
+        DNNL_ARG_DST_0, DNNL_ARG_DST_1, DNNL_ARG_DST_2, DNNL_ARG_WEIGHTS_0, DNNL_ARG_WEIGHTS_1,
+        DNNL_ARG_WEIGHTS_2, DNNL_ARG_WEIGHTS_3, DNNL_ARG_BIAS, DNNL_ARG_MEAN, DNNL_ARG_VARIANCE,
         DNNL_ARG_SCALE, DNNL_ARG_SHIFT, DNNL_ARG_WORKSPACE, DNNL_ARG_SCRATCHPAD,
-        DNNL_ARG_DIFF_SRC_0, DNNL_ARG_DIFF_SRC_1, DNNL_ARG_DIFF_SRC_2,
-        DNNL_ARG_DIFF_SRC_3, DNNL_ARG_DIFF_DST_0, DNNL_ARG_DIFF_DST_1,
-        DNNL_ARG_DIFF_DST_2, DNNL_ARG_DIFF_WEIGHTS_0, DNNL_ARG_DIFF_WEIGHTS_1,
-        DNNL_ARG_DIFF_WEIGHTS_2, DNNL_ARG_DIFF_WEIGHTS_3, DNNL_ARG_DIFF_BIAS,
-        DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_ATTR_DROPOUT_MASK};
+        DNNL_ARG_DIFF_SRC_0, DNNL_ARG_DIFF_SRC_1, DNNL_ARG_DIFF_SRC_2, DNNL_ARG_DIFF_SRC_3,
+        DNNL_ARG_DIFF_DST_0, DNNL_ARG_DIFF_DST_1, DNNL_ARG_DIFF_DST_2, DNNL_ARG_DIFF_WEIGHTS_0,
+        DNNL_ARG_DIFF_WEIGHTS_1, DNNL_ARG_DIFF_WEIGHTS_2, DNNL_ARG_DIFF_WEIGHTS_3,
+        DNNL_ARG_DIFF_BIAS, DNNL_ARG_DIFF_SCALE, DNNL_ARG_DIFF_SHIFT, DNNL_ARG_ATTR_DROPOUT_MASK};
 
 // exec_arg_md also describes arguments some configurations do not use;
 // for those, oneDNN's own arg_usage() decides by the flags, the propagation
@@ -76,7 +76,6 @@ bool is_used(const dnnl::primitive_desc_base &pd, int arg) {
     return true;
 }
 
-
 // oneDNN executes on memory of any descriptor: its kernels address the
 // primitive's descriptor within the memory's storage, or the memory's own
 // descriptor where the primitive's has runtime dimensions. So the binding
@@ -90,7 +89,8 @@ std::string unfit_descriptor(const dnnl::memory::desc &expected, const dnnl::mem
                    "(which has runtime dimensions)";
         auto want = expected.get_dims(), have = given.get_dims();
         for (size_t d = 0; d < want.size(); ++d)
-            if (have[d] == DNNL_RUNTIME_DIM_VAL || (want[d] != DNNL_RUNTIME_DIM_VAL && want[d] != have[d]))
+            if (have[d] == DNNL_RUNTIME_DIM_VAL
+                    || (want[d] != DNNL_RUNTIME_DIM_VAL && want[d] != have[d]))
                 return "whose dimensions do not fill the primitive's runtime dimensions";
         return "";
     }
@@ -130,7 +130,8 @@ std::string runtime_dims_disagree(dnnl::primitive::kind kind,
     if ((*src)[n - 1] != (*wei)[n - 2]) return "src and weights differ in K" + shapes;
     if ((*wei)[n - 1] != (*dst)[n - 1]) return "weights and dst differ in N" + shapes;
     for (size_t d = 0; d + 2 < n; ++d)
-        if (((*src)[d] != (*dst)[d] && (*src)[d] != 1) || ((*wei)[d] != (*dst)[d] && (*wei)[d] != 1))
+        if (((*src)[d] != (*dst)[d] && (*src)[d] != 1)
+                || ((*wei)[d] != (*dst)[d] && (*wei)[d] != 1))
             return "batch dimension " + std::to_string(d) + " of src or weights is neither 1 "
                    "nor dst's" + shapes;
     // Bias and binary post-op inputs broadcast to dst: each dimension 1 or dst's.
@@ -140,8 +141,8 @@ std::string runtime_dims_disagree(dnnl::primitive::kind kind,
         if (g.second.size() != n) continue;
         for (size_t d = 0; d < n; ++d)
             if (g.second[d] != 1 && g.second[d] != (*dst)[d])
-                return arg_name(g.first) + " " + text(g.second)
-                        + " does not broadcast to dst " + text(*dst);
+                return arg_name(g.first) + " " + text(g.second) + " does not broadcast to dst "
+                        + text(*dst);
     }
     return "";
 }
@@ -153,11 +154,12 @@ std::string runtime_dims_disagree(dnnl::primitive::kind kind,
 dnnl_dim_t values_per_mask(const dnnl::primitive_desc_base &pd, int base, int mask,
         const dnnl::memory::dims &groups) {
     if (mask == 0 && groups.empty()) return 1;
-    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_exec_arg_md, base);
+    const_dnnl_memory_desc_t md
+            = dnnl_primitive_desc_query_md(pd.get(), dnnl_query_exec_arg_md, base);
     int ndims = 0;
     const dnnl_dims_t *dims = nullptr;
-    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success || ndims == 0
-            || dnnl_memory_desc_query(md, dnnl_query_dims, &dims) != dnnl_success
+    if (!md || dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims) != dnnl_success
+            || ndims == 0 || dnnl_memory_desc_query(md, dnnl_query_dims, &dims) != dnnl_success
             || has_runtime_values(md) || (!groups.empty() && (groups.size() != 2 || ndims < 2)))
         return 0;
     dnnl::memory::dims shape(ndims, 1);
@@ -175,8 +177,8 @@ dnnl_dim_t values_per_mask(const dnnl::primitive_desc_base &pd, int base, int ma
 
 // Built once per primitive, so oneDNN's C queries are used: they answer
 // without the clones (and allocations) of the C++ wrappers'.
-std::vector<expected_arg> expected_args(
-        const dnnl::primitive_desc_base &pd, const std::vector<quantization_arg> &quantization_args) {
+std::vector<expected_arg> expected_args(const dnnl::primitive_desc_base &pd,
+        const std::vector<quantization_arg> &quantization_args) {
     std::vector<expected_arg> args;
     auto add_if_used = [&](int arg) {
         const_dnnl_memory_desc_t md
@@ -193,8 +195,7 @@ std::vector<expected_arg> expected_args(
         args.push_back({arg, std::move(desc), host_scalar});
     };
     for (int arg : candidate_args) add_if_used(arg);
-    int n_inputs = dnnl_primitive_desc_query_s32(
-            pd.get(), dnnl_query_num_of_inputs_s32, 0);
+    int n_inputs = dnnl_primitive_desc_query_s32(pd.get(), dnnl_query_num_of_inputs_s32, 0);
     for (int i = 0; i < n_inputs; ++i) add_if_used(DNNL_ARG_MULTIPLE_SRC + i);
     const_dnnl_post_ops_t ops = post_ops_of(pd.get());
     if (!ops) throw status_error(dnnl_runtime_error, "could not get the primitive's post-ops");
@@ -263,7 +264,8 @@ dnnl::memory::desc query(const primitive_desc_object &p, dnnl::query what, int i
 }
 
 primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive primitive) {
-    return primitive_object {pd.engine, pd.other_engine, std::move(primitive), pd.quantization_args};
+    return primitive_object {pd.engine, pd.other_engine, std::move(primitive),
+            pd.quantization_args};
 }
 
 // ---------------------------------------------------------------- cache blobs
@@ -277,8 +279,8 @@ primitive_object with_args(const primitive_desc_object &pd, dnnl::primitive prim
 std::vector<uint8_t> cache_blob_id(const_dnnl_primitive_desc_t pd, bool for_a_blob = true) {
     dnnl_dim_t size = 0;
     const uint8_t *id = nullptr;
-    dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id_size_s64,
-                                    0, &size),
+    dnnl::error::wrap_c_api(
+            dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id_size_s64, 0, &size),
             "could not get size of cache blob ID from a primitive descriptor");
     dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd, dnnl_query_cache_blob_id, 0, &id),
             "could not get cache blob ID from a primitive descriptor");
@@ -321,8 +323,10 @@ const argument_checks &primitive_object::checks() const {
         checks->copies_within_one_memory_kind = workarounds::copies_within_one_memory_kind(pd);
         checks->dense_at_execute = workarounds::dense_at_execute(pd);
         checks->kind = pd.get_kind();
-        checks->runtime_dims_agree = std::any_of(checks->args.begin(), checks->args.end(),
-                [](const expected_arg &e) { return !e.desc.is_zero() && has_runtime_values(e.desc.get()); });
+        checks->runtime_dims_agree
+                = std::any_of(checks->args.begin(), checks->args.end(), [](const expected_arg &e) {
+            return !e.desc.is_zero() && has_runtime_values(e.desc.get());
+        });
         checks_ = std::move(checks);
     }
     return *checks_;
@@ -423,7 +427,7 @@ primitive_object make_primitive(const primitive_desc_object &pd, const optional_
         verbose::creating([&] {
             dnnl::error::wrap_c_api(blob.empty() ? dnnl_primitive_create(&created, pd.pd.get())
                                                  : dnnl_primitive_create_from_cache_blob(&created,
-                                                         pd.pd.get(), blob.size(), blob.data()),
+                                                           pd.pd.get(), blob.size(), blob.data()),
                     "could not create a primitive from a cache blob");
             return 0;
         });
@@ -431,11 +435,10 @@ primitive_object make_primitive(const primitive_desc_object &pd, const optional_
     return with_args(pd, dnnl::primitive(created));
 }
 
-std::vector<dnnl_exec_arg_t> execution_args(
-        const primitive_object &p, const stream_object &stream, py::handle args) {
+std::vector<dnnl_exec_arg_t> execution_args(const primitive_object &p, const stream_object &stream,
+        py::handle args) {
     fork_guard::check(); // every execute starts here
-    if (!PyDict_Check(args.ptr()))
-        throw_type_error("args", "a dict of {ARG_*: dnnl.memory}", args);
+    if (!PyDict_Check(args.ptr())) throw_type_error("args", "a dict of {ARG_*: dnnl.memory}", args);
     if (stream.engine.get() != p.engine.get())
         throw_invalid_argument("the stream is on another engine than the primitive");
     const argument_checks &checks = p.checks();
@@ -449,7 +452,8 @@ std::vector<dnnl_exec_arg_t> execution_args(
         int overflow = 0;
         long long key_value = PyLong_AsLongLongAndOverflow(key, &overflow);
         if (overflow || key_value < INT_MIN || key_value > INT_MAX)
-            throw_invalid_argument("args key " + std::string(py::str(key)) + " is not an ARG_* value");
+            throw_invalid_argument(
+                    "args key " + std::string(py::str(key)) + " is not an ARG_* value");
         int arg = static_cast<int>(key_value);
         py::detail::make_caster<memory_object> caster;
         if (!caster.load(value, /*convert=*/false))
@@ -477,15 +481,15 @@ std::vector<dnnl_exec_arg_t> execution_args(
         if (expected->engine ? mem.engine.get() != expected->engine
                              : mem.engine.get() != p.engine.get())
             throw_invalid_argument(arg_name(arg) + " is memory on another engine than the "
-                    + (!expected->engine ? "primitive's"
-                            : arg == DNNL_ARG_FROM ? "reorder's source engine"
-                                                   : "reorder's destination engine"));
+                    + (!expected->engine                   ? "primitive's"
+                                    : arg == DNNL_ARG_FROM ? "reorder's source engine"
+                                                           : "reorder's destination engine"));
         // What oneDNN addresses by: the memory's dimensions where the
         // primitive's are given at execution, the primitive's elsewhere.
         if (checks.runtime_dims_agree && !expected->desc.is_zero())
-            runtime_dims.emplace_back(arg, has_runtime_values(expected->desc.get())
-                            ? mem.desc.get_dims()
-                            : expected->desc.get_dims());
+            runtime_dims.emplace_back(arg,
+                    has_runtime_values(expected->desc.get()) ? mem.desc.get_dims()
+                                                             : expected->desc.get_dims());
         if (!expected->desc.is_zero() && mem.desc != expected->desc) {
             std::string why = unfit_descriptor(expected->desc, mem.desc);
             if (!why.empty())
@@ -504,8 +508,8 @@ std::vector<dnnl_exec_arg_t> execution_args(
                 throw_invalid_argument(arg_name(arg) + " holds " + std::to_string(held)
                         + " bytes, where the primitive reads " + std::to_string(expected->values)
                         + " " + data_types::name(expected->value_type)
-                        + (expected->values == 1 ? " value (" : " values (") + std::to_string(needed)
-                        + " bytes), as its attributes ask");
+                        + (expected->values == 1 ? " value (" : " values (")
+                        + std::to_string(needed) + " bytes), as its attributes ask");
         }
         if (!checks.dense_at_execute.empty()
                 && std::find(checks.dense_at_execute.begin(), checks.dense_at_execute.end(), arg)
@@ -562,10 +566,12 @@ void bind_primitive_base(py::module_ &m) {
     pd.def("dst_desc", [](const primitive_desc_object &p, int i) {
         return query(p, dnnl::query::dst_md, i);
     }, py::arg("index") = 0, "Destination memory descriptor.");
-    pd.def("weights_desc", [](const primitive_desc_object &p, int i) {
+    pd.def("weights_desc",
+            [](const primitive_desc_object &p, int i) {
         return query(p, dnnl::query::weights_md, i);
-    }, py::arg("index") = 0, "Weights memory descriptor (index 1: bias, "
-                             "where the primitive has one).");
+    }, py::arg("index") = 0,
+            "Weights memory descriptor (index 1: bias, "
+            "where the primitive has one).");
     pd.def("diff_src_desc", [](const primitive_desc_object &p, int i) {
         return query(p, dnnl::query::diff_src_md, i);
     }, py::arg("index") = 0, "Diff source memory descriptor (zero if none).");
@@ -583,25 +589,23 @@ void bind_primitive_base(py::module_ &m) {
             return p.pd.query_md(dnnl::query::exec_arg_md, arg);
         }, named.doc);
     }
-    pd.def("workspace_desc", [](const primitive_desc_object &p) {
-        return query(p, dnnl::query::workspace_md, 0);
-    }, "Workspace memory descriptor (zero if none): forward training passes "
-       "it to backward as ARG_WORKSPACE.");
-    pd.def("scratchpad_desc", [](const primitive_desc_object &p) {
-        return query(p, dnnl::query::scratchpad_md, 0);
-    }, "Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in "
-       "scratchpad_mode.user (zero otherwise).");
+    pd.def("workspace_desc",
+            [](const primitive_desc_object &p) { return query(p, dnnl::query::workspace_md, 0); },
+            "Workspace memory descriptor (zero if none): forward training passes "
+            "it to backward as ARG_WORKSPACE.");
+    pd.def("scratchpad_desc",
+            [](const primitive_desc_object &p) { return query(p, dnnl::query::scratchpad_md, 0); },
+            "Scratchpad memory descriptor: what to pass as ARG_SCRATCHPAD in "
+            "scratchpad_mode.user (zero otherwise).");
     pd.def("scratchpad_engine", [](const primitive_desc_object &p) { return p.engine; },
             "The engine the scratchpad lives on (the primitive's).");
     pd.def("query_md", &query, py::arg("what"), py::arg("index") = 0,
             "Memory descriptor for a query; query.exec_arg_md with an ARG_* "
             "index gives any execution argument's descriptor.");
-    pd.def("impl_info_str", [](const primitive_desc_object &p) {
-        return p.pd.impl_info_str();
-    }, "Name of the implementation oneDNN chose.");
-    pd.def("get_kind", [](const primitive_desc_object &p) {
-        return p.pd.get_kind();
-    }, "Primitive kind.");
+    pd.def("impl_info_str", [](const primitive_desc_object &p) { return p.pd.impl_info_str(); },
+            "Name of the implementation oneDNN chose.");
+    pd.def("get_kind", [](const primitive_desc_object &p) { return p.pd.get_kind(); },
+            "Primitive kind.");
     pd.def("__bool__", [](const primitive_desc_object &p) { return bool(p.pd); },
             "False for the empty descriptor a constructor returns with "
             "allow_empty=True when oneDNN has no implementation.");
@@ -636,37 +640,35 @@ void bind_primitive_base(py::module_ &m) {
             "Reduction p (Lp norms).");
     pd.def("get_axis", [](const primitive_desc_object &p) { return p.pd.get_axis(); },
             "Axis of softmax or shuffle.");
-    pd.def("get_local_size", [](const primitive_desc_object &p) {
-        return p.pd.get_local_size();
-    }, "LRN local size.");
-    pd.def("get_group_size", [](const primitive_desc_object &p) {
-        return p.pd.get_group_size();
-    }, "Shuffle group size, or group normalization's number of groups.");
+    pd.def("get_local_size", [](const primitive_desc_object &p) { return p.pd.get_local_size(); },
+            "LRN local size.");
+    pd.def("get_group_size", [](const primitive_desc_object &p) { return p.pd.get_group_size(); },
+            "Shuffle group size, or group normalization's number of groups.");
     pd.def("get_factors", [](const primitive_desc_object &p) { return p.pd.get_factors(); },
             "Resampling factors per spatial dimension.");
     pd.def("get_strides", [](const primitive_desc_object &p) { return p.pd.get_strides(); },
             "Strides per spatial dimension (convolution-like and pooling).");
-    pd.def("get_dilations", [](const primitive_desc_object &p) {
-        return p.pd.get_dilations();
-    }, "Dilations per spatial dimension.");
-    pd.def("get_padding_l", [](const primitive_desc_object &p) {
-        return p.pd.get_padding_l();
-    }, "Left (front, top) padding per spatial dimension.");
-    pd.def("get_padding_r", [](const primitive_desc_object &p) {
-        return p.pd.get_padding_r();
-    }, "Right (back, bottom) padding per spatial dimension.");
+    pd.def("get_dilations", [](const primitive_desc_object &p) { return p.pd.get_dilations(); },
+            "Dilations per spatial dimension.");
+    pd.def("get_padding_l", [](const primitive_desc_object &p) { return p.pd.get_padding_l(); },
+            "Left (front, top) padding per spatial dimension.");
+    pd.def("get_padding_r", [](const primitive_desc_object &p) { return p.pd.get_padding_r(); },
+            "Right (back, bottom) padding per spatial dimension.");
     pd.def("query_s64", [](const primitive_desc_object &p, dnnl::query what) {
         return p.pd.query_s64(what);
     }, py::arg("what"), "An integer query (query.*_s64; 0 where the descriptor has none).");
-    pd.def("get_flags", [](const primitive_desc_object &p) {
+    pd.def("get_flags",
+            [](const primitive_desc_object &p) {
         unsigned value = 0;
         dnnl_primitive_desc_query(p.pd.get(), dnnl_query_flags, 0, &value);
         return value;
-    }, "The descriptor's flags as an int (normalization descriptors return "
-       "normalization_flags).");
+    },
+            "The descriptor's flags as an int (normalization descriptors return "
+            "normalization_flags).");
     pd.def("get_kernel", [](const primitive_desc_object &p) { return p.pd.get_kernel(); },
             "Pooling kernel per spatial dimension.");
-    pd.def("next_impl", [](primitive_desc_object &p) {
+    pd.def("next_impl",
+            [](primitive_desc_object &p) {
         fork_guard::check();
         dnnl_status_t status;
         {
@@ -676,14 +678,17 @@ void bind_primitive_base(py::module_ &m) {
         if (status == dnnl_last_impl_reached) return false;
         dnnl::error::wrap_c_api(status, "could not advance to the next implementation");
         return true;
-    }, "Step to oneDNN's next implementation for the same descriptor: True if "
-       "there was one (the descriptor now describes it), False at the last.");
-    pd.def("get_cache_blob_id", [](const primitive_desc_object &p) {
+    },
+            "Step to oneDNN's next implementation for the same descriptor: True if "
+            "there was one (the descriptor now describes it), False at the last.");
+    pd.def("get_cache_blob_id",
+            [](const primitive_desc_object &p) {
         return to_bytes(cache_blob_id(p.pd.get(), /*for_a_blob=*/false));
-    }, "Identifies the descriptor (operation, attributes, implementation), device "
-       "and oneDNN version a primitive cache blob is valid for (bytes): a key to "
-       "store blobs under. Empty, as oneDNN answers, for a descriptor oneDNN cannot "
-       "identify: such a primitive has no cache blob (get_cache_blob refuses).");
+    },
+            "Identifies the descriptor (operation, attributes, implementation), device "
+            "and oneDNN version a primitive cache blob is valid for (bytes): a key to "
+            "store blobs under. Empty, as oneDNN answers, for a descriptor oneDNN cannot "
+            "identify: such a primitive has no cache blob (get_cache_blob refuses).");
 
     // C++ names the base dnnl::primitive_desc_base.
     m.attr("primitive_desc_base") = pd;
@@ -703,8 +708,8 @@ void bind_primitive_base(py::module_ &m) {
             "(a family's own class, dnnl.<family>(pd), is the usual way).");
     prim.def(py::init([](const primitive_desc_object &pd, const optional_bytes &cache_blob) {
         return make_primitive(pd, cache_blob);
-    }), py::arg("pd"), py::arg("cache_blob"),
-            primitive_from_cache_blob_doc);
+    }),
+            py::arg("pd"), py::arg("cache_blob"), primitive_from_cache_blob_doc);
     prim.def("execute", &execute_primitive, py::arg("stream"), py::arg("args"),
             "Submit the primitive to `stream` with `args` ({ARG_*: memory}). "
             "Arguments are checked first: every one the primitive uses must be "
@@ -714,20 +719,21 @@ void bind_primitive_base(py::module_ &m) {
             "the event.");
     prim.def("get_kind", [](const primitive_object &p) { return p.primitive.get_kind(); },
             "Primitive kind.");
-    prim.def("get_cache_blob", [](const primitive_object &p) {
+    prim.def("get_cache_blob",
+            [](const primitive_object &p) {
         fork_guard::check();
         std::vector<uint8_t> blob;
         {
             py::gil_scoped_release release; // oneDNN reads the kernels' binaries back
             blob = cache_blobs::frame(cache_blobs::kind::primitive,
-                    cache_blob_id(p.primitive.get_primitive_desc()),
-                    p.primitive.get_cache_blob());
+                    cache_blob_id(p.primitive.get_primitive_desc()), p.primitive.get_cache_blob());
         }
         return to_bytes(blob);
-    }, "The primitive's compiled kernels as bytes, for dnnl.<family>(pd, cache_blob) "
-       "with a descriptor whose get_cache_blob_id() is this primitive's: oneDNN's "
-       "blob behind a header naming that id and a checksum, which the constructor "
-       "checks.");
+    },
+            "The primitive's compiled kernels as bytes, for dnnl.<family>(pd, cache_blob) "
+            "with a descriptor whose get_cache_blob_id() is this primitive's: oneDNN's "
+            "blob behind a header naming that id and a checksum, which the constructor "
+            "checks.");
 }
 
 } // namespace dnnl_ocl_interop

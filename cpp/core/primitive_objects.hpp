@@ -92,8 +92,10 @@ struct argument_checks {
 struct primitive_object {
     primitive_object(engine_object engine, engine_object other_engine, dnnl::primitive primitive,
             std::vector<quantization_arg> quantization_args)
-        : engine(std::move(engine)), other_engine(std::move(other_engine)),
-          primitive(std::move(primitive)), quantization_args(std::move(quantization_args)) {}
+        : engine(std::move(engine))
+        , other_engine(std::move(other_engine))
+        , primitive(std::move(primitive))
+        , quantization_args(std::move(quantization_args)) {}
     engine_object engine;
     engine_object other_engine; // as primitive_desc_object's
     dnnl::primitive primitive;
@@ -148,16 +150,17 @@ extern const char *const primitive_from_cache_blob_doc;
 // primitive does not use are left out, as oneDNN ignores them.
 // The result feeds oneDNN's C execute functions directly: the C++ API would
 // build an unordered_map per call, on execute()'s hot path.
-std::vector<dnnl_exec_arg_t> execution_args(
-        const primitive_object &p, const stream_object &stream, pybind11::handle args);
+std::vector<dnnl_exec_arg_t> execution_args(const primitive_object &p, const stream_object &stream,
+        pybind11::handle args);
 
 // primitive.execute(stream, args): checks, then submits (GIL kept).
-void execute_primitive(const primitive_object &p, const stream_object &stream, pybind11::handle args);
+void execute_primitive(const primitive_object &p, const stream_object &stream,
+        pybind11::handle args);
 
 // "ARG_SRC" and the like, for messages.
 std::string arg_name(int arg);
 
-void bind_attributes(pybind11::module_ &m); // core/attributes.cpp
+void bind_attributes(pybind11::module_ &m);     // core/attributes.cpp
 void bind_primitive_base(pybind11::module_ &m); // core/primitive.cpp
 
 } // namespace dnnl_ocl_interop

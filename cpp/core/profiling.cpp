@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "core/profiling.hpp"
 
 #include <chrono>
@@ -103,8 +105,9 @@ std::string dims_text(const_dnnl_memory_desc_t md) {
     dnnl_memory_desc_query(md, dnnl_query_data_type, &dt);
     std::string text = std::string(dnnl_dt2str(dt)) + " ";
     for (int i = 0; i < ndims; ++i)
-        text += (i ? "x" : "") + ((*dims)[i] == DNNL_RUNTIME_DIM_VAL ? std::string("?")
-                                                                       : std::to_string((*dims)[i]));
+        text += (i ? "x" : "")
+                + ((*dims)[i] == DNNL_RUNTIME_DIM_VAL ? std::string("?")
+                                                      : std::to_string((*dims)[i]));
     return text;
 }
 
@@ -120,8 +123,8 @@ void harvest_stream(std::vector<record> &rs, dnnl_stream_t stream) {
         r.times_known = clGetEventProfilingInfo(r.before, CL_PROFILING_COMMAND_END, sizeof(start),
                                 &start, nullptr)
                         == CL_SUCCESS
-                && clGetEventProfilingInfo(r.after, CL_PROFILING_COMMAND_START, sizeof(end),
-                           &end, nullptr)
+                && clGetEventProfilingInfo(r.after, CL_PROFILING_COMMAND_START, sizeof(end), &end,
+                           nullptr)
                         == CL_SUCCESS;
         r.window_start = start;
         r.window_end = end;
@@ -139,7 +142,8 @@ void harvest_stream(std::vector<record> &rs, dnnl_stream_t stream) {
             }
         }
         if (static_cast<size_t>(r.end_kernel) <= durations.size()) {
-            r.kernel_ns.assign(durations.begin() + r.first_kernel, durations.begin() + r.end_kernel);
+            r.kernel_ns.assign(durations.begin() + r.first_kernel,
+                    durations.begin() + r.end_kernel);
             r.kernels_known = true;
         }
     }
@@ -170,7 +174,8 @@ std::shared_ptr<const subject> primitive_subject(const_dnnl_primitive_desc_t pd)
     for (const auto &part : parts) {
         std::string dims = dims_text(dnnl_primitive_desc_query_md(pd, part.query, 0));
         if (!dims.empty())
-            what->shapes += (what->shapes.empty() ? "" : ", ") + std::string(part.name) + " " + dims;
+            what->shapes
+                    += (what->shapes.empty() ? "" : ", ") + std::string(part.name) + " " + dims;
     }
     return what;
 }
@@ -265,15 +270,18 @@ void before_reset(const dnnl::stream &stream) {
 }
 
 void bind(py::module_ &m) {
-    m.def("_profiling_start", [](size_t limit) {
+    m.def("_profiling_start",
+            [](size_t limit) {
         if (limit == 0) throw_invalid_argument("max_executes must be positive");
         std::lock_guard<std::mutex> guard(state_mutex);
         if (recording.load())
-            throw_invalid_argument("a dnnl.profiling recorder is already recording (one at a "
-                                   "time per process)");
+            throw_invalid_argument(
+                    "a dnnl.profiling recorder is already recording (one at a "
+                    "time per process)");
         if (stopping)
-            throw_invalid_argument("a dnnl.profiling recorder is stopping on another thread "
-                                   "(one at a time per process): start once its stop() returned");
+            throw_invalid_argument(
+                    "a dnnl.profiling recorder is stopping on another thread "
+                    "(one at a time per process): start once its stop() returned");
         for (auto &r : records) r.release_markers(); // pushed after an abandon
         records.clear();
         stream_locks.clear();
@@ -283,7 +291,8 @@ void bind(py::module_ &m) {
     }, py::arg("max_executes"),
             "Start recording executes on profiling queues (dnnl.profiling.recorder); at "
             "most `max_executes` are kept, the rest counted.");
-    m.def("_profiling_abandon", [] {
+    m.def("_profiling_abandon",
+            [] {
         // A recorder dropped while recording: recording stops and its records
         // go, without waiting for the executes in flight (the collector may
         // run this inside one of them, in a Python graph allocator); what
@@ -296,14 +305,17 @@ void bind(py::module_ &m) {
             dropped_records.swap(records);
         }
         for (auto &r : dropped_records) r.release_markers();
-    }, "Stop recording and discard the records, without waiting for executes in flight "
-       "(dnnl.profiling: a recorder dropped while recording).");
+    },
+            "Stop recording and discard the records, without waiting for executes in flight "
+            "(dnnl.profiling: a recorder dropped while recording).");
     m.def("_profiling_active", [] { return recording.load(); },
             "Whether a dnnl.profiling recorder is recording.");
-    m.def("_profiling_stop", [] {
+    m.def("_profiling_stop",
+            [] {
         {
             std::lock_guard<std::mutex> guard(state_mutex);
-            if (!recording.load()) throw_invalid_argument("no dnnl.profiling recorder is recording");
+            if (!recording.load())
+                throw_invalid_argument("no dnnl.profiling recorder is recording");
             recording = false;
             stopping = true;
         }
@@ -370,8 +382,8 @@ void bind(py::module_ &m) {
                                                 std::string(name)))
                                 .first;
             }
-            py::object kernels = r.kernels_known ? py::object(py::cast(r.kernel_ns))
-                                                 : py::object(py::none());
+            py::object kernels
+                    = r.kernels_known ? py::object(py::cast(r.kernel_ns)) : py::object(py::none());
             py::object window = r.times_known
                     ? py::object(py::make_tuple(r.window_start, r.window_end))
                     : py::object(py::none());
@@ -381,11 +393,12 @@ void bind(py::module_ &m) {
             r.release_markers();
         }
         return py::make_tuple(result, kept_dropped, kept_unprofiled);
-    }, "Stop recording; waits for the recorded streams (GIL released) and returns "
-       "(records, dropped, unprofiled): per execute (kind, name, implementation, shapes, "
-       "(queue, device, device name), host thread, host start ns, host end ns, (first "
-       "marker end, last marker start) in device ns or None, kernel durations in ns or "
-       "None).");
+    },
+            "Stop recording; waits for the recorded streams (GIL released) and returns "
+            "(records, dropped, unprofiled): per execute (kind, name, implementation, shapes, "
+            "(queue, device, device name), host thread, host start ns, host end ns, (first "
+            "marker end, last marker start) in device ns or None, kernel durations in ns or "
+            "None).");
 }
 
 } // namespace profiling

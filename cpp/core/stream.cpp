@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,7 +10,7 @@
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
 #include "common/fork_guard.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/objects.hpp"
 #include "core/ocl_objects.hpp"
 #include "core/profiling.hpp"
@@ -23,8 +25,8 @@ using c_profiling_data_kind = dnnl_profiling_data_kind_t;
 #else
 using c_profiling_data_kind = int;
 extern "C" dnnl_status_t dnnl_reset_profiling(dnnl_stream_t stream);
-extern "C" dnnl_status_t dnnl_query_profiling_data(
-        dnnl_stream_t stream, int data_kind, int *num_entries, uint64_t *data);
+extern "C" dnnl_status_t dnnl_query_profiling_data(dnnl_stream_t stream, int data_kind,
+        int *num_entries, uint64_t *data);
 #endif
 
 namespace dnnl_ocl_interop {
@@ -82,11 +84,14 @@ void bind_stream(py::module_ &m) {
         // oneDNN says why it refuses the flags only in its verbose output
         return stream_object {engine, verbose::creating([&] {
             return dnnl::stream(engine, static_cast<dnnl::stream::flags>(bits));
-        }), out_of_order};
+        }),
+                out_of_order};
     }),
-            py::arg("engine"), py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
+            py::arg("engine"),
+            py::arg_v("flags", dnnl::stream::flags::default_flags, "stream.flags.default_flags"),
             "A stream on `engine` with its own queue (oneDNN creates it).");
-    stream.def("wait", [](stream_object &s) {
+    stream.def("wait",
+            [](stream_object &s) {
         fork_guard::check();
         // Work that is done within a few µs is waited for with the GIL held:
         // released, the GIL would go to any thread busy in Python, which
@@ -97,10 +102,11 @@ void bind_stream(py::module_ &m) {
             return;
         }
         s.stream.wait(); // nothing left to wait for: oneDNN's wait returns at once
-    }, "Block until all work submitted to the stream has completed. Work that "
-       "completes within a few microseconds is waited for with the GIL held "
-       "(a released GIL could take a switch interval, 5 ms, to come back from a "
-       "thread busy in Python); otherwise the GIL is released while waiting.");
+    },
+            "Block until all work submitted to the stream has completed. Work that "
+            "completes within a few microseconds is waited for with the GIL held "
+            "(a released GIL could take a switch interval, 5 ms, to come back from a "
+            "thread busy in Python); otherwise the GIL is released while waiting.");
     stream.def("get_engine", [](const stream_object &s) { return s.engine; },
             "The engine the stream runs on.");
 
@@ -109,18 +115,21 @@ void bind_stream(py::module_ &m) {
             .value("undef", profiling_data_kind::undef)
             .value("time", profiling_data_kind::time)
             .finalize();
-    m.def("reset_profiling", [](const stream_object &s) {
+    m.def("reset_profiling",
+            [](const stream_object &s) {
         profiling::before_reset(s.stream); // a recorder reads what it needs first
         check_profiling(dnnl_reset_profiling(s.stream.get()), s, "could not reset profiling");
     }, py::arg("stream"),
             "Forgets the profiling data collected on `stream` so far. The stream must "
             "have been made with stream.flags.profiling (dnnl.error, invalid_arguments, "
             "otherwise).");
-    m.def("get_profiling_data", [](const stream_object &s, profiling_data_kind kind) {
+    m.def("get_profiling_data",
+            [](const stream_object &s, profiling_data_kind kind) {
         // oneDNN leaves the data unset for kinds other than time.
         if (kind != profiling_data_kind::time)
-            throw_invalid_argument("could not get profiling data: data_kind must be "
-                                   "profiling_data_kind.time");
+            throw_invalid_argument(
+                    "could not get profiling data: data_kind must be "
+                    "profiling_data_kind.time");
         fork_guard::check();
         std::vector<uint64_t> data;
         dnnl_status_t status;
@@ -130,11 +139,12 @@ void bind_stream(py::module_ &m) {
             status = dnnl_stream_wait(s.stream.get());
             int n = 0;
             if (status == dnnl_success)
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<c_profiling_data_kind>(kind), &n, nullptr);
+                status = dnnl_query_profiling_data(s.stream.get(),
+                        static_cast<c_profiling_data_kind>(kind), &n, nullptr);
             if (status == dnnl_success && n > 0) {
                 data.assign(n, 0);
-                status = dnnl_query_profiling_data(s.stream.get(), static_cast<c_profiling_data_kind>(kind), &n,
-                        data.data());
+                status = dnnl_query_profiling_data(s.stream.get(),
+                        static_cast<c_profiling_data_kind>(kind), &n, data.data());
             }
         }
         check_profiling(status, s, "could not get profiling data");

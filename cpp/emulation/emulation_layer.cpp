@@ -106,7 +106,7 @@ constexpr cl_device_info device_sub_group_sizes_intel = 0x4108;
 // work-group limits Intel's GPU runtime reports on Xe-HP.
 constexpr cl_uint xe_hp_device_id = 0x0201;
 constexpr cl_uint xe_hp_eu_count = 512;
-constexpr cl_uint xe_hp_eus_per_sub_slice = 16;  // oneDNN's max_eus_per_wg
+constexpr cl_uint xe_hp_eus_per_sub_slice = 16; // oneDNN's max_eus_per_wg
 constexpr cl_uint xe_hp_sub_slices_per_slice = 4;
 constexpr cl_uint xe_hp_threads_per_eu = 8;
 constexpr size_t xe_hp_max_work_group_size = 1024;
@@ -115,8 +115,8 @@ constexpr cl_ulong xe_hp_local_mem_size = 64 * 1024;
 constexpr size_t xe_hp_max_parameter_size = 2048;
 constexpr size_t xe_hp_sub_group_sizes[] = {8, 16, 32};
 
-cl_icd_dispatch target;  // what this layer forwards to
-cl_icd_dispatch layer;   // what the loader calls
+cl_icd_dispatch target; // what this layer forwards to
+cl_icd_dispatch layer;  // what the loader calls
 std::once_flag init_once;
 
 std::mutex state_mutex;
@@ -139,7 +139,9 @@ std::unordered_map<cl_device_id, std::vector<cl_device_id>> partitions;
 // Presented sub-device -> the CPU device it was split from.
 std::unordered_map<cl_device_id, cl_device_id> partition_parent;
 
-bool several_devices() { return device_count != 1; }
+bool several_devices() {
+    return device_count != 1;
+}
 
 void report(const char *message) {
     std::fprintf(stderr, "dnnl_ocl_interop emulation layer: %s\n", message);
@@ -203,8 +205,8 @@ cl_device_type runtime_type_for(cl_device_type requested) {
     return requested;
 }
 
-cl_int answer(const void *value, size_t size, size_t param_value_size,
-        void *param_value, size_t *param_value_size_ret) {
+cl_int answer(const void *value, size_t size, size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret) {
     if (param_value_size_ret) *param_value_size_ret = size;
     if (param_value) {
         if (param_value_size < size) return CL_INVALID_VALUE;
@@ -221,8 +223,7 @@ cl_int runtime_value(cl_device_id device, cl_device_info name, T &value) {
 template <typename T>
 cl_int answer_value(const T &value, size_t param_value_size, void *param_value,
         size_t *param_value_size_ret) {
-    return answer(&value, sizeof(T), param_value_size, param_value,
-            param_value_size_ret);
+    return answer(&value, sizeof(T), param_value_size, param_value, param_value_size_ret);
 }
 
 // The EUs presented for an emulated device: the 512-EU part for a root
@@ -247,9 +248,7 @@ cl_int presented_eu_count(cl_device_id device, cl_uint &eus) {
         status = runtime_value(root, CL_DEVICE_MAX_COMPUTE_UNITS, root_units);
         if (status != CL_SUCCESS) return status;
     }
-    uint64_t share = root_units
-            ? uint64_t(xe_hp_eu_count) * units / root_units
-            : xe_hp_eu_count;
+    uint64_t share = root_units ? uint64_t(xe_hp_eu_count) * units / root_units : xe_hp_eu_count;
     share -= share % xe_hp_eus_per_sub_slice;
     eus = cl_uint(std::max<uint64_t>(share, xe_hp_eus_per_sub_slice));
     return CL_SUCCESS;
@@ -257,8 +256,7 @@ cl_int presented_eu_count(cl_device_id device, cl_uint &eus) {
 
 // Slices and sub-slices per slice of `eus` EUs: 4 sub-slices of 16 EUs per
 // slice, or one slice when the sub-slices do not fill whole slices.
-void presented_topology(cl_uint eus, cl_uint &slices,
-        cl_uint &sub_slices_per_slice) {
+void presented_topology(cl_uint eus, cl_uint &slices, cl_uint &sub_slices_per_slice) {
     cl_uint sub_slices = eus / xe_hp_eus_per_sub_slice;
     if (sub_slices % xe_hp_sub_slices_per_slice == 0) {
         slices = sub_slices / xe_hp_sub_slices_per_slice;
@@ -273,40 +271,38 @@ void presented_topology(cl_uint eus, cl_uint &slices,
 // is lower (a kernel launched within the presented limit must run).
 template <typename T>
 cl_int answer_limit(cl_device_id device, cl_device_info name, T xe_hp_value,
-        size_t param_value_size, void *param_value,
-        size_t *param_value_size_ret) {
+        size_t param_value_size, void *param_value, size_t *param_value_size_ret) {
     T real = 0;
     cl_int status = runtime_value(device, name, real);
     if (status != CL_SUCCESS) return status;
-    return answer_value(std::min(real, xe_hp_value), param_value_size,
-            param_value, param_value_size_ret);
+    return answer_value(std::min(real, xe_hp_value), param_value_size, param_value,
+            param_value_size_ret);
 }
 
 // The runtime's per-dimension work-item limits, each capped at Xe-HP's
 // work-group size.
-cl_int answer_work_item_sizes(cl_device_id device, size_t param_value_size,
-        void *param_value, size_t *param_value_size_ret) {
+cl_int answer_work_item_sizes(cl_device_id device, size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret) {
     size_t bytes = 0;
-    cl_int status = target.clGetDeviceInfo(
-            device, CL_DEVICE_MAX_WORK_ITEM_SIZES, 0, nullptr, &bytes);
+    cl_int status
+            = target.clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES, 0, nullptr, &bytes);
     if (status != CL_SUCCESS) return status;
     std::vector<size_t> sizes(bytes / sizeof(size_t));
     status = target.clGetDeviceInfo(device, CL_DEVICE_MAX_WORK_ITEM_SIZES,
             sizes.size() * sizeof(size_t), sizes.data(), nullptr);
     if (status != CL_SUCCESS) return status;
-    for (auto &size : sizes)
-        size = std::min(size, xe_hp_max_work_group_size);
-    return answer(sizes.data(), sizes.size() * sizeof(size_t),
-            param_value_size, param_value, param_value_size_ret);
+    for (auto &size : sizes) size = std::min(size, xe_hp_max_work_group_size);
+    return answer(sizes.data(), sizes.size() * sizeof(size_t), param_value_size, param_value,
+            param_value_size_ret);
 }
 
 // The sub-group sizes both Xe-HP and the runtime support (the runtime's own
 // list if they share none).
-cl_int answer_sub_group_sizes(cl_device_id device, size_t param_value_size,
-        void *param_value, size_t *param_value_size_ret) {
+cl_int answer_sub_group_sizes(cl_device_id device, size_t param_value_size, void *param_value,
+        size_t *param_value_size_ret) {
     size_t bytes = 0;
-    cl_int status = target.clGetDeviceInfo(
-            device, device_sub_group_sizes_intel, 0, nullptr, &bytes);
+    cl_int status
+            = target.clGetDeviceInfo(device, device_sub_group_sizes_intel, 0, nullptr, &bytes);
     if (status != CL_SUCCESS) return status;
     std::vector<size_t> real(bytes / sizeof(size_t));
     status = target.clGetDeviceInfo(device, device_sub_group_sizes_intel,
@@ -314,11 +310,10 @@ cl_int answer_sub_group_sizes(cl_device_id device, size_t param_value_size,
     if (status != CL_SUCCESS) return status;
     std::vector<size_t> shown;
     for (size_t size : xe_hp_sub_group_sizes)
-        if (std::find(real.begin(), real.end(), size) != real.end())
-            shown.push_back(size);
+        if (std::find(real.begin(), real.end(), size) != real.end()) shown.push_back(size);
     if (shown.empty()) shown = real;
-    return answer(shown.data(), shown.size() * sizeof(size_t),
-            param_value_size, param_value, param_value_size_ret);
+    return answer(shown.data(), shown.size() * sizeof(size_t), param_value_size, param_value,
+            param_value_size_ret);
 }
 
 bool is_presented_property(cl_device_info name) {
@@ -344,11 +339,9 @@ bool is_presented_property(cl_device_info name) {
 // CL_DEVICE_PARENT_DEVICE and CL_DEVICE_PARTITION_TYPE of a presented one
 // of several devices: a root device's answers (NULL; the CPU device's
 // partition type, which is a root's). False for every other question.
-bool answer_as_root(cl_device_id device, cl_device_info name,
-        size_t param_value_size, void *param_value,
-        size_t *param_value_size_ret, cl_int &status) {
-    if (name != CL_DEVICE_PARENT_DEVICE && name != CL_DEVICE_PARTITION_TYPE)
-        return false;
+bool answer_as_root(cl_device_id device, cl_device_info name, size_t param_value_size,
+        void *param_value, size_t *param_value_size_ret, cl_int &status) {
+    if (name != CL_DEVICE_PARENT_DEVICE && name != CL_DEVICE_PARTITION_TYPE) return false;
     cl_device_id cpu_device = nullptr;
     {
         if (!several_devices()) return false;
@@ -358,28 +351,27 @@ bool answer_as_root(cl_device_id device, cl_device_info name,
         cpu_device = it->second;
     }
     if (name == CL_DEVICE_PARENT_DEVICE)
-        status = answer_value(cl_device_id(nullptr), param_value_size,
-                param_value, param_value_size_ret);
+        status = answer_value(cl_device_id(nullptr), param_value_size, param_value,
+                param_value_size_ret);
     else
-        status = target.clGetDeviceInfo(cpu_device, name, param_value_size,
-                param_value, param_value_size_ret);
+        status = target.clGetDeviceInfo(cpu_device, name, param_value_size, param_value,
+                param_value_size_ret);
     return true;
 }
 
-cl_int CL_API_CALL get_device_info(cl_device_id device,
-        cl_device_info param_name, size_t param_value_size, void *param_value,
-        size_t *param_value_size_ret) {
+cl_int CL_API_CALL get_device_info(cl_device_id device, cl_device_info param_name,
+        size_t param_value_size, void *param_value, size_t *param_value_size_ret) {
     cl_int root_status = CL_SUCCESS;
-    if (answer_as_root(device, param_name, param_value_size, param_value,
-                param_value_size_ret, root_status))
+    if (answer_as_root(device, param_name, param_value_size, param_value, param_value_size_ret,
+                root_status))
         return root_status;
     if (param_name == dnnl_ocl_interop::device_is_emulated_query) {
         const cl_bool emulated = is_emulated(device) ? CL_TRUE : CL_FALSE;
         return answer_value(emulated, param_value_size, param_value, param_value_size_ret);
     }
     if (!is_presented_property(param_name) || !is_emulated(device))
-        return target.clGetDeviceInfo(device, param_name, param_value_size,
-                param_value, param_value_size_ret);
+        return target.clGetDeviceInfo(device, param_name, param_value_size, param_value,
+                param_value_size_ret);
     const size_t size = param_value_size;
     void *const value = param_value;
     size_t *const size_ret = param_value_size_ret;
@@ -390,10 +382,8 @@ cl_int CL_API_CALL get_device_info(cl_device_id device,
             if (status != CL_SUCCESS) return status;
             return answer_value(presented_type(real), size, value, size_ret);
         }
-        case device_ip_version_intel:
-            return answer_value(xe_hp_ip_version, size, value, size_ret);
-        case device_id_intel:
-            return answer_value(xe_hp_device_id, size, value, size_ret);
+        case device_ip_version_intel: return answer_value(xe_hp_ip_version, size, value, size_ret);
+        case device_id_intel: return answer_value(xe_hp_device_id, size, value, size_ret);
         case device_num_eus_per_sub_slice_intel:
             return answer_value(xe_hp_eus_per_sub_slice, size, value, size_ret);
         case device_num_threads_per_eu_intel:
@@ -407,29 +397,27 @@ cl_int CL_API_CALL get_device_info(cl_device_id device,
             cl_uint slices = 0, sub_slices_per_slice = 0;
             presented_topology(eus, slices, sub_slices_per_slice);
             cl_uint shown = param_name == CL_DEVICE_MAX_COMPUTE_UNITS ? eus
-                    : param_name == device_num_slices_intel
-                    ? slices
-                    : sub_slices_per_slice;
+                    : param_name == device_num_slices_intel           ? slices
+                                                                      : sub_slices_per_slice;
             return answer_value(shown, size, value, size_ret);
         }
         case CL_DEVICE_MAX_WORK_GROUP_SIZE:
-            return answer_limit(device, param_name, xe_hp_max_work_group_size,
-                    size, value, size_ret);
+            return answer_limit(device, param_name, xe_hp_max_work_group_size, size, value,
+                    size_ret);
         case CL_DEVICE_MAX_WORK_ITEM_SIZES:
             return answer_work_item_sizes(device, size, value, size_ret);
         case CL_DEVICE_MAX_NUM_SUB_GROUPS:
-            return answer_limit(device, param_name, xe_hp_max_num_sub_groups,
-                    size, value, size_ret);
+            return answer_limit(device, param_name, xe_hp_max_num_sub_groups, size, value,
+                    size_ret);
         case device_sub_group_sizes_intel:
             return answer_sub_group_sizes(device, size, value, size_ret);
         case CL_DEVICE_LOCAL_MEM_SIZE:
-            return answer_limit(
-                    device, param_name, xe_hp_local_mem_size, size, value, size_ret);
+            return answer_limit(device, param_name, xe_hp_local_mem_size, size, value, size_ret);
         case CL_DEVICE_MAX_PARAMETER_SIZE:
-            return answer_limit(device, param_name, xe_hp_max_parameter_size,
-                    size, value, size_ret);
+            return answer_limit(device, param_name, xe_hp_max_parameter_size, size, value,
+                    size_ret);
     }
-    return CL_INVALID_VALUE;  // not reached: is_presented_property
+    return CL_INVALID_VALUE; // not reached: is_presented_property
 }
 
 // The sub-devices presented in place of an emulated CPU device `root` when
@@ -452,8 +440,7 @@ const std::vector<cl_device_id> &partition_of(cl_device_id root) {
         report(message);
         return subs;
     }
-    std::vector<cl_device_partition_property> properties {
-            CL_DEVICE_PARTITION_BY_COUNTS};
+    std::vector<cl_device_partition_property> properties {CL_DEVICE_PARTITION_BY_COUNTS};
     for (cl_uint i = 0; i < device_count; ++i)
         properties.push_back(cl_device_partition_property(
                 units / device_count + (i < units % device_count ? 1 : 0)));
@@ -461,8 +448,8 @@ const std::vector<cl_device_id> &partition_of(cl_device_id root) {
     properties.push_back(0);
     std::vector<cl_device_id> created(device_count);
     cl_uint made = 0;
-    status = target.clCreateSubDevices(
-            root, properties.data(), device_count, created.data(), &made);
+    status = target.clCreateSubDevices(root, properties.data(), device_count, created.data(),
+            &made);
     if (status != CL_SUCCESS || made != device_count) {
         std::snprintf(message, sizeof(message),
                 "%s=%u: clCreateSubDevices(BY_COUNTS) over the CPU device's %u "
@@ -471,13 +458,11 @@ const std::vector<cl_device_id> &partition_of(cl_device_id root) {
                 devices_variable, device_count, units, int(status), made);
         report(message);
         if (status == CL_SUCCESS)
-            for (cl_uint i = 0; i < made; ++i)
-                target.clReleaseDevice(created[i]);
+            for (cl_uint i = 0; i < made; ++i) target.clReleaseDevice(created[i]);
         return subs;
     }
     subs = created;
-    for (cl_device_id sub : subs)
-        partition_parent[sub] = root;
+    for (cl_device_id sub : subs) partition_parent[sub] = root;
     return subs;
 }
 
@@ -485,15 +470,13 @@ const std::vector<cl_device_id> &partition_of(cl_device_id root) {
 // clGetDeviceIDs): itself, or with several devices, an emulated CPU device's
 // sub-devices (all of them, or the first only for a request of the default
 // device). A device count that is not a count presents no emulated device.
-void append_presented(cl_device_id device, bool default_request,
-        std::vector<cl_device_id> &out) {
+void append_presented(cl_device_id device, bool default_request, std::vector<cl_device_id> &out) {
     if (!several_devices() || !is_emulated(device)) {
         out.push_back(device);
         return;
     }
     cl_device_id parent = nullptr;
-    if (runtime_value(device, CL_DEVICE_PARENT_DEVICE, parent) != CL_SUCCESS
-            || parent) {
+    if (runtime_value(device, CL_DEVICE_PARENT_DEVICE, parent) != CL_SUCCESS || parent) {
         out.push_back(device); // a sub-device the application made
         return;
     }
@@ -506,66 +489,60 @@ void append_presented(cl_device_id device, bool default_request,
         out.insert(out.end(), subs.begin(), subs.end());
 }
 
-cl_int CL_API_CALL get_device_ids(cl_platform_id platform,
-        cl_device_type device_type, cl_uint num_entries, cl_device_id *devices,
-        cl_uint *num_devices) {
-    const bool all_or_default = device_type == CL_DEVICE_TYPE_ALL
-            || device_type == CL_DEVICE_TYPE_DEFAULT;
+cl_int CL_API_CALL get_device_ids(cl_platform_id platform, cl_device_type device_type,
+        cl_uint num_entries, cl_device_id *devices, cl_uint *num_devices) {
+    const bool all_or_default
+            = device_type == CL_DEVICE_TYPE_ALL || device_type == CL_DEVICE_TYPE_DEFAULT;
     if (all_or_default && !several_devices())
-        return target.clGetDeviceIDs(
-                platform, device_type, num_entries, devices, num_devices);
+        return target.clGetDeviceIDs(platform, device_type, num_entries, devices, num_devices);
     if (!devices && !num_devices) return CL_INVALID_VALUE;
     if (devices && num_entries == 0) return CL_INVALID_VALUE;
 
     cl_uint count = 0;
-    cl_int status = target.clGetDeviceIDs(platform,
-            runtime_type_for(device_type), 0, nullptr, &count);
-    if (status == CL_DEVICE_NOT_FOUND) count = 0;
-    else if (status != CL_SUCCESS) return status;
+    cl_int status
+            = target.clGetDeviceIDs(platform, runtime_type_for(device_type), 0, nullptr, &count);
+    if (status == CL_DEVICE_NOT_FOUND)
+        count = 0;
+    else if (status != CL_SUCCESS)
+        return status;
 
     std::vector<cl_device_id> shown;
     if (count > 0) {
         std::vector<cl_device_id> all(count);
-        status = target.clGetDeviceIDs(platform, runtime_type_for(device_type),
-                count, all.data(), nullptr);
+        status = target.clGetDeviceIDs(platform, runtime_type_for(device_type), count, all.data(),
+                nullptr);
         if (status != CL_SUCCESS) return status;
         for (cl_device_id device : all) {
             if (!all_or_default) {
                 cl_device_type real = 0;
-                target.clGetDeviceInfo(
-                        device, CL_DEVICE_TYPE, sizeof(real), &real, nullptr);
-                cl_device_type type
-                        = is_emulated(device) ? presented_type(real) : real;
+                target.clGetDeviceInfo(device, CL_DEVICE_TYPE, sizeof(real), &real, nullptr);
+                cl_device_type type = is_emulated(device) ? presented_type(real) : real;
                 if (!(type & device_type)) continue;
             }
-            append_presented(
-                    device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
+            append_presented(device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
         }
     }
     cl_uint matched = cl_uint(shown.size());
     if (devices)
-        for (cl_uint i = 0; i < matched && i < num_entries; ++i)
-            devices[i] = shown[i];
+        for (cl_uint i = 0; i < matched && i < num_entries; ++i) devices[i] = shown[i];
     if (num_devices) *num_devices = matched;
     return matched ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
 }
 
 // With several devices, a context the runtime made from a type holds the
 // emulated CPU device: it is remade on the devices presented in its place.
-cl_context CL_API_CALL create_context_from_type(
-        const cl_context_properties *properties, cl_device_type device_type,
-        void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *),
-        void *user_data, cl_int *errcode_ret) {
-    cl_context context = target.clCreateContextFromType(properties,
-            runtime_type_for(device_type), pfn_notify, user_data, errcode_ret);
+cl_context CL_API_CALL create_context_from_type(const cl_context_properties *properties,
+        cl_device_type device_type,
+        void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *), void *user_data,
+        cl_int *errcode_ret) {
+    cl_context context = target.clCreateContextFromType(properties, runtime_type_for(device_type),
+            pfn_notify, user_data, errcode_ret);
     if (!context || !several_devices()) return context;
     size_t bytes = 0;
-    cl_int status = target.clGetContextInfo(
-            context, CL_CONTEXT_DEVICES, 0, nullptr, &bytes);
+    cl_int status = target.clGetContextInfo(context, CL_CONTEXT_DEVICES, 0, nullptr, &bytes);
     std::vector<cl_device_id> real(bytes / sizeof(cl_device_id));
     if (status == CL_SUCCESS)
-        status = target.clGetContextInfo(context, CL_CONTEXT_DEVICES, bytes,
-                real.data(), nullptr);
+        status = target.clGetContextInfo(context, CL_CONTEXT_DEVICES, bytes, real.data(), nullptr);
     if (status != CL_SUCCESS) {
         target.clReleaseContext(context);
         if (errcode_ret) *errcode_ret = status;
@@ -573,16 +550,15 @@ cl_context CL_API_CALL create_context_from_type(
     }
     std::vector<cl_device_id> shown;
     for (cl_device_id device : real)
-        append_presented(
-                device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
+        append_presented(device, device_type == CL_DEVICE_TYPE_DEFAULT, shown);
     if (shown == real) return context;
     target.clReleaseContext(context);
     if (shown.empty()) {
         if (errcode_ret) *errcode_ret = CL_DEVICE_NOT_FOUND;
         return nullptr;
     }
-    return target.clCreateContext(properties, cl_uint(shown.size()),
-            shown.data(), pfn_notify, user_data, errcode_ret);
+    return target.clCreateContext(properties, cl_uint(shown.size()), shown.data(), pfn_notify,
+            user_data, errcode_ret);
 }
 
 // The presented ones of several devices are root devices to the application:
@@ -604,21 +580,19 @@ void keep_program_alive(cl_kernel kernel, cl_program program) {
     kernel_program[kernel] = program;
 }
 
-cl_kernel CL_API_CALL create_kernel(
-        cl_program program, const char *kernel_name, cl_int *errcode_ret) {
+cl_kernel CL_API_CALL create_kernel(cl_program program, const char *kernel_name,
+        cl_int *errcode_ret) {
     cl_kernel kernel = target.clCreateKernel(program, kernel_name, errcode_ret);
     keep_program_alive(kernel, program);
     return kernel;
 }
 
-cl_int CL_API_CALL create_kernels_in_program(cl_program program,
-        cl_uint num_kernels, cl_kernel *kernels, cl_uint *num_kernels_ret) {
+cl_int CL_API_CALL create_kernels_in_program(cl_program program, cl_uint num_kernels,
+        cl_kernel *kernels, cl_uint *num_kernels_ret) {
     cl_uint created = 0;
-    cl_int status = target.clCreateKernelsInProgram(
-            program, num_kernels, kernels, &created);
+    cl_int status = target.clCreateKernelsInProgram(program, num_kernels, kernels, &created);
     if (status == CL_SUCCESS && kernels)
-        for (cl_uint i = 0; i < created; ++i)
-            keep_program_alive(kernels[i], program);
+        for (cl_uint i = 0; i < created; ++i) keep_program_alive(kernels[i], program);
     if (num_kernels_ret) *num_kernels_ret = created;
     return status;
 }
@@ -627,8 +601,7 @@ cl_kernel CL_API_CALL clone_kernel(cl_kernel source, cl_int *errcode_ret) {
     cl_kernel kernel = target.clCloneKernel(source, errcode_ret);
     if (kernel) {
         cl_program program = nullptr;
-        if (target.clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof(program),
-                    &program, nullptr)
+        if (target.clGetKernelInfo(kernel, CL_KERNEL_PROGRAM, sizeof(program), &program, nullptr)
                 == CL_SUCCESS)
             keep_program_alive(kernel, program);
     }
@@ -677,40 +650,36 @@ cl_int CL_API_CALL build_program(cl_program program, cl_uint num_devices,
     cl_int status;
     {
         std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
-        status = target.clBuildProgram(
-                program, num_devices, device_list, options, nullptr, nullptr);
+        status = target.clBuildProgram(program, num_devices, device_list, options, nullptr,
+                nullptr);
     }
     if (pfn_notify) pfn_notify(program, user_data);
     return status;
 }
 
 cl_int CL_API_CALL compile_program(cl_program program, cl_uint num_devices,
-        const cl_device_id *device_list, const char *options,
-        cl_uint num_input_headers, const cl_program *input_headers,
-        const char **header_include_names,
+        const cl_device_id *device_list, const char *options, cl_uint num_input_headers,
+        const cl_program *input_headers, const char **header_include_names,
         void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data) {
     cl_int status;
     {
         std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
-        status = target.clCompileProgram(program, num_devices, device_list,
-                options, num_input_headers, input_headers,
-                header_include_names, nullptr, nullptr);
+        status = target.clCompileProgram(program, num_devices, device_list, options,
+                num_input_headers, input_headers, header_include_names, nullptr, nullptr);
     }
     if (pfn_notify) pfn_notify(program, user_data);
     return status;
 }
 
 cl_program CL_API_CALL link_program(cl_context context, cl_uint num_devices,
-        const cl_device_id *device_list, const char *options,
-        cl_uint num_input_programs, const cl_program *input_programs,
-        void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data,
-        cl_int *errcode_ret) {
+        const cl_device_id *device_list, const char *options, cl_uint num_input_programs,
+        const cl_program *input_programs, void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+        void *user_data, cl_int *errcode_ret) {
     cl_program program;
     {
         std::lock_guard<std::recursive_mutex> lock(compiler_mutex);
-        program = target.clLinkProgram(context, num_devices, device_list,
-                options, num_input_programs, input_programs, nullptr, nullptr,
-                errcode_ret);
+        program = target.clLinkProgram(context, num_devices, device_list, options,
+                num_input_programs, input_programs, nullptr, nullptr, errcode_ret);
     }
     if (pfn_notify && program) pfn_notify(program, user_data);
     return program;
@@ -723,8 +692,8 @@ cl_int CL_API_CALL release_kernel(cl_kernel kernel) {
         auto it = kernel_program.find(kernel);
         cl_uint refs = 0;
         if (it != kernel_program.end()
-                && target.clGetKernelInfo(kernel, CL_KERNEL_REFERENCE_COUNT,
-                           sizeof(refs), &refs, nullptr)
+                && target.clGetKernelInfo(kernel, CL_KERNEL_REFERENCE_COUNT, sizeof(refs), &refs,
+                           nullptr)
                         == CL_SUCCESS
                 && refs == 1) {
             program = it->second;
@@ -753,6 +722,7 @@ namespace counting {
 constexpr char variable[] = "DNNL_OCL_INTEROP_COUNT_CL_CALLS";
 
 // Every entry of cl_icd_dispatch (CL/cl_icd.h, OpenCL 3.0 headers).
+// clang-format off: one X(...) per entry, as many a line as fit
 #define DISPATCH_ENTRIES(X) \
     X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) \
     X(clGetDeviceInfo) X(clCreateContext) X(clCreateContextFromType) \
@@ -813,15 +783,18 @@ constexpr char variable[] = "DNNL_OCL_INTEROP_COUNT_CL_CALLS";
     X(clSetProgramReleaseCallback) X(clSetProgramSpecializationConstant) \
     X(clCreateBufferWithProperties) X(clCreateImageWithProperties) \
     X(clSetContextDestructorCallback)
+// clang-format on
 
 // The extension functions reached through
 // clGetExtensionFunctionAddress[ForPlatform] that are counted.
+// clang-format off: one X(...) per entry, as many a line as fit
 #define EXTENSION_ENTRIES(X) \
     X(clHostMemAllocINTEL) X(clDeviceMemAllocINTEL) X(clSharedMemAllocINTEL) \
     X(clMemFreeINTEL) X(clMemBlockingFreeINTEL) X(clGetMemAllocInfoINTEL) \
     X(clSetKernelArgMemPointerINTEL) X(clEnqueueMemFillINTEL) \
     X(clEnqueueMemcpyINTEL) X(clEnqueueMemAdviseINTEL) \
     X(clEnqueueMigrateMemINTEL) X(clEnqueueMemsetINTEL)
+// clang-format on
 
 constexpr size_t dispatch_slots = sizeof(cl_icd_dispatch) / sizeof(void *);
 
@@ -829,7 +802,7 @@ enum extension : size_t {
 #define ENUMERATE(name) ext_##name,
     EXTENSION_ENTRIES(ENUMERATE)
 #undef ENUMERATE
-    extension_count
+            extension_count
 };
 
 constexpr size_t slots_per_loader = dispatch_slots + extension_count;
@@ -855,7 +828,7 @@ thread_local thread_record *this_thread = nullptr;
 std::string path;                    // empty: counting is off
 cl_icd_dispatch tables[max_loaders]; // one counting table per loader
 std::string loader_files[max_loaders];
-size_t loader_count = 0;             // guarded by loaders_mutex
+size_t loader_count = 0; // guarded by loaders_mutex
 std::mutex loaders_mutex;
 void *extension_targets[extension_count] = {}; // the runtime's functions
 
@@ -876,8 +849,7 @@ inline uint64_t now_ns() {
 }
 
 inline void add(std::atomic<uint64_t> &counter, uint64_t n) {
-    counter.store(counter.load(std::memory_order_relaxed) + n,
-            std::memory_order_relaxed);
+    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
 }
 
 inline void count(size_t index) {
@@ -914,8 +886,7 @@ struct counted_entry<Loader, Offset, R(CL_API_CALL *)(A...)> {
     static constexpr bool wraps = true;
     static R CL_API_CALL call(A... args) {
         fn next;
-        std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset,
-                sizeof(next));
+        std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset, sizeof(next));
         return timed(Loader * slots_per_loader + Offset / sizeof(void *),
                 [&] { return next(args...); });
     }
@@ -929,8 +900,7 @@ struct counted_extension;
 template <size_t Loader, size_t Index, typename R, typename... A>
 struct counted_extension<Loader, Index, R(CL_API_CALL *)(A...)> {
     static R CL_API_CALL call(A... args) {
-        auto next = reinterpret_cast<R(CL_API_CALL *)(A...)>(
-                extension_targets[Index]);
+        auto next = reinterpret_cast<R(CL_API_CALL *)(A...)>(extension_targets[Index]);
         return timed(Loader * slots_per_loader + dispatch_slots + Index,
                 [&] { return next(args...); });
     }
@@ -949,8 +919,7 @@ void *counted_extension_for(const char *name, void *real) {
         if (!target) target = real; \
         if (target != real) return real; \
         return reinterpret_cast<void *>( \
-                &counted_extension<Loader, ext_##ext_name, \
-                        ext_name##_fn>::call); \
+                &counted_extension<Loader, ext_##ext_name, ext_name##_fn>::call); \
     }
     EXTENSION_ENTRIES(MATCH)
 #undef MATCH
@@ -958,12 +927,10 @@ void *counted_extension_for(const char *name, void *real) {
 }
 
 template <size_t Loader>
-void *CL_API_CALL get_extension_function_address_for_platform(
-        cl_platform_id platform, const char *name) {
+void *CL_API_CALL get_extension_function_address_for_platform(cl_platform_id platform,
+        const char *name) {
     count(Loader * slots_per_loader
-            + offsetof(cl_icd_dispatch,
-                      clGetExtensionFunctionAddressForPlatform)
-                    / sizeof(void *));
+            + offsetof(cl_icd_dispatch, clGetExtensionFunctionAddressForPlatform) / sizeof(void *));
     return counted_extension_for<Loader>(name,
             layer.clGetExtensionFunctionAddressForPlatform(platform, name));
 }
@@ -971,23 +938,19 @@ void *CL_API_CALL get_extension_function_address_for_platform(
 template <size_t Loader>
 void *CL_API_CALL get_extension_function_address(const char *name) {
     count(Loader * slots_per_loader
-            + offsetof(cl_icd_dispatch, clGetExtensionFunctionAddress)
-                    / sizeof(void *));
-    return counted_extension_for<Loader>(
-            name, layer.clGetExtensionFunctionAddress(name));
+            + offsetof(cl_icd_dispatch, clGetExtensionFunctionAddress) / sizeof(void *));
+    return counted_extension_for<Loader>(name, layer.clGetExtensionFunctionAddress(name));
 }
 
 template <size_t Loader, size_t Offset, typename F>
 void install_entry(cl_icd_dispatch &table, const char *name) {
     slot_names[Offset / sizeof(void *)] = name;
     void *next = nullptr;
-    std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset,
-            sizeof(next));
+    std::memcpy(&next, reinterpret_cast<const char *>(&layer) + Offset, sizeof(next));
     void *entry = next && counted_entry<Loader, Offset, F>::wraps
             ? counted_entry<Loader, Offset, F>::pointer()
             : next;
-    std::memcpy(reinterpret_cast<char *>(&table) + Offset, &entry,
-            sizeof(entry));
+    std::memcpy(reinterpret_cast<char *>(&table) + Offset, &entry, sizeof(entry));
 }
 
 // The table names deprecated entries (clCreateImage2D, ...) too.
@@ -996,16 +959,15 @@ void install_entry(cl_icd_dispatch &table, const char *name) {
 template <size_t Loader>
 void build_table(cl_icd_dispatch &table) {
 #define INSTALL(name) \
-    install_entry<Loader, offsetof(cl_icd_dispatch, name), \
-            decltype(cl_icd_dispatch::name)>(table, #name);
+    install_entry<Loader, offsetof(cl_icd_dispatch, name), decltype(cl_icd_dispatch::name)>(table, \
+            #name);
     DISPATCH_ENTRIES(INSTALL)
 #undef INSTALL
     if (layer.clGetExtensionFunctionAddressForPlatform)
         table.clGetExtensionFunctionAddressForPlatform
                 = get_extension_function_address_for_platform<Loader>;
     if (layer.clGetExtensionFunctionAddress)
-        table.clGetExtensionFunctionAddress
-                = get_extension_function_address<Loader>;
+        table.clGetExtensionFunctionAddress = get_extension_function_address<Loader>;
 }
 #pragma GCC diagnostic pop
 
@@ -1093,11 +1055,10 @@ void write_counts() {
     }
     std::vector<uint64_t> totals(slots_per_loader, 0);
     std::vector<uint64_t> nanos(slots_per_loader, 0);
-    std::vector<std::vector<uint64_t>> per_loader(
-            loaders_seen, std::vector<uint64_t>(slots_per_loader, 0));
+    std::vector<std::vector<uint64_t>> per_loader(loaders_seen,
+            std::vector<uint64_t>(slots_per_loader, 0));
     std::vector<const thread_record *> records;
-    for (thread_record *r = thread_list.load(); r; r = r->next)
-        records.push_back(r);
+    for (thread_record *r = thread_list.load(); r; r = r->next) records.push_back(r);
     std::reverse(records.begin(), records.end()); // first caller first
     std::string threads;
     const char *separator = "";
@@ -1105,8 +1066,7 @@ void write_counts() {
         std::vector<uint64_t> mine(slots_per_loader, 0);
         for (size_t l = 0; l < loaders_seen; ++l)
             for (size_t slot = 0; slot < slots_per_loader; ++slot) {
-                uint64_t n = r->counts[l * slots_per_loader + slot].load(
-                        std::memory_order_relaxed);
+                uint64_t n = r->counts[l * slots_per_loader + slot].load(std::memory_order_relaxed);
                 mine[slot] += n;
                 per_loader[l][slot] += n;
                 totals[slot] += n;
@@ -1123,8 +1083,7 @@ void write_counts() {
         threads += '}';
         separator = ",\n    ";
     }
-    std::string out = "{\"pid\": " + std::to_string(long(getpid()))
-            + ",\n  \"calls\": ";
+    std::string out = "{\"pid\": " + std::to_string(long(getpid())) + ",\n  \"calls\": ";
     append_counts(out, totals.data());
     out += ",\n  \"nanoseconds\": ";
     append_counts(out, nanos.data());
@@ -1169,10 +1128,7 @@ const cl_icd_dispatch *table_for(const cl_icd_dispatch *target_dispatch) {
     if (loader_count == max_loaders) return &layer;
     size_t index = loader_count;
     Dl_info info {};
-    loader_files[index]
-            = dladdr(target_dispatch, &info) && info.dli_fname
-            ? info.dli_fname
-            : "?";
+    loader_files[index] = dladdr(target_dispatch, &info) && info.dli_fname ? info.dli_fname : "?";
     switch (index) {
         case 0: build_table<0>(tables[0]); break;
         case 1: build_table<1>(tables[1]); break;
@@ -1193,7 +1149,9 @@ void read_variable() {
                 "dnnl_ocl_interop emulation layer: DNNL_OCL_INTEROP_COUNT_CL_CALLS has no effect: "
                 "this build has no call counting (CMake option DNNL_OCL_INTEROP_TEST_HOOKS)\n");
 }
-const cl_icd_dispatch *table_for(const cl_icd_dispatch *) { return &layer; }
+const cl_icd_dispatch *table_for(const cl_icd_dispatch *) {
+    return &layer;
+}
 } // namespace counting
 #endif
 
@@ -1224,18 +1182,16 @@ void init_dispatch(const cl_icd_dispatch *target_dispatch, cl_uint num_entries) 
 
 } // namespace
 
-LAYER_EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_name,
-        size_t param_value_size, void *param_value,
-        size_t *param_value_size_ret) {
+LAYER_EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_name, size_t param_value_size,
+        void *param_value, size_t *param_value_size_ret) {
     static const char name[] = "dnnl_ocl_interop emulated Intel GPU (Xe-HP)";
     static const cl_layer_api_version version = CL_LAYER_API_VERSION_100;
     switch (param_name) {
         case CL_LAYER_API_VERSION:
-            return answer(&version, sizeof(version), param_value_size,
-                    param_value, param_value_size_ret);
-        case CL_LAYER_NAME:
-            return answer(name, sizeof(name), param_value_size, param_value,
+            return answer(&version, sizeof(version), param_value_size, param_value,
                     param_value_size_ret);
+        case CL_LAYER_NAME:
+            return answer(name, sizeof(name), param_value_size, param_value, param_value_size_ret);
         default: return CL_INVALID_VALUE;
     }
 }
@@ -1246,8 +1202,7 @@ LAYER_EXPORT cl_int CL_API_CALL clGetLayerInfo(cl_layer_info param_name,
 LAYER_EXPORT cl_int CL_API_CALL clInitLayer(cl_uint num_entries,
         const cl_icd_dispatch *target_dispatch, cl_uint *num_entries_ret,
         const cl_icd_dispatch **layer_dispatch_ret) {
-    if (!target_dispatch || !num_entries_ret || !layer_dispatch_ret)
-        return CL_INVALID_VALUE;
+    if (!target_dispatch || !num_entries_ret || !layer_dispatch_ret) return CL_INVALID_VALUE;
     std::call_once(init_once, init_dispatch, target_dispatch, num_entries);
     *num_entries_ret = sizeof(layer) / sizeof(void *);
     *layer_dispatch_ret = counting::table_for(target_dispatch);

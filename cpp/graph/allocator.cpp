@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "graph/allocator.hpp"
 
 #include <algorithm>
@@ -24,7 +26,7 @@ namespace graph_allocator {
 
 struct state {
     py::object malloc_fn, free_fn;
-    bool host = false; // host_malloc(size, alignment), host_free(ptr)
+    bool host = false;            // host_malloc(size, alignment), host_free(ptr)
     bool in_order_events = false; // see make()
     // A caching pool's policy, served without Python (make_caching_pool);
     // then the callables are empty.
@@ -100,7 +102,6 @@ allocation take_live(cl_context context, void *ptr, bool &found) {
 
 // ----------------------------------------------------------------- failures
 
-
 // KeyboardInterrupt, SystemExit, GeneratorExit: not failures to wrap, but the
 // program stopping; they leave the API call as they are.
 bool is_interrupt(py::handle exc) {
@@ -159,8 +160,8 @@ py::object call(const py::object &fn, const Args &...args) {
 // the message says so and the free's exception is the refusal's context (so
 // neither hides the other).
 template <typename GiveBack>
-py::object refusal_after_give_back(
-        std::string reason, const char *free_name, const GiveBack &give_back) {
+py::object refusal_after_give_back(std::string reason, const char *free_name,
+        const GiveBack &give_back) {
     py::object free_failure;
     try {
         give_back();
@@ -203,8 +204,8 @@ std::shared_ptr<state> scope_allocator(bool host) {
 // NULL buffer. After a failure the binding allocates the memory itself (and
 // frees it when oneDNN releases it), so the call completes safely and then
 // raises the recorded failure.
-void *stand_in(std::shared_ptr<state> owner, size_t size, size_t alignment,
-        cl_device_id device, cl_context context) {
+void *stand_in(std::shared_ptr<state> owner, size_t size, size_t alignment, cl_device_id device,
+        cl_context context) {
     try {
         cl_int err = CL_SUCCESS;
         void *ptr = usm::api_for(context).device_alloc(context, device, nullptr, size,
@@ -283,8 +284,8 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
     try {
         cache_handles(*s, device, context);
         trace_mark("malloc: callable called");
-        py::object result = call(s->malloc_fn, as_int(size), as_int(alignment), s->py_device,
-                s->py_context);
+        py::object result
+                = call(s->malloc_fn, as_int(size), as_int(alignment), s->py_device, s->py_context);
         trace_mark("malloc: callable returned");
         if (!is_int(result))
             return failed("the allocator's malloc failed",
@@ -330,7 +331,8 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
     } catch (py::error_already_set &e) {
         return failed("the allocator's malloc raised", raised(e));
     } catch (const std::exception &e) {
-        return failed("the allocator's malloc failed", make_exception(PyExc_RuntimeError, e.what()));
+        return failed("the allocator's malloc failed",
+                make_exception(PyExc_RuntimeError, e.what()));
     }
 }
 
@@ -339,7 +341,7 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     if (!buf || interpreter_finalizing()) return;
     bool found = false;
     allocation entry = take_live(context, buf, found);
-    if (!found) return; // handed out by no Python allocator: nothing to call
+    if (!found) return;   // handed out by no Python allocator: nothing to call
     if (entry.stand_in) { // ours, not the Python allocator's
         if (event) clWaitForEvents(1, &event);
         try {
@@ -351,7 +353,8 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
         bool marker = !event && entry.owner->in_order_events;
         cl_event done = marker ? end_of_call_marker(entry.call) : event;
         // (the queue matters only for a block freed without an event)
-        entry.owner->pool->free(buf, context, done, marker, done ? nullptr : in_order_queue_of_call());
+        entry.owner->pool->free(buf, context, done, marker,
+                done ? nullptr : in_order_queue_of_call());
         trace_mark("free: return to oneDNN");
         return;
     }
@@ -442,7 +445,8 @@ void *host_allocate(size_t size, size_t alignment) {
             return failed("the allocator's host_malloc failed",
                     refusal_after_give_back(
                             "host_malloc returned a pointer that is not aligned to the "
-                            "requested " + std::to_string(alignment) + " bytes",
+                            "requested "
+                                    + std::to_string(alignment) + " bytes",
                             "host_free", [&] { call(s->free_fn, as_int(ptr)); }));
         if (!add_live(nullptr, ptr, s, false))
             return failed("the allocator's host_malloc failed",
@@ -480,8 +484,8 @@ void host_deallocate(void *buf) {
 }
 
 // The callables' state; `who` names the call in errors.
-std::shared_ptr<state> make_state(
-        py::object malloc_fn, py::object free_fn, bool host, bool in_order_events = false) {
+std::shared_ptr<state> make_state(py::object malloc_fn, py::object free_fn, bool host,
+        bool in_order_events = false) {
     const char *malloc_name = host ? "host_malloc" : "malloc";
     const char *free_name = host ? "host_free" : "free";
     if (!PyCallable_Check(malloc_fn.ptr()))
@@ -522,7 +526,9 @@ std::vector<std::pair<const char *, long long>> trace(bool on) {
 
 std::atomic<size_t> states {0};
 
-state::state() { ++states; }
+state::state() {
+    ++states;
+}
 
 state::~state() {
     --states;
@@ -557,7 +563,9 @@ call_scope::call_scope(const engine_object &engine, const stream_object *stream)
     : call_scope(engine.callbacks, context_of(engine)) {
     this->stream = stream;
 }
-call_scope::~call_scope() { current_scope = outer; }
+call_scope::~call_scope() {
+    current_scope = outer;
+}
 
 void call_scope::raise_recorded(const char *onednn_failure) {
     if (interrupt) { // unchanged: the same object, its traceback, nothing chained
@@ -633,13 +641,14 @@ void malloc_and_free(const allocator_object &allocator, size_t size, size_t alig
         cl_device_id device, cl_context context, size_t count) {
     as_call_of(callbacks_of(allocator, false), context, [&] {
         std::vector<void *> ptrs;
-        for (size_t i = 0; i < count; ++i) ptrs.push_back(allocate(size, alignment, device, context));
+        for (size_t i = 0; i < count; ++i)
+            ptrs.push_back(allocate(size, alignment, device, context));
         for (void *ptr : ptrs) deallocate(ptr, device, context, nullptr);
     });
 }
 
-void host_malloc_and_free(
-        const allocator_object &allocator, size_t size, size_t alignment, size_t count) {
+void host_malloc_and_free(const allocator_object &allocator, size_t size, size_t alignment,
+        size_t count) {
     as_call_of(callbacks_of(allocator, true), nullptr, [&] {
         std::vector<void *> ptrs;
         for (size_t i = 0; i < count; ++i) ptrs.push_back(host_allocate(size, alignment));

@@ -78,8 +78,8 @@ void malloc_and_free(const allocator_object &allocator, size_t size, size_t alig
         cl_device_id device, cl_context context, size_t count);
 
 // The same for a host allocator.
-void host_malloc_and_free(
-        const allocator_object &allocator, size_t size, size_t alignment, size_t count);
+void host_malloc_and_free(const allocator_object &allocator, size_t size, size_t alignment,
+        size_t count);
 
 // For tests: how many allocations made through Python allocators (and the
 // binding's stand-ins) oneDNN has not freed yet.
@@ -110,8 +110,8 @@ inline void trace_mark(const char *stage) {
 // `stream`: the stream of an execute (its in-order queue gets the markers of
 // in_order_events), else nullptr.
 template <typename F>
-auto with_callbacks(const engine_object &engine, F &&call,
-        const stream_object *stream = nullptr) -> decltype(call());
+auto with_callbacks(const engine_object &engine, F &&call, const stream_object *stream = nullptr)
+        -> decltype(call());
 
 // Implementation detail of with_callbacks.
 struct call_scope {
@@ -125,11 +125,11 @@ struct call_scope {
     // if any.
     void raise_recorded(const char *onednn_failure);
     std::vector<std::pair<std::string, pybind11::object>> failures;
-    pybind11::object interrupt; // the first non-Exception BaseException
+    pybind11::object interrupt;             // the first non-Exception BaseException
     const std::shared_ptr<void> *allocator; // the engine's, alive for the call
     cl_context context;
     const stream_object *stream = nullptr; // an execute's, else none
-    unsigned long long serial; // tells this call from any other
+    unsigned long long serial;             // tells this call from any other
     call_scope *outer;
 };
 

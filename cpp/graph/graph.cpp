@@ -1,6 +1,8 @@
 // dnnl.graph: logical tensors, ops, graphs, partitions, compiled partitions
 // and tensors. Calls that may reach a graph allocator go through
 // graph_allocator::with_callbacks.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <type_traits>
 #include <cmath>
@@ -16,7 +18,7 @@
 #include "common/memory_descs.hpp"
 #include "common/errors.hpp"
 #include "common/py_values.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "common/workarounds.hpp"
 #include "graph/allocator.hpp"
 #include "graph/graph_objects.hpp"
@@ -89,19 +91,20 @@ void bind_logical_tensor(py::module_ &m) {
     }
 #undef VALUE
     using dims = lt::dims;
-    auto ptype = py::arg_v("property_type", lt::property_type::undef, "logical_tensor.property_type.undef");
+    auto ptype = py::arg_v("property_type", lt::property_type::undef,
+            "logical_tensor.property_type.undef");
     cls.def(py::init<size_t, lt::data_type, lt::layout_type>(), py::arg("tid"),
             py::arg("data_type"),
             py::arg_v("layout_type", lt::layout_type::undef, "logical_tensor.layout_type.undef"),
             "Unknown rank and dims.");
     cls.def(py::init<size_t, lt::data_type, int32_t, lt::layout_type, lt::property_type>(),
-            py::arg("tid"), py::arg("data_type"), py::arg("ndims"), py::arg("layout_type"),
-            ptype, "Known rank, unknown dims.");
+            py::arg("tid"), py::arg("data_type"), py::arg("ndims"), py::arg("layout_type"), ptype,
+            "Known rank, unknown dims.");
     cls.def(py::init<size_t, lt::data_type, const dims &, lt::layout_type, lt::property_type>(),
-            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_type"),
-            ptype, "Known dims (an empty list is a scalar).");
-    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_,
-                             const dims &strides, lt::property_type property) {
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_type"), ptype,
+            "Known dims (an empty list is a scalar).");
+    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_, const dims &strides,
+                             lt::property_type property) {
         // oneDNN reads as many strides as there are dims (its own TODO: "They
         // should be same"): fewer would be read past the list.
         if (strides.size() != dims_.size())
@@ -109,18 +112,19 @@ void bind_logical_tensor(py::module_ &m) {
                     + " strides for " + std::to_string(dims_.size()) + " dims");
         return lt(tid, data_type, dims_, strides, property);
     }),
-            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("strides"),
-            ptype, "Known dims and strides (strided layout), one stride per dim.");
-    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_,
-                             size_t layout_id, lt::property_type property) {
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("strides"), ptype,
+            "Known dims and strides (strided layout), one stride per dim.");
+    cls.def(py::init([](size_t tid, lt::data_type data_type, const dims &dims_, size_t layout_id,
+                             lt::property_type property) {
         layout_ids::instance().check(layout_id);
         return lt(tid, data_type, dims_, layout_id, property);
     }),
-            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"),
-            ptype, "Known dims in an opaque layout chosen by a compiled partition "
-                   "(`layout_id` as its query_logical_tensor gave it).");
+            py::arg("tid"), py::arg("data_type"), py::arg("dims"), py::arg("layout_id"), ptype,
+            "Known dims in an opaque layout chosen by a compiled partition "
+            "(`layout_id` as its query_logical_tensor gave it).");
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS // test-only entry point, not in released wheels
-    cls.def_static("_note_layout_id", [](size_t layout_id) {
+    cls.def_static("_note_layout_id",
+            [](size_t layout_id) {
         std::lock_guard<std::mutex> guard(layout_ids::instance().lock);
         layout_ids::instance().handed_out.insert(layout_id);
     }, py::arg("layout_id"),
@@ -136,7 +140,8 @@ void bind_logical_tensor(py::module_ &m) {
     cls.def("get_layout_id", &lt::get_layout_id,
             "The opaque layout's id (only for layout_type.opaque).");
     cls.def("get_strides", &lt::get_strides, "The strides (only for layout_type.strided).");
-    cls.def("get_property_type", &lt::get_property_type, "undef, variable, constant or host_scalar.");
+    cls.def("get_property_type", &lt::get_property_type,
+            "undef, variable, constant or host_scalar.");
     cls.def("get_mem_size", &lt::get_mem_size, "Bytes a tensor of it needs.");
     cls.def("is_equal", &lt::is_equal, py::arg("other"),
             "Whether `other` describes the same tensor (id, type, dims, layout, property).");
@@ -184,8 +189,8 @@ void set_attr(g::op &op, g::op::attr name, py::handle value) {
         else
             op.set_attr<std::vector<float>>(name, value.cast<std::vector<float>>());
     } else {
-        throw_type_error("set_attr(): value",
-                "bool, int, float, str, or a list of ints or floats", value);
+        throw_type_error("set_attr(): value", "bool, int, float, str, or a list of ints or floats",
+                value);
     }
 }
 
@@ -195,7 +200,8 @@ void bind_op(py::module_ &m) {
     {
         using E = k; // members from the headers (core/enums.cpp)
 #define VALUE(member) .value(#member, E::member)
-        py::native_enum<E>(cls, "kind", "enum.Enum", "Op kinds of the graph API (MatMul, SoftMax, ...).")
+        py::native_enum<E>(cls, "kind", "enum.Enum",
+                "Op kinds of the graph API (MatMul, SoftMax, ...).")
 #include "onednn_enum_op_kind.inc"
                 .finalize();
     }
@@ -228,7 +234,8 @@ void bind_op(py::module_ &m) {
         op.add_outputs(ts);
         op_object::note(op.facts.outputs, ts);
     }, py::arg("tensors"), "Append output logical tensors.");
-    cls.def("set_attr", [](op_object &op, g::op::attr name, py::handle value) -> op_object & {
+    cls.def("set_attr",
+            [](op_object &op, g::op::attr name, py::handle value) -> op_object & {
         set_attr_checked(op, name, value);
         return op;
     }, py::arg("name"), py::arg("value"), py::return_value_policy::reference_internal,
@@ -254,7 +261,8 @@ void bind_graph_and_partition(py::module_ &m) {
         // oneDNN's reasons for a refused op go with the exception (common/verbose).
         return partition_object(verbose::creating([&] { return g::partition(op, kind); }),
                 {op.facts});
-    }), py::arg("op"), py::arg("engine_kind"),
+    }),
+            py::arg("op"), py::arg("engine_kind"),
             "A partition of the one op `op` (copied) for engines of `engine_kind`, "
             "without a graph.");
     part.def("is_supported", &g::partition::is_supported,
@@ -268,25 +276,28 @@ void bind_graph_and_partition(py::module_ &m) {
     part.def("get_id", &g::partition::get_id, "The partition id.");
     part.def("get_engine_kind", &g::partition::get_engine_kind,
             "The engine kind the partition was made for.");
-    part.def("compile", [](const partition_object &p, const std::vector<lt> &inputs,
-                                const std::vector<lt> &outputs, const engine_object &engine) {
+    part.def("compile",
+            [](const partition_object &p, const std::vector<lt> &inputs,
+                    const std::vector<lt> &outputs, const engine_object &engine) {
         // oneDNN's reasons for a refusal go with the exception (common/verbose).
         g::compiled_partition cp = verbose::creating([&] {
-            return graph_allocator::with_callbacks(
-                    engine, [&] { return p.compile(inputs, outputs, engine); });
+            return graph_allocator::with_callbacks(engine,
+                    [&] { return p.compile(inputs, outputs, engine); });
         });
         compiled_partition_object compiled(cp, engine, inputs, outputs);
         std::vector<lt> ports[2]; // compiled_ports: the inputs, then the outputs
         for (size_t i = 0; i < compiled.compiled_ports.size(); ++i)
             ports[i < compiled.inputs.size() ? 0 : 1].push_back(compiled.compiled_ports[i].logical);
-        workarounds::refusal found = workarounds::known_wrong_partition(p.ops, ports[0], ports[1], engine);
+        workarounds::refusal found
+                = workarounds::known_wrong_partition(p.ops, ports[0], ports[1], engine);
         if (found) {
             status_error refused(dnnl_unimplemented, found.why);
             refused.known_problem = found.id;
             throw refused;
         }
         return compiled;
-    }, py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
+    },
+            py::arg("inputs"), py::arg("outputs"), py::arg("engine"),
             "Compile for `engine` with these input and output logical tensors "
             "(layout_type.any lets oneDNN choose; query the result). The GIL is "
             "released; the engine's allocator may be called.");
@@ -295,7 +306,8 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def(py::init<dnnl::engine::kind>(), py::arg("engine_kind"));
     graph.def(py::init<dnnl::engine::kind, dnnl::fpmath_mode>(), py::arg("engine_kind"),
             py::arg("fpmath_mode"));
-    graph.def("add_op", [](graph_object &gr, const op_object &op, bool allow_exception) {
+    graph.def("add_op",
+            [](graph_object &gr, const op_object &op, bool allow_exception) {
         // oneDNN's reasons for a refused op go with the exception (common/verbose).
         auto status = verbose::creating(
                 [&] { return static_cast<dnnl_status_t>(gr.add_op(op, allow_exception)); });
@@ -309,7 +321,8 @@ void bind_graph_and_partition(py::module_ &m) {
     graph.def("finalize", &g::graph::finalize,
             "Close the graph to new ops; needed before get_partitions().");
     graph.def("is_finalized", &g::graph::is_finalized, "Whether finalize() was called.");
-    graph.def("get_partitions", [](graph_object &gr, g::partition::policy policy) {
+    graph.def("get_partitions",
+            [](graph_object &gr, g::partition::policy policy) {
         std::vector<g::partition> parts;
         {
             py::gil_scoped_release release;
@@ -404,9 +417,9 @@ scalar_value scalar_from(const lt &desc, py::handle value) {
     auto dt = desc.get_data_type();
     bool is_bool = PyBool_Check(value.ptr());
     if (dt == lt::data_type::f32) {
-        if (is_bool || (!PyFloat_Check(value.ptr()) && !PyLong_Check(value.ptr())
-                               && !PyIndex_Check(value.ptr())
-                               && !py::hasattr(value, "__float__"))
+        if (is_bool
+                || (!PyFloat_Check(value.ptr()) && !PyLong_Check(value.ptr())
+                        && !PyIndex_Check(value.ptr()) && !py::hasattr(value, "__float__"))
                 || PyUnicode_Check(value.ptr()) || PyBytes_Check(value.ptr()))
             throw_type_error("make_scalar_tensor(): scalar", "a real number for an f32 scalar",
                     value);
@@ -417,8 +430,8 @@ scalar_value scalar_from(const lt &desc, py::handle value) {
         v.f32 = static_cast<float>(d);
     } else if (dt == lt::data_type::s32 || dt == lt::data_type::s64) {
         if (is_bool || !PyIndex_Check(value.ptr()))
-            throw_type_error("make_scalar_tensor(): scalar",
-                    "an int for an s32 or s64 scalar", value);
+            throw_type_error("make_scalar_tensor(): scalar", "an int for an s32 or s64 scalar",
+                    value);
         py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
         if (!i) throw py::error_already_set();
         int overflow = 0;
@@ -427,11 +440,14 @@ scalar_value scalar_from(const lt &desc, py::handle value) {
         if (overflow || (s32 && (x < INT32_MIN || x > INT32_MAX)))
             throw_invalid_argument("make_scalar_tensor(): scalar " + std::string(py::repr(i))
                     + " is out of range for " + (s32 ? "s32" : "s64"));
-        if (s32) v.s32 = static_cast<int32_t>(x);
-        else v.s64 = static_cast<int64_t>(x);
+        if (s32)
+            v.s32 = static_cast<int32_t>(x);
+        else
+            v.s64 = static_cast<int64_t>(x);
     } else {
-        throw_invalid_argument("make_scalar_tensor(): a host-scalar tensor holds s32, s64 or f32 "
-                               "(what oneDNN 3.13 stores), not "
+        throw_invalid_argument(
+                "make_scalar_tensor(): a host-scalar tensor holds s32, s64 or f32 "
+                "(what oneDNN 3.13 stores), not "
                 + std::string(py::str(py::cast(dt))));
     }
     return v;
@@ -443,10 +459,12 @@ void bind_tensor(py::module_ &m) {
             "host scalar (make_scalar_tensor).");
     cls.def(py::init([](const lt &desc, const engine_object &engine, py::handle handle) {
         py::object owner;
-        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false, nullptr, &owner);
+        void *h = memory_handle_from(handle, "handle", /*accept_mem_object=*/false, nullptr,
+                &owner);
         if (is_host_scalar(desc))
-            throw_invalid_argument("a logical tensor of property_type.host_scalar makes a "
-                                   "tensor with tensor.make_scalar_tensor, not on an engine");
+            throw_invalid_argument(
+                    "a logical tensor of property_type.host_scalar makes a "
+                    "tensor with tensor.make_scalar_tensor, not on an engine");
         auto layout = desc.get_layout_type();
         if (h != DNNL_MEMORY_NONE
                 && (layout == lt::layout_type::any || layout == lt::layout_type::undef))
@@ -456,11 +474,11 @@ void bind_tensor(py::module_ &m) {
                       "partition's query_logical_tensor(id)");
         check_tensor_storage(desc, engine, h);
         g::tensor t = graph_allocator::with_callbacks(engine, [&] {
-            return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine)
-                                             : g::tensor(desc, engine, h);
+            return h == DNNL_MEMORY_ALLOCATE ? g::tensor(desc, engine) : g::tensor(desc, engine, h);
         });
         return tensor_object(t, engine, keep_alive(std::move(owner)));
-    }), py::arg("logical_tensor"), py::arg("engine"), py::arg("handle") = memory_allocate,
+    }),
+            py::arg("logical_tensor"), py::arg("engine"), py::arg("handle") = memory_allocate,
             "`handle`: dnnl.MEMORY_ALLOCATE (the default: the engine's allocator "
             "provides logical_tensor.get_mem_size() bytes), dnnl.MEMORY_NONE, or a "
             "USM pointer of the engine's context (an int, or a typed pointer such as "
@@ -468,10 +486,12 @@ void bind_tensor(py::module_ &m) {
             "pointer on, for every element the logical tensor addresses (for "
             "strided layouts the furthest element, so a view into a larger "
             "allocation is taken). oneDNN does not free a user pointer.");
-    cls.def_static("make_scalar_tensor", [](const lt &desc, py::handle scalar) {
+    cls.def_static("make_scalar_tensor",
+            [](const lt &desc, py::handle scalar) {
         if (!is_host_scalar(desc))
-            throw_invalid_argument("make_scalar_tensor(): the logical tensor must have "
-                                   "property_type.host_scalar, not "
+            throw_invalid_argument(
+                    "make_scalar_tensor(): the logical tensor must have "
+                    "property_type.host_scalar, not "
                     + std::string(py::str(py::cast(desc.get_property_type()))));
         scalar_value value = scalar_from(desc, scalar);
         // oneDNN copies the value into the tensor.
@@ -484,7 +504,8 @@ void bind_tensor(py::module_ &m) {
     cls.def("get_data_handle", [](const tensor_object &t) {
         return reinterpret_cast<uintptr_t>(t.tensor.get_data_handle());
     }, "The tensor's USM pointer (int; 0 when it has none, and for host scalars).");
-    cls.def("set_data_handle", [](tensor_object &t, py::handle handle) {
+    cls.def("set_data_handle",
+            [](tensor_object &t, py::handle handle) {
         py::object owner;
         void *h = memory_handle_from(handle, "handle", false, nullptr, &owner);
         if (h == DNNL_MEMORY_ALLOCATE)
@@ -494,9 +515,10 @@ void bind_tensor(py::module_ &m) {
         check_tensor_storage(t.logical, t.engine, h);
         t.tensor.set_data_handle(h);
         t.handle_owner = keep_alive(std::move(owner));
-    }, py::arg("handle"), "Point the tensor at a USM pointer of its engine's context "
-                          "(checked to hold what the logical tensor addresses) or "
-                          "dnnl.MEMORY_NONE.");
+    }, py::arg("handle"),
+            "Point the tensor at a USM pointer of its engine's context "
+            "(checked to hold what the logical tensor addresses) or "
+            "dnnl.MEMORY_NONE.");
     cls.def("get_engine", [](const tensor_object &t) -> std::optional<engine_object> {
         if (!t.engine) return std::nullopt;
         return t.engine;
@@ -517,12 +539,15 @@ void bind_tensor(py::module_ &m) {
     cp.def_readwrite("_label", &compiled_partition_object::label,
             "What a dnnl.profiling recorder calls the partition's executes ('partition' "
             "unless named, as dnnl.graph.patterns names its own).");
-    cp.def("get_scratchpad_logical_tensor", [](const compiled_partition_object &c) {
+    cp.def("get_scratchpad_logical_tensor",
+            [](const compiled_partition_object &c) {
         return c.partition.get_scratchpad_logical_tensor();
-    }, "The scratchpad execute() may be given: u8, strided, one dimension of "
-       "its size in bytes (0 when the partition needs none), id 2**64-1.");
-    cp.def("execute", [](const compiled_partition_object &c, stream_object &s,
-                              py::handle inputs, py::handle outputs, py::handle scratchpad) {
+    },
+            "The scratchpad execute() may be given: u8, strided, one dimension of "
+            "its size in bytes (0 when the partition needs none), id 2**64-1.");
+    cp.def("execute",
+            [](const compiled_partition_object &c, stream_object &s, py::handle inputs,
+                    py::handle outputs, py::handle scratchpad) {
         graph_execution ex = graph_execution_args(c, s, inputs, outputs);
         const g::tensor *pad = scratchpad_arg(c, scratchpad);
         if (s.out_of_order) {
@@ -540,7 +565,8 @@ void bind_tensor(py::module_ &m) {
             profiling::recorded(s, c.subject(), submit);
         else
             submit();
-    }, py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
+    },
+            py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
             py::arg("scratchpad") = py::none(),
             "Execute with tensors for every input and output port, checked "
             "first. `scratchpad`: None (oneDNN allocates it) or a tensor on the "
@@ -574,9 +600,11 @@ std::shared_ptr<const profiling::subject> compiled_partition_object::subject() c
 
 compiled_partition_object::compiled_partition_object(g::compiled_partition partition,
         engine_object engine, std::vector<lt> inputs, std::vector<lt> outputs)
-    : engine(std::move(engine)), partition(std::move(partition)), inputs(std::move(inputs)),
-      outputs(std::move(outputs)),
-      scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
+    : engine(std::move(engine))
+    , partition(std::move(partition))
+    , inputs(std::move(inputs))
+    , outputs(std::move(outputs))
+    , scratchpad_size(this->partition.get_scratchpad_logical_tensor().get_mem_size()) {
     for (auto *ports : {&this->inputs, &this->outputs}) {
         // oneDNN takes logical tensors that are none of the partition's ports
         // at compile and answers them undefined: execute() wants no tensor for them.
@@ -601,7 +629,8 @@ namespace {
 // The C struct a logical_tensor holds (its one, private, member; the getters
 // copy vectors).
 const dnnl_graph_logical_tensor_t &c_struct(const lt &t) {
-    static_assert(std::is_standard_layout<lt>::value && sizeof(lt) == sizeof(dnnl_graph_logical_tensor_t),
+    static_assert(std::is_standard_layout<lt>::value
+                    && sizeof(lt) == sizeof(dnnl_graph_logical_tensor_t),
             "dnnl::graph::logical_tensor holds one dnnl_graph_logical_tensor_t");
     return reinterpret_cast<const dnnl_graph_logical_tensor_t &>(t);
 }
@@ -622,13 +651,16 @@ std::string unlike_compiled(const lt &given, const lt &compiled) {
                 + std::to_string(b.layout_type) + ")";
     if (a.layout_type == dnnl_graph_layout_type_opaque && a.layout.layout_id != b.layout.layout_id)
         return "another opaque layout id";
-    if (a.layout_type == dnnl_graph_layout_type_strided && std::find(a.dims, a.dims + a.ndims, 0) == a.dims + a.ndims)
+    if (a.layout_type == dnnl_graph_layout_type_strided
+            && std::find(a.dims, a.dims + a.ndims, 0) == a.dims + a.ndims)
         for (int d = 0; d < a.ndims; ++d)
             if (a.dims[d] > 1 && a.layout.strides[d] != b.layout.strides[d]) {
                 std::string why = "strides";
-                for (int i = 0; i < a.ndims; ++i) why += (i ? "," : " ") + std::to_string(a.layout.strides[i]);
+                for (int i = 0; i < a.ndims; ++i)
+                    why += (i ? "," : " ") + std::to_string(a.layout.strides[i]);
                 why += " where they are";
-                for (int i = 0; i < b.ndims; ++i) why += (i ? "," : " ") + std::to_string(b.layout.strides[i]);
+                for (int i = 0; i < b.ndims; ++i)
+                    why += (i ? "," : " ") + std::to_string(b.layout.strides[i]);
                 return why;
             }
     return "";
@@ -673,8 +705,7 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
                     [&](const lt &p) { return p.get_id() == given.get_id(); });
             if (port == ports.end())
                 throw_invalid_argument(name() + " has logical tensor id "
-                        + std::to_string(given.get_id()) + ", not one of the partition's "
-                        + what);
+                        + std::to_string(given.get_id()) + ", not one of the partition's " + what);
             size_t slot = static_cast<size_t>(port - ports.begin());
             if (into[slot])
                 throw_invalid_argument(name() + ": two tensors for logical tensor id "
@@ -683,10 +714,10 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
             // other tensor's handle to the device: a mix-up would have one
             // side dereference the other's pointer.
             if (scalar != is_host_scalar(*port))
-                throw_invalid_argument(name() + (scalar
-                        ? " is a host scalar, but the partition's port is not host_scalar"
-                        : " is not a host scalar (tensor.make_scalar_tensor), but the "
-                          "partition's port is host_scalar"));
+                throw_invalid_argument(name()
+                        + (scalar ? " is a host scalar, but the partition's port is not host_scalar"
+                                  : " is not a host scalar (tensor.make_scalar_tensor), but the "
+                                    "partition's port is host_scalar"));
             if (scalar) {
                 if (given.get_data_type() != port->get_data_type())
                     throw_invalid_argument(name() + " is a host scalar of "
@@ -739,8 +770,7 @@ const g::tensor *scratchpad_arg(const compiled_partition_object &cp, py::handle 
         size_t holds = t.addressed;
         if (holds < cp.scratchpad_size)
             throw_invalid_argument("scratchpad addresses " + std::to_string(holds)
-                    + " bytes, the compiled partition needs "
-                    + std::to_string(cp.scratchpad_size)
+                    + " bytes, the compiled partition needs " + std::to_string(cp.scratchpad_size)
                     + " (get_scratchpad_logical_tensor())");
     }
     return &t.tensor;
@@ -768,7 +798,8 @@ void bind_graph(py::module_ &m) {
                 .finalize();
 #undef VALUE
     }
-    m.def("set_dump_mode", [](g::graph_dump_mode modes) {
+    m.def("set_dump_mode",
+            [](g::graph_dump_mode modes) {
         auto status = static_cast<dnnl_status_t>(g::set_dump_mode(modes));
         if (status != dnnl_success)
             throw status_error(status, "set_dump_mode(): oneDNN refused the modes "

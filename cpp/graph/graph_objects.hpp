@@ -28,14 +28,15 @@ size_t addressed_bytes(const dnnl::graph::logical_tensor &desc);
 // dnnl.graph.op: oneDNN's op and its facts, kept as they are added.
 struct op_object : dnnl::graph::op {
     op_object(size_t id, kind k, const std::string &name)
-        : op(id, k, name), facts{id, k, {}, {}} {}
+        : op(id, k, name), facts {id, k, {}, {}} {}
     op_object(size_t id, kind k, const std::vector<dnnl::graph::logical_tensor> &inputs,
             const std::vector<dnnl::graph::logical_tensor> &outputs, const std::string &name)
-        : op(id, k, inputs, outputs, name), facts{id, k, {}, {}} {
+        : op(id, k, inputs, outputs, name), facts {id, k, {}, {}} {
         note(facts.inputs, inputs);
         note(facts.outputs, outputs);
     }
-    static void note(std::vector<size_t> &ids, const std::vector<dnnl::graph::logical_tensor> &tensors) {
+    static void note(std::vector<size_t> &ids,
+            const std::vector<dnnl::graph::logical_tensor> &tensors) {
         for (const auto &t : tensors) ids.push_back(t.get_id());
     }
     op_facts facts;
@@ -57,9 +58,11 @@ struct partition_object : dnnl::graph::partition {
 struct tensor_object {
     tensor_object(dnnl::graph::tensor tensor, engine_object engine,
             std::shared_ptr<void> handle_owner = nullptr)
-        : engine(std::move(engine)), handle_owner(std::move(handle_owner)),
-          tensor(std::move(tensor)), logical(this->tensor.get_logical_tensor()),
-          addressed(addressed_bytes(logical)) {}
+        : engine(std::move(engine))
+        , handle_owner(std::move(handle_owner))
+        , tensor(std::move(tensor))
+        , logical(this->tensor.get_logical_tensor())
+        , addressed(addressed_bytes(logical)) {}
     engine_object engine; // first: destroyed after the tensor (see core/objects.hpp)
     // The Python object of a typed pointer the tensor uses (dnnl.usm.allocation).
     std::shared_ptr<void> handle_owner;
@@ -87,7 +90,7 @@ struct compiled_partition_object {
         size_t bytes;
     };
     std::vector<compiled_port> compiled_ports;
-    size_t scratchpad_size; // bytes of get_scratchpad_logical_tensor()
+    size_t scratchpad_size;         // bytes of get_scratchpad_logical_tensor()
     bool host_scalar_input = false; // a host-scalar input port (copied to the device first)
     // What a dnnl.profiling recorder calls its executes (oneDNN has no query
     // for a compiled partition's implementation): "partition" unless the
@@ -111,8 +114,8 @@ graph_execution graph_execution_args(const compiled_partition_object &cp,
 
 // Checks and converts execute()'s `scratchpad`: None (nullptr), or a tensor on
 // the partition's engine with storage for the partition's scratchpad.
-const dnnl::graph::tensor *scratchpad_arg(
-        const compiled_partition_object &cp, pybind11::handle scratchpad);
+const dnnl::graph::tensor *scratchpad_arg(const compiled_partition_object &cp,
+        pybind11::handle scratchpad);
 
 // Executes a checked partition on `stream` after `deps` (GIL released,
 // allocator failures raised) and returns oneDNN's event (caller owns it).
@@ -120,7 +123,8 @@ cl_event execute_partition(const compiled_partition_object &cp, stream_object &s
         const graph_execution &ex, std::vector<cl_event> deps,
         const dnnl::graph::tensor *scratchpad);
 
-void bind_graph(pybind11::module_ &graph);                       // graph/graph.cpp
-void bind_graph_ocl_interop(pybind11::module_ &graph, pybind11::module_ &graph_ocl_interop); // graph/graph_ocl_interop.cpp
+void bind_graph(pybind11::module_ &graph); // graph/graph.cpp
+void bind_graph_ocl_interop(pybind11::module_ &graph,
+        pybind11::module_ &graph_ocl_interop); // graph/graph_ocl_interop.cpp
 
 } // namespace dnnl_ocl_interop

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/workarounds.hpp"
@@ -16,7 +18,6 @@ namespace goi = dnnl::graph::ocl_interop;
 namespace dnnl_ocl_interop {
 
 using graph_allocator::allocator_object;
-
 
 cl_event execute_partition(const compiled_partition_object &cp, stream_object &s,
         const graph_execution &ex, std::vector<cl_event> deps,
@@ -86,27 +87,28 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "ocl_interop.make_allocator's callables (dnnl.runtime_error chained "
             "to them).");
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS // test-only entry points, not in released wheels
-    allocator.def("_malloc_and_free", [](const allocator_object &self, size_t size,
-                                             size_t alignment, cl_handles::device_arg device,
-                                             cl_handles::context_arg context, size_t count) {
-                graph_allocator::malloc_and_free(self, size, alignment, device.get("device"),
-                        context.get("context"), count);
-            }, py::arg("size"), py::arg("alignment"), py::arg("device"), py::arg("context"),
-                    py::arg("count") = 1,
-                    "For tests: `count` mallocs, then their frees, made as oneDNN "
-                    "makes them, failures raised as from compile (oneDNN 3.13 asks "
-                    "for no alignment on OpenCL, and makes one allocation per call; "
-                    "this asks for `alignment`, `count` times).");
-    allocator.def("_host_malloc_and_free", [](const allocator_object &self, size_t size,
-                                                  size_t alignment, size_t count) {
-                graph_allocator::host_malloc_and_free(self, size, alignment, count);
-            }, py::arg("size"), py::arg("alignment"), py::arg("count") = 1,
-                    "For tests: `count` host_mallocs, then their host_frees, made as "
-                    "oneDNN makes them for CPU engines, failures raised as from compile.");
+    allocator.def("_malloc_and_free",
+            [](const allocator_object &self, size_t size, size_t alignment,
+                    cl_handles::device_arg device, cl_handles::context_arg context, size_t count) {
+        graph_allocator::malloc_and_free(self, size, alignment, device.get("device"),
+                context.get("context"), count);
+    },
+            py::arg("size"), py::arg("alignment"), py::arg("device"), py::arg("context"),
+            py::arg("count") = 1,
+            "For tests: `count` mallocs, then their frees, made as oneDNN "
+            "makes them, failures raised as from compile (oneDNN 3.13 asks "
+            "for no alignment on OpenCL, and makes one allocation per call; "
+            "this asks for `alignment`, `count` times).");
+    allocator.def("_host_malloc_and_free",
+            [](const allocator_object &self, size_t size, size_t alignment, size_t count) {
+        graph_allocator::host_malloc_and_free(self, size, alignment, count);
+    }, py::arg("size"), py::arg("alignment"), py::arg("count") = 1,
+            "For tests: `count` host_mallocs, then their host_frees, made as "
+            "oneDNN makes them for CPU engines, failures raised as from compile.");
 #endif
 
-    graph.def("make_engine_with_allocator", [](dnnl::engine::kind kind, size_t index,
-                                                    const allocator_object &alloc) {
+    graph.def("make_engine_with_allocator",
+            [](dnnl::engine::kind kind, size_t index, const allocator_object &alloc) {
         fork_guard::check();
         dnnl::engine engine;
         {
@@ -159,21 +161,24 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
         if (granularity == 0) throw_invalid_argument("granularity must be positive");
         auto p = std::make_shared<graph_pool::caching_pool>(granularity, reuse_without_event);
         return pool_object {p, graph_allocator::make_caching_pool(p)};
-    }), py::arg("granularity"), py::arg("reuse_without_event"));
+    }),
+            py::arg("granularity"), py::arg("reuse_without_event"));
     pool.def_property_readonly("allocator", [](const pool_object &p) { return p.allocator; },
             "The allocator for make_engine_with_allocator.");
     auto stat = [&](const char *name, size_t graph_pool::statistics::*field, const char *doc) {
-        pool.def_property_readonly(name, [field](const pool_object &p) { return p.pool->stats().*field; },
-                doc);
+        pool.def_property_readonly(name,
+                [field](const pool_object &p) { return p.pool->stats().*field; }, doc);
     };
-    stat("live_bytes", &graph_pool::statistics::live_bytes, "Bytes handed out now (rounded sizes).");
+    stat("live_bytes", &graph_pool::statistics::live_bytes,
+            "Bytes handed out now (rounded sizes).");
     stat("peak_bytes", &graph_pool::statistics::peak_bytes, "Most bytes handed out at once.");
     stat("allocations", &graph_pool::statistics::allocations, "Blocks handed out.");
     stat("frees", &graph_pool::statistics::frees, "Blocks given back.");
     stat("hits", &graph_pool::statistics::hits, "Allocations served from the cache.");
     stat("misses", &graph_pool::statistics::misses, "Allocations that went to the device.");
-    pool.def_property_readonly("cached_bytes", [](const pool_object &p) { return p.pool->cached_bytes(); },
-            "Bytes held in the cache, free for reuse.");
+    pool.def_property_readonly("cached_bytes", [](const pool_object &p) {
+        return p.pool->cached_bytes();
+    }, "Bytes held in the cache, free for reuse.");
     pool.def_property_readonly("sizes", [](const pool_object &p) {
         py::dict out;
         for (auto &entry : p.pool->live_sizes())
@@ -187,8 +192,8 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
         if (value.is_none()) return p.pool->set_limit(false, 0);
         if (!is_int(value)) throw_type_error("limit_bytes", "an int or None", value);
         if (value.cast<py::int_>() < py::int_(0))
-            throw_invalid_argument("limit_bytes must not be negative, not "
-                    + std::string(py::str(value)));
+            throw_invalid_argument(
+                    "limit_bytes must not be negative, not " + std::string(py::str(value)));
         p.pool->set_limit(true, value.cast<size_t>());
     }, "The bound on device memory the pool holds (None: no bound).");
     pool.def("release", [](pool_object &p) {
@@ -204,7 +209,8 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
         return out;
     }, "For tests: (pointer, event handle or 0) of each cached block.");
 
-    m.def("_trace_allocators", [](bool on) {
+    m.def("_trace_allocators",
+            [](bool on) {
         auto records = graph_allocator::trace(on);
         py::list out;
         for (auto &r : records) out.append(py::make_tuple(r.first, r.second));
@@ -222,9 +228,9 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             "Python objects, by engines, or by allocations oneDNN holds).");
 #endif
 
-    m.def("make_engine_with_allocator", [](cl_handles::device_arg device,
-                                                 cl_handles::context_arg context,
-                                                 const allocator_object &alloc, const optional_bytes &cache_blob) {
+    m.def("make_engine_with_allocator",
+            [](cl_handles::device_arg device, cl_handles::context_arg context,
+                    const allocator_object &alloc, const optional_bytes &cache_blob) {
         fork_guard::check();
         cl_device_id dev = device.get("device");
         cl_context ctx = context.get("context");
@@ -238,23 +244,25 @@ void bind_graph_ocl_interop(py::module_ &graph, py::module_ &m) {
             engine = goi::make_engine_with_allocator(dev, ctx, alloc.allocator, blob);
         }
         return engine_object(engine, alloc.callbacks);
-    }, py::arg("device"), py::arg("context"), py::arg("allocator"),
+    },
+            py::arg("device"), py::arg("context"), py::arg("allocator"),
             py::arg("cache_blob") = py::none(),
             "A GPU engine on the user's device and context whose graph memory "
             "comes from `allocator`. The engine, and everything made on it, "
             "keeps the allocator's callables alive.");
 
-    m.def("execute", [](const compiled_partition_object &cp, stream_object &s,
-                             py::handle inputs, py::handle outputs,
-                             cl_handles::event_list_arg &deps, py::handle scratchpad) {
+    m.def("execute",
+            [](const compiled_partition_object &cp, stream_object &s, py::handle inputs,
+                    py::handle outputs, cl_handles::event_list_arg &deps, py::handle scratchpad) {
         graph_execution ex = graph_execution_args(cp, s, inputs, outputs);
-        deps.get("deps"); // raises on a bad item
+        deps.get("deps");                                      // raises on a bad item
         std::vector<cl_event> events = std::move(deps.events); // the caster's, not a copy
         const dnnl::graph::tensor *pad = scratchpad_arg(cp, scratchpad);
         cl_event event = execute_partition(cp, s, ex, std::move(events), pad);
         return cl_handles::owned_event(event);
-    }, py::arg("compiled_partition"), py::arg("stream"), py::arg("inputs"),
-            py::arg("outputs"), py::arg("deps") = py::tuple(), py::arg("scratchpad") = py::none(),
+    },
+            py::arg("compiled_partition"), py::arg("stream"), py::arg("inputs"), py::arg("outputs"),
+            py::arg("deps") = py::tuple(), py::arg("scratchpad") = py::none(),
             "Execute after the events in `deps`; returns the partition's event "
             "(a pyopencl.Event owned by the caller), or None when oneDNN "
             "returns none. `scratchpad`: None (oneDNN allocates it) or a tensor "

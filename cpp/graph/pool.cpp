@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "graph/pool.hpp"
 
 #include <algorithm>
@@ -30,7 +32,8 @@ bool caching_pool::done(block &b) {
     if (!b.event) return true;
     cl_int status = CL_COMPLETE;
     if (clGetEventInfo(b.event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-                nullptr) == CL_SUCCESS
+                nullptr)
+                    == CL_SUCCESS
             && status > 0) // queued, submitted or running (negative: failed, done too)
         return false;
     clReleaseEvent(b.event);
@@ -61,13 +64,13 @@ bool caching_pool::make_room(size_t size_class, std::string &error) {
     if (held + size_class <= limit_) return true;
     error = "caching_pool ran dry: " + std::to_string(size_class) + " bytes asked for, "
             + std::to_string(counters_.live_bytes) + " in use and "
-            + std::to_string(held - counters_.live_bytes) + " cached of limit_bytes="
-            + std::to_string(limit_);
+            + std::to_string(held - counters_.live_bytes)
+            + " cached of limit_bytes=" + std::to_string(limit_);
     return false;
 }
 
-void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
-        cl_context context, cl_command_queue queue, std::string &error, bool &exhausted) {
+void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device, cl_context context,
+        cl_command_queue queue, std::string &error, bool &exhausted) {
     size_t size_class = 0; // the multiple of the granularity that holds the size
     const size_t blocks = std::max<size_t>(size, 1) / granularity_ + (size % granularity_ != 0);
     if (__builtin_mul_overflow(blocks, granularity_, &size_class)) {
@@ -122,8 +125,8 @@ void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
         // OpenCL failure.
         exhausted = err == CL_SUCCESS || err == CL_INVALID_BUFFER_SIZE
                 || cl_status(err) == dnnl_out_of_memory;
-        error = "USM allocation of " + std::to_string(size_class) + " bytes failed: "
-                + cl_error_name(err) + " (" + std::to_string(err) + ")";
+        error = "USM allocation of " + std::to_string(size_class)
+                + " bytes failed: " + cl_error_name(err) + " (" + std::to_string(err) + ")";
         return nullptr;
     }
     std::lock_guard<std::mutex> lock(mutex_);
@@ -131,8 +134,8 @@ void *caching_pool::malloc(size_t size, size_t alignment, cl_device_id device,
     return ptr;
 }
 
-void caching_pool::free(
-        void *ptr, cl_context context, cl_event event, bool owned, cl_command_queue queue) {
+void caching_pool::free(void *ptr, cl_context context, cl_event event, bool owned,
+        cl_command_queue queue) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sizes_.find(ptr);

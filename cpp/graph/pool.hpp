@@ -87,7 +87,7 @@ private:
     const size_t granularity_;
     const bool reuse_without_event_;
     mutable std::mutex mutex_; // the cache, the statistics, the limit
-    std::mutex growing_; // one thread at a time checks the limit and allocates
+    std::mutex growing_;       // one thread at a time checks the limit and allocates
     std::unordered_map<size_t, std::vector<block>> cache_;
     std::unordered_map<void *, size_t> sizes_;
     statistics counters_;

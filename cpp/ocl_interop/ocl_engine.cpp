@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <vector>
 
 #include "ocl_interop/ocl_bindings.hpp"
@@ -15,8 +17,9 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 
 void bind_ocl_interop_engine(py::module_ &m) {
-    m.def("make_engine", [](cl_handles::device_arg device, cl_handles::context_arg context,
-                                 const optional_bytes &cache_blob) {
+    m.def("make_engine",
+            [](cl_handles::device_arg device, cl_handles::context_arg context,
+                    const optional_bytes &cache_blob) {
         fork_guard::check();
         cl_device_id dev = device.get("device");
         cl_context ctx = context.get("context");
@@ -37,24 +40,31 @@ void bind_ocl_interop_engine(py::module_ &m) {
             "blob that is not one, is damaged, or belongs to another device, "
             "driver or oneDNN version raises dnnl.error (invalid_arguments) "
             "before oneDNN reads it.");
-    m.def("get_context", [](const engine_object &engine) {
+    m.def("get_context",
+            [](const engine_object &engine) {
         return cl_handles::retained_context(oi::get_context(engine));
-    }, py::arg("engine"), "The engine's OpenCL context (a new pyopencl.Context "
-                          "holding its own reference).");
-    m.def("get_device", [](const engine_object &engine) {
+    }, py::arg("engine"),
+            "The engine's OpenCL context (a new pyopencl.Context "
+            "holding its own reference).");
+    m.def("get_device",
+            [](const engine_object &engine) {
         return cl_handles::retained_device(oi::get_device(engine));
-    }, py::arg("engine"), "The engine's OpenCL device (a pyopencl.Device). pyopencl "
-                          "cannot own a reference to a device it wraps from a handle, "
-                          "so this one borrows the engine's: root devices need none, "
-                          "and a sub-device stays valid while the engine (or any "
-                          "object made on it) lives.");
-    m.def("get_engine_cache_blob_id", [](cl_handles::device_arg device) {
+    }, py::arg("engine"),
+            "The engine's OpenCL device (a pyopencl.Device). pyopencl "
+            "cannot own a reference to a device it wraps from a handle, "
+            "so this one borrows the engine's: root devices need none, "
+            "and a sub-device stays valid while the engine (or any "
+            "object made on it) lives.");
+    m.def("get_engine_cache_blob_id",
+            [](cl_handles::device_arg device) {
         fork_guard::check();
         cl_device_id dev = device.get("device");
         return to_bytes(oi::get_engine_cache_blob_id(dev));
-    }, py::arg("device"), "Identifies the device, driver and oneDNN version a "
-                          "cache blob is valid for (bytes).");
-    m.def("get_engine_cache_blob", [](const engine_object &engine) {
+    }, py::arg("device"),
+            "Identifies the device, driver and oneDNN version a "
+            "cache blob is valid for (bytes).");
+    m.def("get_engine_cache_blob",
+            [](const engine_object &engine) {
         fork_guard::check();
         std::vector<uint8_t> blob;
         {
@@ -64,10 +74,11 @@ void bind_ocl_interop_engine(py::module_ &m) {
         if (blob.empty()) return py::bytes(); // nothing compiled: nothing to load
         return to_bytes(cache_blobs::frame(cache_blobs::kind::engine,
                 oi::get_engine_cache_blob_id(oi::get_device(engine)), blob));
-    }, py::arg("engine"), "The engine's compiled kernels as bytes, for "
-                          "make_engine(device, context, cache_blob): oneDNN's blob behind "
-                          "a header naming the device's get_engine_cache_blob_id() and a "
-                          "checksum, which make_engine checks (b'' when oneDNN has none).");
+    }, py::arg("engine"),
+            "The engine's compiled kernels as bytes, for "
+            "make_engine(device, context, cache_blob): oneDNN's blob behind "
+            "a header naming the device's get_engine_cache_blob_id() and a "
+            "checksum, which make_engine checks (b'' when oneDNN has none).");
 }
 
 } // namespace dnnl_ocl_interop

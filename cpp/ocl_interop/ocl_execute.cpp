@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include "ocl_interop/ocl_bindings.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
@@ -12,8 +14,9 @@ namespace oi = dnnl::ocl_interop;
 namespace dnnl_ocl_interop {
 
 void bind_ocl_interop_execute(py::module_ &m) {
-    m.def("execute", [](const primitive_object &p, const stream_object &s, py::handle args,
-                             const cl_handles::event_list_arg &deps) {
+    m.def("execute",
+            [](const primitive_object &p, const stream_object &s, py::handle args,
+                    const cl_handles::event_list_arg &deps) {
         auto converted = execution_args(p, s, args);
         const std::vector<cl_event> &events = deps.get("deps");
         check_same_context(events, s.engine);
@@ -33,8 +36,8 @@ void bind_ocl_interop_execute(py::module_ &m) {
         else
             submit();
         return cl_handles::owned_event(event);
-    }, py::arg("primitive"), py::arg("stream"), py::arg("args"),
-            py::arg("deps") = py::tuple(),
+    },
+            py::arg("primitive"), py::arg("stream"), py::arg("args"), py::arg("deps") = py::tuple(),
             "Submit `primitive` to `stream` with `args` ({ARG_*: memory}) after "
             "the OpenCL events in `deps` (pyopencl.Event or int; None entries, "
             "as execute returns on in-order streams, are skipped). Returns the "

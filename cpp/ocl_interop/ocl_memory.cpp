@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -56,11 +58,13 @@ std::shared_ptr<void> allocate_usm(const dnnl::memory::desc &desc, const engine_
         }
         cl_int err = CL_SUCCESS;
         void *ptr = usm::api_for(owner->context)
-                            .device_alloc(owner->context, oi::get_device(engine), nullptr, size, 0, &err);
+                            .device_alloc(owner->context, oi::get_device(engine), nullptr, size, 0,
+                                    &err);
         if (err != CL_SUCCESS || !ptr)
             throw status_error(dnnl_out_of_memory,
                     "could not create a memory object: USM allocation of " + std::to_string(size)
-                            + " bytes failed: " + cl_error_name(err) + " (" + std::to_string(err) + ")",
+                            + " bytes failed: " + cl_error_name(err) + " (" + std::to_string(err)
+                            + ")",
                     err);
         owner->pointers.push_back(ptr);
         handles[i] = ptr;
@@ -91,8 +95,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
 #undef VALUE
     }
 
-    m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
-                                 oi::memory_kind kind, py::handle handle) {
+    m.def("make_memory",
+            [](const dnnl::memory::desc &desc, const engine_object &engine, oi::memory_kind kind,
+                    py::handle handle) {
         return make(desc, engine, kind,
                 memory_handles_from(handle, desc, engine, kind == oi::memory_kind::usm,
                         /*accept_mem_object=*/kind == oi::memory_kind::buffer));
@@ -113,8 +118,9 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "the device could use system memory: their size cannot be "
             "checked. oneDNN does not free a user USM pointer: keep an int "
             "pointer allocated while the memory uses it.");
-    m.def("make_memory", [](const dnnl::memory::desc &desc, const engine_object &engine,
-                                 cl_handles::mem_arg mem_object) {
+    m.def("make_memory",
+            [](const dnnl::memory::desc &desc, const engine_object &engine,
+                    cl_handles::mem_arg mem_object) {
         cl_mem mem = mem_object.get("mem_object");
         check_user_handle(desc, engine, /*usm=*/false, mem, 0, mem_object.from_object);
         return make(desc, engine, oi::memory_kind::buffer, user_handles {{mem}, {}});
@@ -123,19 +129,22 @@ void bind_ocl_interop_memory(py::module_ &m) {
             "Buffer-based memory for `desc` on the user's `mem_object`, which "
             "oneDNN retains; it must belong to the engine's context and hold the "
             "bytes `desc` addresses (as make_memory).");
-    m.def("get_mem_object", [](const memory_object &memory)
-                                     -> py::typing::Optional<cl_handles::py_buffer> {
+    m.def("get_mem_object",
+            [](const memory_object &memory) -> py::typing::Optional<cl_handles::py_buffer> {
         if (is_usm(memory.memory))
             return py::reinterpret_borrow<py::typing::Optional<cl_handles::py_buffer>>(py::none());
         return cl_handles::retained_buffer(oi::get_mem_object(memory.memory));
-    }, py::arg("memory"), "The memory's cl_mem as a new pyopencl.Buffer holding "
-                          "its own reference; None for USM memory or memory "
-                          "without storage.");
-    m.def("set_mem_object", [](memory_object &memory, cl_handles::mem_arg mem_object) {
+    }, py::arg("memory"),
+            "The memory's cl_mem as a new pyopencl.Buffer holding "
+            "its own reference; None for USM memory or memory "
+            "without storage.");
+    m.def("set_mem_object",
+            [](memory_object &memory, cl_handles::mem_arg mem_object) {
         cl_mem mem = mem_object.get("mem_object");
         if (is_usm(memory.memory))
-            throw_invalid_argument("set_mem_object(): memory is USM-based; use "
-                                   "memory.set_data_handle()");
+            throw_invalid_argument(
+                    "set_mem_object(): memory is USM-based; use "
+                    "memory.set_data_handle()");
         check_user_handle(memory.desc, memory.engine, false, mem, 0, mem_object.from_object);
         oi::set_mem_object(memory.memory, mem);
     }, py::arg("memory"), py::arg("mem_object"),

@@ -1,9 +1,11 @@
 // Data-movement families: reorder (between layouts, data types and engines),
 // concat and sum.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <algorithm>
 #include <cstring>
 
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "common/workarounds.hpp"
 #include "primitives/family.hpp"
 
@@ -18,10 +20,11 @@ namespace {
 // A sum whose implementation applies `scales` to the wrong sources (known
 // problem sum-many-inputs-scales; sum has no other implementation to step
 // to) is refused as any known-wrong descriptor is.
-typed_pd<dnnl::sum> avoid_shifted_scales(
-        typed_pd<dnnl::sum> pd, const floats &scales, bool allow_empty) {
-    pd.pd = refuse_known_wrong(pd.pd, allow_empty,
-            [&](const dnnl::primitive_desc_base &d) { return workarounds::known_wrong_sum(d, scales); });
+typed_pd<dnnl::sum> avoid_shifted_scales(typed_pd<dnnl::sum> pd, const floats &scales,
+        bool allow_empty) {
+    pd.pd = refuse_known_wrong(pd.pd, allow_empty, [&](const dnnl::primitive_desc_base &d) {
+        return workarounds::known_wrong_sum(d, scales);
+    });
     return pd;
 }
 
@@ -30,8 +33,7 @@ void bind_reorder(py::module_ &m) {
     auto pd = bind_family<P>(m, "reorder",
             "Copy between layouts, data types (with scales/zero points) or engines.");
     auto make = [](const engine_object &src_engine, const md &src, const engine_object &dst_engine,
-                        const md &dst, const std::optional<attr_object> &attr,
-                        bool allow_empty) {
+                        const md &dst, const std::optional<attr_object> &attr, bool allow_empty) {
         fork_guard::check();
         attr_object fresh; // C++'s default_attr(), per call (see create())
         const attr_object &a = attr ? *attr : fresh;
@@ -43,7 +45,8 @@ void bind_reorder(py::module_ &m) {
             py::gil_scoped_release release;
             desc = refuse_known_wrong(verbose::creating([&] {
                 return P::primitive_desc(src_engine, src, dst_engine, dst, a.attr, allow_empty);
-            }), allow_empty, [&](const dnnl::primitive_desc_base &d) {
+            }),
+                    allow_empty, [&](const dnnl::primitive_desc_base &d) {
                 return workarounds::known_wrong_reorder(d, dst_zero_points_mask);
             });
         }
@@ -51,7 +54,8 @@ void bind_reorder(py::module_ &m) {
         // both are), and keeps the other alive.
         const bool on_src = src_engine.get_kind() == dnnl::engine::kind::gpu;
         typed_pd<P> result = adopt<P>(on_src ? src_engine : dst_engine, desc, a.quantization_args);
-        if (src_engine.get() != dst_engine.get()) result.other_engine = on_src ? dst_engine : src_engine;
+        if (src_engine.get() != dst_engine.get())
+            result.other_engine = on_src ? dst_engine : src_engine;
         return result;
     };
     // The engines of the descriptor's memory, as oneDNN reports them.
@@ -64,32 +68,37 @@ void bind_reorder(py::module_ &m) {
     pd.def("get_src_engine", [engine_of](const typed_pd<P> &pd) {
         return engine_of(pd, dnnl_query_reorder_src_engine);
     }, "The engine of the reorder's source memory.");
-    pd.def("get_dst_engine", [engine_of](const typed_pd<P> &pd) {
-        return engine_of(pd, dnnl_query_reorder_dst_engine);
-    }, "The engine of the reorder's destination memory (another than the source's for "
-       "a reorder between two engines).");
+    pd.def("get_dst_engine",
+            [engine_of](
+                    const typed_pd<P> &pd) { return engine_of(pd, dnnl_query_reorder_dst_engine); },
+            "The engine of the reorder's destination memory (another than the source's for "
+            "a reorder between two engines).");
     pd.def(py::init(make), "src_engine"_a, "src_desc"_a, "dst_engine"_a, "dst_desc"_a, attr_arg(),
             allow_empty_arg());
     pd.def(py::init([make](const memory_object &src, const memory_object &dst,
                             const std::optional<attr_object> &attr, bool allow_empty) {
         return make(src.engine, src.desc, dst.engine, dst.desc, attr, allow_empty);
-    }), "src"_a, "dst"_a, attr_arg(), allow_empty_arg());
+    }),
+            "src"_a, "dst"_a, attr_arg(), allow_empty_arg());
     // C++'s convenience forms: reorder(src, dst[, attr]) and
     // reorder.execute(stream, src, dst).
     py::class_<typed_primitive<P>, primitive_object> prim = m.attr("reorder");
     prim.def(py::init([make](const memory_object &src, const memory_object &dst,
                               const std::optional<attr_object> &attr) {
-        return typed_primitive<P> {make_primitive(
-                make(src.engine, src.desc, dst.engine, dst.desc, attr, false))};
-    }), "src"_a, "dst"_a, attr_arg(),
+        return typed_primitive<P> {
+                make_primitive(make(src.engine, src.desc, dst.engine, dst.desc, attr, false))};
+    }),
+            "src"_a, "dst"_a, attr_arg(),
             "The reorder from memory `src` to memory `dst` (their descriptors and engines).");
-    prim.def("execute", [](const typed_primitive<P> &p, const stream_object &s,
-                                const memory_object &src, const memory_object &dst) {
+    prim.def("execute",
+            [](const typed_primitive<P> &p, const stream_object &s, const memory_object &src,
+                    const memory_object &dst) {
         py::dict args;
         args[py::int_(DNNL_ARG_FROM)] = py::cast(src);
         args[py::int_(DNNL_ARG_TO)] = py::cast(dst);
         execute_primitive(p, s, args);
-    }, "stream"_a, "src"_a, "dst"_a, "Copy `src` into `dst` on `stream`.");
+    },
+            "stream"_a, "src"_a, "dst"_a, "Copy `src` into `dst` on `stream`.");
     prim.def("execute", &execute_primitive, "stream"_a, "args"_a,
             "Submit with `args` ({ARG_FROM: memory, ARG_TO: memory}), as every primitive.");
 }
@@ -115,13 +124,14 @@ void bind_data_movement(py::module_ &m) {
             return avoid_shifted_scales(
                     create<P, md, floats, mds>(e, dst, scales, srcs, attr, allow_empty), scales,
                     allow_empty);
-        }), "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
+        }),
+                "engine"_a, "dst"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
         pd.def(py::init([](const engine_object &e, const floats &scales, const mds &srcs,
                                 const std::optional<attr_object> &attr, bool allow_empty) {
-            return avoid_shifted_scales(
-                    create<P, floats, mds>(e, scales, srcs, attr, allow_empty), scales,
-                    allow_empty);
-        }), "engine"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
+            return avoid_shifted_scales(create<P, floats, mds>(e, scales, srcs, attr, allow_empty),
+                    scales, allow_empty);
+        }),
+                "engine"_a, "scales"_a, "srcs"_a, attr_arg(), allow_empty_arg());
     }
 }
 

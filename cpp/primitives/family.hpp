@@ -19,7 +19,7 @@
 
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
-#include "common/verbose.hpp"
+#include "common/reasons.hpp"
 #include "core/primitive_objects.hpp"
 
 namespace dnnl_ocl_interop {
@@ -34,11 +34,14 @@ template <typename P>
 using pd_base_t = std::conditional_t<
         std::is_base_of_v<dnnl::rnn_primitive_desc_base, typename P::primitive_desc>,
         rnn_primitive_desc_object, primitive_desc_object>;
-template <typename P> struct typed_pd : pd_base_t<P> {};
-template <typename P> struct typed_primitive : primitive_object {};
+template <typename P>
+struct typed_pd : pd_base_t<P> {};
+template <typename P>
+struct typed_primitive : primitive_object {};
 
 // A backward constructor's `hint_fwd_pd` parameter, as Python passes it.
-template <typename P> using hint = typed_pd<P>;
+template <typename P>
+using hint = typed_pd<P>;
 
 // Short names for the parameter types of the C++ constructors, so a family
 // file lists each overload's types in one line.
@@ -58,11 +61,15 @@ using dnnl_ocl_interop::hint;
 
 namespace family_detail {
 
-template <typename T> const T &unwrap(const T &value) { return value; }
+template <typename T>
+const T &unwrap(const T &value) {
+    return value;
+}
 
 // The C++ hint type from its Python object. C++ primitive_desc wrappers take
 // ownership of a C handle, so they get a clone.
-template <typename P> typename P::primitive_desc unwrap(const typed_pd<P> &hint_pd) {
+template <typename P>
+typename P::primitive_desc unwrap(const typed_pd<P> &hint_pd) {
     dnnl_primitive_desc_t clone;
     dnnl::error::wrap_c_api(dnnl_primitive_desc_clone(&clone, hint_pd.pd.get()),
             "could not clone the forward hint");
@@ -113,7 +120,9 @@ typed_pd<P> adopt(const engine_object &engine, dnnl::primitive_desc_base pd,
 inline pybind11::arg_v attr_arg() {
     return pybind11::arg_v("attr", pybind11::none(), "None");
 }
-inline pybind11::arg_v allow_empty_arg() { return pybind11::arg_v("allow_empty", false); }
+inline pybind11::arg_v allow_empty_arg() {
+    return pybind11::arg_v("allow_empty", false);
+}
 
 // One C++ primitive_desc overload: Args are its parameter types between the
 // engine and the attribute (hint<F> for a forward hint), `names` their
@@ -128,23 +137,25 @@ void constructor(Class &pd, const Names &...names) {
 // dnnl.<name> with its nested primitive_desc class, which the family file
 // gives its constructors.
 template <typename P>
-pybind11::class_<typed_pd<P>, pd_base_t<P>> bind_family(
-        pybind11::module_ &m, const char *name, const char *doc) {
+pybind11::class_<typed_pd<P>, pd_base_t<P>> bind_family(pybind11::module_ &m, const char *name,
+        const char *doc) {
     namespace py = pybind11;
     py::class_<typed_primitive<P>, primitive_object> prim(m, name, doc);
     py::class_<typed_pd<P>, pd_base_t<P>> pd(prim, "primitive_desc",
-            (std::string("Descriptor of a ") + name + " primitive: its constructors take the "
-             "engine, then the arguments of the C++ dnnl::" + name + "::primitive_desc "
-             "overloads in their order, then an optional primitive_attr.")
+            (std::string("Descriptor of a ") + name
+                    + " primitive: its constructors take the "
+                      "engine, then the arguments of the C++ dnnl::"
+                    + name
+                    + "::primitive_desc "
+                      "overloads in their order, then an optional primitive_attr.")
                     .c_str());
-    prim.def(py::init([](const typed_pd<P> &pd) {
-        return typed_primitive<P> {make_primitive(pd)};
-    }), py::arg("pd"),
-            "The primitive for a descriptor (kernels are compiled here).");
+    prim.def(
+            py::init([](const typed_pd<P> &pd) { return typed_primitive<P> {make_primitive(pd)}; }),
+            py::arg("pd"), "The primitive for a descriptor (kernels are compiled here).");
     prim.def(py::init([](const typed_pd<P> &pd, const optional_bytes &cache_blob) {
         return typed_primitive<P> {make_primitive(pd, cache_blob)};
-    }), py::arg("pd"), py::arg("cache_blob"),
-            primitive_from_cache_blob_doc);
+    }),
+            py::arg("pd"), py::arg("cache_blob"), primitive_from_cache_blob_doc);
     return pd;
 }
 

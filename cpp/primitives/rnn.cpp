@@ -1,4 +1,6 @@
 // Recurrent families: vanilla RNN, LSTM, GRU, linear-before-reset GRU, AUGRU and linear-before-reset AUGRU, forward and backward.
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "primitives/family.hpp"
@@ -19,7 +21,8 @@ struct named_arg {
 
 // The C++ rnn_primitive_desc_base's descriptor queries: each is the
 // descriptor of one execution argument (zero where the cell has none).
-#define RNN_ARG(name, arg, what) {#name "_desc", DNNL_ARG_##arg, what " memory descriptor (zero if none)."}
+#define RNN_ARG(name, arg, what) \
+    {#name "_desc", DNNL_ARG_##arg, what " memory descriptor (zero if none)."}
 const named_arg rnn_args[] = {
         RNN_ARG(src_layer, SRC_LAYER, "Source layer"),
         RNN_ARG(augru_attention, AUGRU_ATTENTION, "AUGRU attention"),
@@ -47,8 +50,7 @@ const named_arg rnn_args[] = {
 #undef RNN_ARG
 
 void bind_rnn_base(py::module_ &m) {
-    py::class_<rnn_primitive_desc_object, primitive_desc_object> base(m,
-            "rnn_primitive_desc_base",
+    py::class_<rnn_primitive_desc_object, primitive_desc_object> base(m, "rnn_primitive_desc_base",
             "Base of the RNN primitive descriptors: the per-argument descriptor "
             "queries of the C++ rnn_primitive_desc_base.");
     for (const named_arg &a : rnn_args) {
@@ -60,7 +62,8 @@ void bind_rnn_base(py::module_ &m) {
 }
 
 // The AUGRU descriptors' names for the attention argument.
-template <typename Class> void add_attention_queries(Class &pd) {
+template <typename Class>
+void add_attention_queries(Class &pd) {
     pd.def("attention_desc", [](const primitive_desc_object &p) {
         return p.pd.query_md(dnnl::query::exec_arg_md, DNNL_ARG_AUGRU_ATTENTION);
     }, "Attention memory descriptor.");
@@ -75,14 +78,12 @@ template <typename Fwd, typename Bwd>
 void bind_gru_cells(py::module_ &m, const std::string &name, const char *forward_doc,
         const char *backward_doc) {
     auto fwd = bind_family<Fwd>(m, (name + "_forward").c_str(), forward_doc);
-    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md>(fwd,
-            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-            "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-            "dst_iter_desc"_a);
+    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md>(fwd, "prop_kind"_a,
+            "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a, "weights_layer_desc"_a,
+            "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a);
     auto bwd = bind_family<Bwd>(m, (name + "_backward").c_str(), backward_doc);
     constructor<Bwd, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
-            hint<Fwd>>(bwd,
-            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+            hint<Fwd>>(bwd, "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
             "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
             "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
             "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
@@ -93,19 +94,19 @@ template <typename Fwd, typename Bwd>
 void bind_augru_cells(py::module_ &m, const std::string &name, const char *forward_doc,
         const char *backward_doc) {
     auto fwd = bind_family<Fwd>(m, (name + "_forward").c_str(), forward_doc);
-    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md, md>(fwd,
-            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-            "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-            "dst_layer_desc"_a, "dst_iter_desc"_a);
+    constructor<Fwd, prop_kind, direction, md, md, md, md, md, md, md, md>(fwd, "prop_kind"_a,
+            "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a, "attention_desc"_a,
+            "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+            "dst_iter_desc"_a);
     add_attention_queries(fwd);
     auto bwd = bind_family<Bwd>(m, (name + "_backward").c_str(), backward_doc);
     constructor<Bwd, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
-            md, md, hint<Fwd>>(bwd,
-            "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-            "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-            "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-            "diff_attention_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
-            "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+            md, md, hint<Fwd>>(bwd, "prop_kind"_a, "direction"_a, "src_layer_desc"_a,
+            "src_iter_desc"_a, "attention_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
+            "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a, "diff_src_layer_desc"_a,
+            "diff_src_iter_desc"_a, "diff_attention_desc"_a, "diff_weights_layer_desc"_a,
+            "diff_weights_iter_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
+            "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
     add_attention_queries(bwd);
 }
 
@@ -116,7 +117,8 @@ void bind_rnn(py::module_ &m) {
     {
         using P = dnnl::vanilla_rnn_forward;
         auto pd = bind_family<P>(m, "vanilla_rnn_forward",
-                "Forward vanilla RNN (activation: eltwise_relu, eltwise_tanh or eltwise_logistic).");
+                "Forward vanilla RNN (activation: eltwise_relu, eltwise_tanh or "
+                "eltwise_logistic).");
         constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md>(pd,
                 "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
                 "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
@@ -128,16 +130,17 @@ void bind_rnn(py::module_ &m) {
     }
     {
         using P = dnnl::vanilla_rnn_backward;
-        auto pd = bind_family<P>(m, "vanilla_rnn_backward",
-                "Vanilla RNN gradients.");
-        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::vanilla_rnn_forward>>(pd,
-                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
-                "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
-                "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
-                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
-        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, float, hint<dnnl::vanilla_rnn_forward>>(pd,
-                "prop_kind"_a, "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
+        auto pd = bind_family<P>(m, "vanilla_rnn_backward", "Vanilla RNN gradients.");
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md,
+                md, md, md, hint<dnnl::vanilla_rnn_forward>>(pd, "prop_kind"_a, "activation"_a,
+                "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a, "weights_layer_desc"_a,
+                "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
+                "diff_src_layer_desc"_a, "diff_src_iter_desc"_a, "diff_weights_layer_desc"_a,
+                "diff_weights_iter_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
+                "diff_dst_iter_desc"_a, "hint_fwd_pd"_a);
+        constructor<P, prop_kind, algorithm, direction, md, md, md, md, md, md, md, md, md, md, md,
+                md, md, md, float, hint<dnnl::vanilla_rnn_forward>>(pd, "prop_kind"_a,
+                "activation"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
                 "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
                 "dst_iter_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
                 "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a, "diff_bias_desc"_a,
@@ -157,39 +160,42 @@ void bind_rnn(py::module_ &m) {
                 "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
                 "weights_peephole_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
                 "dst_iter_c_desc"_a);
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md>(pd, "prop_kind"_a,
+                "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a, "src_iter_c_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "dst_iter_c_desc"_a);
     }
     {
         using P = dnnl::lstm_backward;
         auto pd = bind_family<P>(m, "lstm_backward",
                 "LSTM gradients, optionally with peephole and projection weights.");
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
-                "weights_peephole_desc"_a, "weights_projection_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a, "diff_src_layer_desc"_a,
-                "diff_src_iter_desc"_a, "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a,
-                "diff_weights_iter_desc"_a, "diff_weights_peephole_desc"_a,
-                "diff_weights_projection_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
-                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a,
-                "weights_peephole_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
+                md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd, "prop_kind"_a,
+                "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a, "src_iter_c_desc"_a,
+                "weights_layer_desc"_a, "weights_iter_desc"_a, "weights_peephole_desc"_a,
+                "weights_projection_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
                 "dst_iter_c_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
                 "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
-                "diff_weights_peephole_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
-                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
-        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd,
-                "prop_kind"_a, "direction"_a, "src_layer_desc"_a, "src_iter_desc"_a,
-                "src_iter_c_desc"_a, "weights_layer_desc"_a, "weights_iter_desc"_a, "bias_desc"_a,
-                "dst_layer_desc"_a, "dst_iter_desc"_a, "dst_iter_c_desc"_a, "diff_src_layer_desc"_a,
+                "diff_weights_peephole_desc"_a, "diff_weights_projection_desc"_a,
+                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a,
+                "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
+                md, md, md, md, md, md, hint<dnnl::lstm_forward>>(pd, "prop_kind"_a, "direction"_a,
+                "src_layer_desc"_a, "src_iter_desc"_a, "src_iter_c_desc"_a, "weights_layer_desc"_a,
+                "weights_iter_desc"_a, "weights_peephole_desc"_a, "bias_desc"_a, "dst_layer_desc"_a,
+                "dst_iter_desc"_a, "dst_iter_c_desc"_a, "diff_src_layer_desc"_a,
                 "diff_src_iter_desc"_a, "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a,
-                "diff_weights_iter_desc"_a, "diff_bias_desc"_a, "diff_dst_layer_desc"_a,
-                "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
+                "diff_weights_iter_desc"_a, "diff_weights_peephole_desc"_a, "diff_bias_desc"_a,
+                "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a, "diff_dst_iter_c_desc"_a,
+                "hint_fwd_pd"_a);
+        constructor<P, prop_kind, direction, md, md, md, md, md, md, md, md, md, md, md, md, md, md,
+                md, md, md, md, hint<dnnl::lstm_forward>>(pd, "prop_kind"_a, "direction"_a,
+                "src_layer_desc"_a, "src_iter_desc"_a, "src_iter_c_desc"_a, "weights_layer_desc"_a,
+                "weights_iter_desc"_a, "bias_desc"_a, "dst_layer_desc"_a, "dst_iter_desc"_a,
+                "dst_iter_c_desc"_a, "diff_src_layer_desc"_a, "diff_src_iter_desc"_a,
+                "diff_src_iter_c_desc"_a, "diff_weights_layer_desc"_a, "diff_weights_iter_desc"_a,
+                "diff_bias_desc"_a, "diff_dst_layer_desc"_a, "diff_dst_iter_desc"_a,
+                "diff_dst_iter_c_desc"_a, "hint_fwd_pd"_a);
     }
     bind_gru_cells<dnnl::gru_forward, dnnl::gru_backward>(m, "gru", "Forward GRU.",
             "GRU gradients.");

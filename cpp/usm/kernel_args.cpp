@@ -2,6 +2,8 @@
 // kernel (clSetKernelArgMemPointerINTEL), the way USM memory meets pyopencl
 // kernels, since pyopencl's arrays and Kernel.set_arg know no Intel USM.
 
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include "common/cl_handles.hpp"
@@ -15,7 +17,8 @@ namespace py = pybind11;
 namespace dnnl_ocl_interop {
 
 void bind_usm_kernel_args(py::module_ &m) {
-    m.def("set_kernel_arg", [](cl_handles::kernel_arg kernel, cl_uint index, const pointer_arg &ptr) {
+    m.def("set_kernel_arg",
+            [](cl_handles::kernel_arg kernel, cl_uint index, const pointer_arg &ptr) {
         cl_kernel k = kernel.get("kernel");
         void *p = ptr.get("ptr");
         // A pointer the kernel could not address would fault on the device.
@@ -24,12 +27,12 @@ void bind_usm_kernel_args(py::module_ &m) {
         check_cl(clGetKernelInfo(k, CL_KERNEL_CONTEXT, sizeof(context), &context, nullptr),
                 "clGetKernelInfo(CL_KERNEL_CONTEXT)");
         if (usm::bytes_available(context, p) == 0)
-            throw_invalid_argument("ptr is not a USM allocation of the kernel's OpenCL "
-                                   "context");
+            throw_invalid_argument(
+                    "ptr is not a USM allocation of the kernel's OpenCL "
+                    "context");
         check_cl(usm::api_for(context).set_kernel_arg_mem_pointer(k, index, p),
                 "clSetKernelArgMemPointerINTEL");
-    },
-            py::arg("kernel"), py::arg("index"), py::arg("ptr"),
+    }, py::arg("kernel"), py::arg("index"), py::arg("ptr"),
             "Set argument `index` of the OpenCL `kernel` (a pyopencl.Kernel) to "
             "the USM pointer `ptr` (an int, e.g. memory.get_data_handle() of USM "
             "memory, or a typed pointer such as dnnl.usm.allocation), with "

@@ -6,6 +6,8 @@
 // view. Everything else is refused with BufferError, as the array API asks of
 // __dlpack__, saying how to get the data instead.
 
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -167,10 +169,10 @@ py::capsule export_memory(const memory_object &m, bool versioned) {
 
 void bind_memory_dlpack(py::module_ &m) {
     auto mem = py::reinterpret_borrow<py::class_<memory_object>>(m.attr("memory"));
-    mem.def("__dlpack__", [](const memory_object &self, py::object stream,
-                                  std::optional<std::pair<int, int>> max_version,
-                                  std::optional<std::pair<int, int>> dl_device,
-                                  std::optional<bool> copy) {
+    mem.def("__dlpack__",
+            [](const memory_object &self, py::object stream,
+                    std::optional<std::pair<int, int>> max_version,
+                    std::optional<std::pair<int, int>> dl_device, std::optional<bool> copy) {
         if (!stream.is_none())
             refuse("stream must be None: the data is exported as kDLCPU, which "
                    "has no streams (wait for the device's work first)");
@@ -188,7 +190,8 @@ void bind_memory_dlpack(py::module_ &m) {
             "DLPack export of host or shared USM memory as kDLCPU data, without a "
             "copy: numpy.from_dlpack(memory) views it, writable. A "
             "\"dltensor_versioned\" capsule (DLPack 1.0, flags 0) when max_version "
-            "is 1.0 or later, else an unversioned \"dltensor\" one. The capsule keeps the memory alive (not a user USM allocation "
+            "is 1.0 or later, else an unversioned \"dltensor\" one. The capsule keeps the memory "
+            "alive (not a user USM allocation "
             "the memory does not own). Only plain layouts of f32, f16, bf16 "
             "(kDLBfloat), f64, s8, u8, s32 and s64. BufferError for device USM "
             "and buffer-based memory (copy with dnnl.arrays.read, or map buffer "
@@ -196,7 +199,8 @@ void bind_memory_dlpack(py::module_ &m) {
             "other layouts and types, a stream other than None, another "
             "dl_device, or copy=True. Does not wait for the device: wait on the "
             "stream that wrote the memory first.");
-    mem.def("__dlpack_device__", [](const memory_object &self) {
+    mem.def("__dlpack_device__",
+            [](const memory_object &self) {
         host_address(self);
         return std::make_pair(dlpack::kDLCPU, 0);
     },

@@ -1,3 +1,5 @@
+#include "common/enum_caster.hpp" // first: see the header
+
 #include <string>
 
 #include <pybind11/stl.h>
@@ -26,9 +28,7 @@ uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
     {
         py::gil_scoped_release release;
         switch (kind) {
-            case alloc_kind::host:
-                ptr = api.host_alloc(ctx, nullptr, size, alignment, &err);
-                break;
+            case alloc_kind::host: ptr = api.host_alloc(ctx, nullptr, size, alignment, &err); break;
             case alloc_kind::device:
                 ptr = api.device_alloc(ctx, dev, nullptr, size, alignment, &err);
                 break;
@@ -40,11 +40,10 @@ uintptr_t allocate(alloc_kind kind, const cl_handles::context_arg &context,
     // oneDNN reports any USM allocation of its own that fails as out_of_memory;
     // a size beyond the device's limit (CL_INVALID_BUFFER_SIZE) is one too.
     if (err != CL_SUCCESS || !ptr)
-        throw status_error(err == CL_SUCCESS || err == CL_INVALID_BUFFER_SIZE
-                        ? dnnl_out_of_memory
-                        : cl_status(err),
-                "USM allocation of " + std::to_string(size) + " bytes failed: "
-                        + cl_error_name(err) + " (" + std::to_string(err) + ")",
+        throw status_error(err == CL_SUCCESS || err == CL_INVALID_BUFFER_SIZE ? dnnl_out_of_memory
+                                                                              : cl_status(err),
+                "USM allocation of " + std::to_string(size) + " bytes failed: " + cl_error_name(err)
+                        + " (" + std::to_string(err) + ")",
                 err);
     return reinterpret_cast<uintptr_t>(ptr);
 }
@@ -83,35 +82,43 @@ usm_operand operand(py::handle obj, const char *param, bool writable) {
 } // namespace
 
 void bind_usm(py::module_ &m) {
-    m.def("device_alloc", [](cl_handles::context_arg context, cl_handles::device_arg device,
-                                  size_t size, cl_uint alignment) {
+    m.def("device_alloc",
+            [](cl_handles::context_arg context, cl_handles::device_arg device, size_t size,
+                    cl_uint alignment) {
         return allocate(alloc_kind::device, context, &device, size, alignment);
-    }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
+    },
+            py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of device USM; returns the pointer (int). "
             "Free it with free().");
-    m.def("shared_alloc", [](cl_handles::context_arg context, cl_handles::device_arg device,
-                                  size_t size, cl_uint alignment) {
+    m.def("shared_alloc",
+            [](cl_handles::context_arg context, cl_handles::device_arg device, size_t size,
+                    cl_uint alignment) {
         return allocate(alloc_kind::shared, context, &device, size, alignment);
-    }, py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
+    },
+            py::arg("context"), py::arg("device"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of shared USM (host- and device-accessible).");
-    m.def("host_alloc", [](cl_handles::context_arg context, size_t size, cl_uint alignment) {
+    m.def("host_alloc",
+            [](cl_handles::context_arg context, size_t size, cl_uint alignment) {
         return allocate(alloc_kind::host, context, nullptr, size, alignment);
     }, py::arg("context"), py::arg("size"), py::arg("alignment") = 0,
             "Allocate `size` bytes of host USM.");
-    m.def("free", [](cl_handles::context_arg context, const pointer_arg &ptr) {
+    m.def("free",
+            [](cl_handles::context_arg context, const pointer_arg &ptr) {
         cl_context ctx = context.get("context");
         void *p = ptr.get("ptr");
         if (!p) return; // like free(NULL)
         if (usm::pointer_type(ctx, p) == CL_MEM_TYPE_UNKNOWN_INTEL)
-            throw_invalid_argument("free(): pointer is not a USM allocation of "
-                                   "this context");
+            throw_invalid_argument(
+                    "free(): pointer is not a USM allocation of "
+                    "this context");
         const usm::api_t &api = usm::api_for(ctx);
         py::gil_scoped_release release; // waits for work using the memory
         check_cl(api.blocking_free(ctx, p), "clMemBlockingFreeINTEL");
     }, py::arg("context"), py::arg("ptr"),
             "Free a USM allocation after the work that uses it has finished. "
             "Freeing 0 does nothing.");
-    m.def("pointer_type", [](cl_handles::context_arg context, const pointer_arg &ptr) {
+    m.def("pointer_type",
+            [](cl_handles::context_arg context, const pointer_arg &ptr) {
         cl_context ctx = context.get("context");
         switch (usm::pointer_type(ctx, ptr.get("ptr"))) {
             case CL_MEM_TYPE_HOST_INTEL: return "host";
@@ -122,16 +129,16 @@ void bind_usm(py::module_ &m) {
     }, py::arg("context"), py::arg("ptr"),
             "'device', 'shared', 'host' or 'unknown' (not a USM allocation of "
             "`context`).");
-    m.def("memcpy", [](cl_handles::queue_arg queue, py::handle dst, py::handle src, size_t size,
-                            const cl_handles::event_list_arg &deps) {
+    m.def("memcpy",
+            [](cl_handles::queue_arg queue, py::handle dst, py::handle src, size_t size,
+                    const cl_handles::event_list_arg &deps) {
         cl_command_queue q = queue.get("queue");
         const std::vector<cl_event> &wait_list = deps.get("deps");
         usm_operand d = operand(dst, "dst", /*writable=*/true);
         usm_operand s = operand(src, "src", /*writable=*/false);
         if (size > d.capacity || size > s.capacity)
-            throw_invalid_argument("size " + std::to_string(size)
-                    + " is larger than the " + (size > d.capacity ? "dst" : "src")
-                    + " array");
+            throw_invalid_argument("size " + std::to_string(size) + " is larger than the "
+                    + (size > d.capacity ? "dst" : "src") + " array");
         cl_context ctx = nullptr;
         check_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr),
                 "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)");
@@ -158,29 +165,33 @@ void bind_usm(py::module_ &m) {
         }
         check_cl(err, "clEnqueueMemcpyINTEL");
         return cl_handles::owned_event(event);
-    }, py::arg("queue"), py::arg("dst"), py::arg("src"), py::arg("size"),
+    },
+            py::arg("queue"), py::arg("dst"), py::arg("src"), py::arg("size"),
             py::arg("deps") = py::tuple(),
             "Copy `size` bytes from `src` to `dst` on `queue` after the events "
             "in `deps`; returns the copy's pyopencl.Event. Either side is a USM "
             "pointer (an int or a typed pointer such as dnnl.usm.allocation) or a "
             "C-contiguous NumPy array; with an array the copy "
             "completes before memcpy returns.");
-    m.def("fill", [](cl_handles::queue_arg queue, const pointer_arg &ptr_arg, py::bytes pattern,
-                          size_t size, const cl_handles::event_list_arg &deps) {
+    m.def("fill",
+            [](cl_handles::queue_arg queue, const pointer_arg &ptr_arg, py::bytes pattern,
+                    size_t size, const cl_handles::event_list_arg &deps) {
         cl_command_queue q = queue.get("queue");
         const std::vector<cl_event> &wait_list = deps.get("deps");
         void *ptr = ptr_arg.get("ptr");
         if (!ptr) throw_invalid_argument("ptr is a NULL pointer"); // as for memcpy
         std::string pat = pattern;
         if (pat.empty() || size % pat.size() != 0)
-            throw_invalid_argument("size must be a multiple of the non-empty "
-                                  "pattern's length");
+            throw_invalid_argument(
+                    "size must be a multiple of the non-empty "
+                    "pattern's length");
         cl_context ctx = nullptr;
         check_cl(clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, nullptr),
                 "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)");
         if (usm::bytes_available(ctx, ptr) < size)
-            throw_invalid_argument("fill(): ptr is not a USM allocation of the "
-                                   "queue's context with size bytes left");
+            throw_invalid_argument(
+                    "fill(): ptr is not a USM allocation of the "
+                    "queue's context with size bytes left");
         cl_event event = nullptr;
         if (size == 0) // nothing to fill (the CPU runtime's fill gives no event): a marker
             check_cl(clEnqueueMarkerWithWaitList(q, static_cast<cl_uint>(wait_list.size()),
@@ -192,7 +203,8 @@ void bind_usm(py::module_ &m) {
                              wait_list.empty() ? nullptr : wait_list.data(), &event),
                     "clEnqueueMemFillINTEL");
         return cl_handles::owned_event(event);
-    }, py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
+    },
+            py::arg("queue"), py::arg("ptr"), py::arg("pattern"), py::arg("size"),
             py::arg("deps") = py::tuple(),
             "Fill `size` bytes at `ptr` with repeats of `pattern` (bytes); "
             "returns the pyopencl.Event.");

@@ -12,7 +12,8 @@ each), ``profiling`` (a timeline of the executes on profiling queues) and
 ``known_problems`` (the oneDNN problems the binding acts on, where, and their
 switches); ``verbose``
 scopes oneDNN's verbose output to a region, and a failed creation's
-``dnnl.error`` carries oneDNN's reasons (``.reasons``).
+``dnnl.error`` carries oneDNN's reasons (``.reasons``) where oneDNN prints
+them (docs/api.md, Verbose output).
 
 OpenCL objects go in as pyopencl objects or int handles and come out as
 pyopencl objects holding their own reference. ``python -m dnnl_ocl_interop``

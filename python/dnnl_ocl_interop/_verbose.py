@@ -1,10 +1,12 @@
 """``dnnl.verbose``: oneDNN's verbose output for a region of code.
 
-oneDNN's verbose setting is process-wide and, for most of its kinds, fixed
-when oneDNN first reads ``ONEDNN_VERBOSE``. The binding reads it for oneDNN
-(adding the creation-time kinds it captures for ``dnnl.error.reasons``) and
-filters what oneDNN prints (``cpp/common/verbose.cpp``); a region lets the
-kinds it names through while it is active.
+oneDNN's verbose setting is process-wide and, for its check and dispatch
+kinds, fixed when oneDNN first reads ``ONEDNN_VERBOSE``. A region turns on
+the kinds it names while it is active, through oneDNN's public
+``dnnl_set_verbose`` levels, or exactly through the interposer when the user
+asked for it (``DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1``); a collecting region
+takes oneDNN's lines from standard output (``cpp/core/verbose.cpp``,
+``cpp/common/stdout_capture.cpp``).
 """
 
 from __future__ import annotations
@@ -41,34 +43,33 @@ class verbose:
     """oneDNN's verbose lines of `kinds` on standard output while the
     ``with`` block runs::
 
-        with dnnl.verbose("dispatch"):     # why each implementation was passed over
-            pd = dnnl.matmul.primitive_desc(engine, src, wei, dst)
+        with dnnl.verbose("profile_exec"):     # each execution, with its time
+            primitive.execute(stream, args)
 
     `kinds` are ``ONEDNN_VERBOSE``'s tokens: ``"error"``, ``"warn"``,
     ``"check"``, ``"dispatch"``, ``"profile_create"``, ``"profile_exec"``,
     ``"profile"`` (both), or the levels ``1`` and ``2``; by default
     ``"error", "check", "dispatch"`` (what ``dnnl.error.reasons`` holds).
     The region is a span of time: lines of its kinds that any thread prints
-    meanwhile are shown, besides what the user's own setting shows.
+    meanwhile are shown.
 
-    With ``collect=True`` the lines this thread prints are kept in
-    :attr:`lines` instead of shown (other threads' lines are not taken; on a
-    queue with profiling enabled oneDNN prints ``profile_exec`` lines from
-    the OpenCL runtime's thread, so a collecting region gets none of them).
+    With ``collect=True`` the lines are kept in :attr:`lines` instead of
+    shown: standard output (descriptor 1) passes through the binding while
+    the region is active, and every thread's oneDNN lines of its kinds are
+    taken (other output goes on, in order; the user's own ``ONEDNN_VERBOSE``
+    kinds are still shown).
 
-    ``"error"``, ``"check"`` and ``"dispatch"`` cost nothing to scope:
-    oneDNN prints them anyway (the binding asked for them) and the region
-    only lets them through; ``"check"`` also switches oneDNN's execute-time
-    check back on while the region is active (graph partitions then print
-    a line per primitive they give an unused argument, every execute). ``"warn"``, ``"profile_create"`` and
-    ``"profile_exec"`` need oneDNN's own level (``dnnl_set_verbose``) unless
-    ``ONEDNN_VERBOSE`` asked for them: the region raises it while active and
-    lowers it after. A ``dnnl_set_verbose`` level has no check and dispatch
-    kinds; the binding gives them back in oneDNN's setting (found in
-    libdnnl's symbol table), so later failures keep their reasons. Without
-    that table (a stripped libdnnl) they are gone for the rest of the
-    process: kinds oneDNN no longer prints are then listed in
-    :attr:`unavailable` and a ``RuntimeWarning`` names them.
+    oneDNN's public API turns on kinds only by levels (``dnnl_set_verbose``):
+    ``"warn"``, ``"profile_create"``, ``"profile_exec"`` raise oneDNN's level
+    while the region is active (which also prints the level's other kinds)
+    and set the user's level after it (a level replaces oneDNN's whole
+    setting: ``ONEDNN_VERBOSE``'s check and dispatch kinds are gone then).
+    ``"check"`` and ``"dispatch"`` have no level: oneDNN prints them only if
+    ``ONEDNN_VERBOSE`` asked for them, or with the interposer
+    (``DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1``), which switches exactly the
+    region's kinds on and off in oneDNN's own setting. Kinds oneDNN does not
+    print are listed in :attr:`unavailable` and a ``RuntimeWarning`` names
+    them.
     """
 
     def __init__(self, *kinds: Union[str, int], collect: bool = False) -> None:
@@ -78,7 +79,7 @@ class verbose:
         self.collect = bool(collect)
         self._mask = _mask(kinds)
         self._region: Optional[Any] = None
-        #: The lines this thread printed in the region (``collect=True``),
+        #: The lines of its kinds printed while the region was active (``collect=True``),
         #: without their newline.
         self.lines: list[str] = []
         #: The region's kinds oneDNN prints no lines of (names).
@@ -94,8 +95,10 @@ class verbose:
         self.unavailable = [k for k in KINDS if k != "profile"
                             and _core._verbose_kinds(k) & region.unavailable]
         if self.unavailable:
-            warnings.warn(f"dnnl.verbose: oneDNN no longer prints its {', '.join(self.unavailable)} "
-                          f"lines in this process ({_core._verbose_state()['reasons_unavailable']})",
+            warnings.warn(f"dnnl.verbose: oneDNN does not print its {', '.join(self.unavailable)} "
+                          f"lines in this process (it prints check and dispatch lines only when "
+                          f"ONEDNN_VERBOSE asked for them at its first read, or with "
+                          f"DNNL_OCL_INTEROP_VERBOSE_CAPTURE=1: docs/api.md, Verbose output)",
                           RuntimeWarning, stacklevel=2)
         return self
 

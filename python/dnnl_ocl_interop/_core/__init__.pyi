@@ -108,9 +108,9 @@ class version_t:
         """
 class _verbose_region:
     """
-    The compiled side of dnnl.verbose: oneDNN's verbose kinds (a mask of its flag bits) printed, or with silent=True kept, while entered.
+    The compiled side of dnnl.verbose: oneDNN's verbose kinds (a mask of its flag bits) printed, or with collect=True kept, while entered.
     """
-    def __init__(self, kinds: typing.SupportsInt | typing.SupportsIndex, silent: bool = False) -> None:
+    def __init__(self, kinds: typing.SupportsInt | typing.SupportsIndex, collect: bool = False) -> None:
         ...
     def enter(self) -> None:
         """
@@ -118,12 +118,12 @@ class _verbose_region:
         """
     def exit(self) -> list:
         """
-        End the region; the lines kept (silent regions), else [].
+        End the region; the lines kept (collecting regions), else [].
         """
     @property
     def unavailable(self) -> int:
         """
-        Kinds of the region oneDNN does not print (their flags are off for good: check and dispatch after a level was set, without libdnnl's symbol table).
+        Kinds of the region oneDNN does not print (check and dispatch, unless ONEDNN_VERBOSE asked for them or the interposer acts).
         """
 class algorithm(enum.Enum):
     """
@@ -4021,6 +4021,10 @@ def _error(status: status, message: str) -> typing.Any:
     """
     The dnnl.error (the status's subclass) the binding raises for `status` and `message`, for the package's Python modules to raise.
     """
+def _interposer_refusal_for(major: typing.SupportsInt | typing.SupportsIndex, minor: typing.SupportsInt | typing.SupportsIndex, patch: typing.SupportsInt | typing.SupportsIndex) -> str:
+    """
+    Test hook: why the interposer would not act on oneDNN major.minor.patch ("" when it was verified against it).
+    """
 def _known_problem_names(id: str, kind: typing.Any, implementation: str) -> bool:
     """
     Whether known problem `id` names `implementation` (impl_info_str()) of primitives of `kind` (dnnl.known_problems.names wraps it).
@@ -4063,7 +4067,7 @@ def _verbose_kinds(token: str) -> int:
     """
 def _verbose_state() -> dict:
     """
-    The verbose filter's state, for tests and diagnosis: whether libdnnl's output goes through the binding, what oneDNN was told, the kinds the user asked for, the kinds active regions ask for, oneDNN's flags as far as known, and its execute-time check: lines left unformatted, whether it is switched off in oneDNN's setting (and how often it was), why it cannot be ("" when it can).
+    The verbose state, for tests and diagnosis: whether the interposer was asked for and acts (why not), the kinds the user asked for, those oneDNN prints (read from its setting when the interposer acts, else as far as the binding knows), those active regions ask for, the collectors alive, the re-runs of refused creations so far, and why a refusal now would carry no reasons ("" when it would).
     """
 def get_default_fpmath_mode() -> fpmath_mode:
     """
@@ -4099,7 +4103,7 @@ def set_primitive_cache_capacity(capacity: typing.SupportsInt | typing.SupportsI
     """
 def set_verbose(level: typing.SupportsInt | typing.SupportsIndex) -> None:
     """
-    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments). Levels 1 and 2 call oneDNN's dnnl_set_verbose, which also switches off the check and dispatch lines the binding captures for the reasons of failed creations (dnnl.error.reasons); the binding switches them back on in oneDNN's setting where libdnnl's symbol table shows it (else they are gone for the rest of the process); level 0 only silences the output while oneDNN prints nothing costly (see docs/api.md).
+    oneDNN's verbose output on standard output (as ONEDNN_VERBOSE): 0 none, 1 primitive executions, 2 also primitive creation (with cache hits); other levels raise dnnl.error (invalid_arguments). It calls oneDNN's dnnl_set_verbose, which replaces oneDNN's whole setting: check and dispatch kinds ONEDNN_VERBOSE gave it are gone after it (see docs/api.md, Verbose output).
     """
 def version() -> version_t:
     """

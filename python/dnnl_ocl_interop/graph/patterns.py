@@ -186,15 +186,16 @@ class pattern:
         ``"dnnl_backend"``; ``separate_kernels``: internal ops oneDNN logged
         as kernels of their own before the partition, such as the causal
         mask's ``"_gen_index"``). oneDNN 3.13 has no query for this; its
-        verbose lines are the only source: they are collected from this
-        thread by a ``dnnl.verbose("profile_exec", collect=True)`` region
-        (other threads' output and the user's verbose setting are left
-        alone). Unless ``ONEDNN_VERBOSE`` asked for ``profile_exec``, the
-        region sets oneDNN's verbose level for the call (docs/api.md,
-        Verbose). On a queue with profiling enabled oneDNN prints these
-        lines from the OpenCL runtime's thread, where the region cannot
-        collect them: such a stream is refused (``dnnl.invalid_arguments``).
-        For diagnosis, not for hot paths."""
+        verbose lines are the only source: they are collected from standard
+        output by a ``dnnl.verbose("profile_exec", collect=True)`` region
+        (other output goes on; execution lines other threads print
+        meanwhile are collected too). Unless ``ONEDNN_VERBOSE`` asked for
+        ``profile_exec``, the region sets oneDNN's verbose level for the
+        call (docs/api.md, Verbose output). On a queue with profiling
+        enabled oneDNN prints these lines from the OpenCL runtime's thread
+        when the kernels complete, which may be after the wait returns:
+        such a stream is refused (``dnnl.invalid_arguments``). For
+        diagnosis, not for hot paths."""
         import pyopencl as cl
 
         from .._verbose import verbose
@@ -203,8 +204,8 @@ class pattern:
         if queue.properties & cl.command_queue_properties.PROFILING_ENABLE:
             raise invalid_argument(
                 "dispatched() needs a stream whose queue has no profiling enabled: on such a "
-                "queue oneDNN prints its execution lines from the OpenCL runtime's thread, "
-                "where they cannot be collected (use dnnl.profiling for its times)")
+                "queue oneDNN prints its execution lines from the OpenCL runtime's thread when "
+                "the kernels complete, possibly after the wait (use dnnl.profiling for its times)")
         with verbose("profile_exec", collect=True) as region:
             self(stream, *inputs, output=output)
             stream.wait()
