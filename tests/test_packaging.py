@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 bundle = load_script("onednn_bundle", ROOT / "third_party" / "onednn_bundle.py")
 wheel_tools = load_script("wheel_tools", ROOT / "tools" / "wheel_tools.py")
 sdist = load_script("sdist", ROOT / "tools" / "sdist.py")
+free_threaded_python = load_script("free_threaded_python", ROOT / "tools" / "free_threaded_python.py")
 
 
 def _run(command, **kwargs):
@@ -40,22 +41,69 @@ def _run(command, **kwargs):
 # --- the supported Python versions ---------------------------------------------
 
 
+# Free-threaded wheels are released from 3.14 on: the first CPython whose
+# free-threaded build is supported (PEP 779), the first cibuildwheel 4 builds
+# (it has no cp313t) and the first pyopencl publishes wheels for.
+FREE_THREADED_WHEELS_FROM = 14
+
+
 def test_the_supported_python_versions_agree():
     """requires-python, the classifiers, CMake's floor and the release
-    recipe's wheels and checks (docs/building.md) name the same versions."""
+    recipe's wheels and checks (docs/building.md) name the same versions,
+    the free-threaded ones from FREE_THREADED_WHEELS_FROM on."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     floor = int(re.search(r'^requires-python = ">=3\.(\d+)"$', pyproject, re.M).group(1))
     classified = sorted(int(m) for m in re.findall(r'"Programming Language :: Python :: 3\.(\d+)"', pyproject))
     assert classified and classified == list(range(floor, classified[-1] + 1)), (floor, classified)
+    free_threaded = [m for m in classified if m >= FREE_THREADED_WHEELS_FROM]
+    assert free_threaded, classified
     cmake = re.search(r"find_package\(Python 3\.(\d+) REQUIRED", (ROOT / "CMakeLists.txt").read_text())
     assert int(cmake.group(1)) == floor
     building = (ROOT / "docs" / "building.md").read_text()
-    built = re.search(r'CIBW_BUILD="([^"]+)"', building).group(1)
-    assert sorted(int(m) for m in re.findall(r"cp3(\d+)-manylinux_x86_64", built)) == classified, built
-    checked = re.search(r"for v in ([\d. ]+); do", building).group(1).split()
-    assert [int(v.split(".")[1]) for v in checked] == classified, checked
-    assert f"Each of {', '.join(f'3.{m}' for m in classified[:-1])} and 3.{classified[-1]} was built" \
+    built = re.findall(r"cp3(\d+)(t?)-manylinux_x86_64", re.search(r'CIBW_BUILD="([^"]+)"', building).group(1))
+    assert sorted(int(m) for m, t in built if not t) == classified, built
+    assert sorted(int(m) for m, t in built if t) == free_threaded, built
+    checked = re.search(r"for v in ([\dt. ]+); do", building).group(1).split()
+    assert checked == [f"3.{m}" for m in classified] + [f"3.{m}t" for m in free_threaded], checked
+    assert f"Supported: {', '.join(f'3.{m}' for m in classified[:-1])} and 3.{classified[-1]}" \
         in " ".join(building.split())
+
+
+# --- the free-threaded interpreter's script -----------------------------------
+
+def test_free_threaded_python_status_names_the_entry_a_build_would_fill(tmp_path):
+    env = dict(os.environ, **{bundle.CACHE_ENV: str(tmp_path)})
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py"), "status"],
+                            capture_output=True, text=True, env=env)
+    entry = tmp_path / f"python-3.13t-{free_threaded_python.PYTHON_VERSION}"
+    assert (result.returncode, result.stdout.split(" (")[0]) == (1, f"not built: {entry}"), result
+
+
+def _git(*args, cwd):
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd)
+
+
+@pytest.mark.parametrize("wrap", sorted(free_threaded_python.SUBPROJECTS))
+def test_a_subproject_checkout_is_refused_unless_at_its_tag(tmp_path, monkeypatch, wrap):
+    """siphash24's subprojects come from checkouts named by environment
+    variables (no GitHub here): one without meson.build, or at another tag,
+    is refused with the variable and the command that fixes it."""
+    variable, repository, tag = free_threaded_python.SUBPROJECTS[wrap]
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    monkeypatch.setenv(variable, str(checkout))
+    with pytest.raises(free_threaded_python.BuildError, match=f"{variable}=.* \\(no meson.build\\)"):
+        free_threaded_python.subproject_source(wrap, tmp_path, tmp_path / "log")
+    (checkout / "meson.build").write_text("project('x')\n")
+    _git("init", "-q", cwd=checkout)
+    _git("add", "meson.build", cwd=checkout)
+    _git("commit", "-qm", "x", cwd=checkout)
+    _git("tag", "v0.1", cwd=checkout)
+    with pytest.raises(free_threaded_python.BuildError, match=f"at 'v0.1', not {tag}: git -C .* checkout {tag}"):
+        free_threaded_python.subproject_source(wrap, tmp_path, tmp_path / "log")
+    _git("tag", tag, cwd=checkout)
+    _git("tag", "-d", "v0.1", cwd=checkout)
+    assert free_threaded_python.subproject_source(wrap, tmp_path, tmp_path / "log") == checkout
 
 
 # --- the plain CMake build ----------------------------------------------------
