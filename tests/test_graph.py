@@ -622,7 +622,7 @@ REFUSED_LAYOUTS = [
     ("Add(x,MatMul)", "innermost_2", "plain", "dense-bias-post-op-inputs"),
     ("SoftMax+ReLU", "plain", "column_major", "softmax-layouts"),
     ("LogSoftmax", "column_major", "plain", "softmax-layouts"),
-    ("ReLU+Add", "broadcast_rows", "plain", "reorder-custom-innermost-stride"),
+    ("ReLU+Add", "broadcast_rows", "plain", "dense-bias-post-op-inputs"),
     ("MatMul+Add", "plain", "gapped_columns", "reorder-custom-innermost-stride"),
 ]
 # Layouts the same ops compute right: compiled and checked against NumPy.
@@ -635,6 +635,8 @@ TAKEN_LAYOUTS = [
     ("ReduceSum", "column_major", "keep_dims"), ("Add(x,MatMul)", "gapped_rows", "column_major"),
     ("SoftMax+ReLU", "plain", "plain"), ("LogSoftmax", "plain", "plain"),
     ("ReLU+Add", "plain", "gapped_rows"), ("ReLU+Add", "gapped_rows", "plain"),
+    # copied through oneDNN's ocl:ref reorder (right), not its ocl:custom
+    ("LayerNorm", "gapped_columns", "plain"), ("Reorder", "gapped_columns", "plain"),
 ]
 
 

@@ -317,11 +317,13 @@ std::vector<std::atomic<bool>> &switches() {
     return on;
 }
 
-size_t index_of(const std::string &id) {
+// (by C string, without allocating: the rules ask on execute paths too)
+size_t index_of(const char *id) {
     const auto &rows = all();
     for (size_t i = 0; i < rows.size(); ++i)
-        if (id == rows[i].id) return i;
-    throw status_error(dnnl_invalid_arguments, "no known problem has the id '" + id + "'");
+        if (std::strcmp(id, rows[i].id) == 0) return i;
+    throw status_error(dnnl_invalid_arguments,
+            std::string("no known problem has the id '") + id + "'");
 }
 
 bool older_than(const dnnl_version_t &v, const release &r) {
@@ -385,7 +387,7 @@ const char *implementation_of(const dnnl::primitive_desc_base &pd) {
 
 const implementation *applies_to(const char *id, const dnnl::primitive_desc_base &pd) {
     if (!pd || !applies(id)) return nullptr;
-    const problem &p = *find(id);
+    const problem &p = all()[index_of(id)];
     const char *impl = implementation_of(pd);
     const auto k = pd.get_kind();
     for (const implementation &named : p.implementations)
@@ -394,7 +396,7 @@ const implementation *applies_to(const char *id, const dnnl::primitive_desc_base
 }
 
 bool names(const std::string &id, dnnl::primitive::kind k, const char *impl) {
-    const problem &p = all()[index_of(id)];
+    const problem &p = all()[index_of(id.c_str())];
     return std::any_of(p.implementations.begin(), p.implementations.end(),
             [&](const implementation &named) { return names_implementation(named, k, impl); });
 }
@@ -406,11 +408,11 @@ bool verified_for(const problem &p) {
 }
 
 void set_enabled(const std::string &id, bool enabled) {
-    switches()[index_of(id)].store(enabled);
+    switches()[index_of(id.c_str())].store(enabled);
 }
 
 bool is_enabled(const std::string &id) {
-    return switches()[index_of(id)].load();
+    return switches()[index_of(id.c_str())].load();
 }
 
 namespace {

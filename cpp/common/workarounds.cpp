@@ -880,20 +880,21 @@ int64_t innermost_nonzero_stride(const dnnl::graph::logical_tensor &port) {
     return smallest == 0 ? 1 : smallest;
 }
 
-// Whether oneDNN's primitive API picks one of its OpenCL C implementations
-// (ocl:*, what the graph rules' measurements ran) for the work `make`
-// describes on this engine: its first choice, as the graph backend takes
-// it. Where the primitive cannot be made, a plain f32 transpose reorder
-// on the engine stands for the device (a GPU running generated kernels
-// picks jit:ir there).
+// Whether oneDNN's primitive API picks, for the work `make` describes on
+// this engine, an implementation problem `id` names (its first choice, as
+// the graph backend takes it): the implementations the graph rules'
+// measurements ran. Where the primitive cannot be made, a plain f32
+// transpose reorder on the engine stands for the device: one of oneDNN's
+// OpenCL C implementations there (a GPU running generated kernels picks
+// jit:ir) keeps the measured rule.
 template <typename Make>
-bool runs_opencl_c(const dnnl::engine &engine, Make make) {
+bool picks_named(const char *id, const dnnl::engine &engine, Make make) {
+    try {
+        return applies_to(id, make()) != nullptr;
+    } catch (const dnnl::error &) {}
     auto opencl_c = [](const dnnl::primitive_desc_base &pd) {
         return starts_with(known_problems::implementation_of(pd), "ocl:");
     };
-    try {
-        return opencl_c(make());
-    } catch (const dnnl::error &) {}
     try {
         const dnnl::memory::desc rows({16, 16}, dnnl::memory::data_type::f32, {16, 1}),
                 columns({16, 16}, dnnl::memory::data_type::f32, {1, 16});
@@ -938,7 +939,15 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
         }
         return at;
     };
-    enum class rule { none, plain, dense_eltwise, dense_reduction, innermost, reorder };
+    enum class rule {
+        none,
+        plain,
+        dense_eltwise,
+        dense_reduction,
+        innermost,
+        eltwise_operand,
+        reorder
+    };
     using a = dnnl::algorithm;
     const auto forward = dnnl::prop_kind::forward_inference;
     // The measured rules (docs/known-problems.md), each acting only where the
@@ -964,7 +973,7 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                 dnnl::memory::desc side = plain;
                 other(side);
                 const int axis = static_cast<int>(given.get_dims().size()) - 1;
-                if (!runs_opencl_c(engine, [&] {
+                if (!picks_named("softmax-layouts", engine, [&] {
                     return dnnl::softmax_forward::primitive_desc(engine, forward,
                             a::softmax_accurate, input ? given : side, input ? side : given, axis);
                 }))
@@ -978,7 +987,7 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
             }
             case rule::dense_eltwise:
                 if (!applies("eltwise-strides") || dense_from_the_handle(given.get())
-                        || !runs_opencl_c(engine, [&] {
+                        || !picks_named("eltwise-strides", engine, [&] {
                     return dnnl::eltwise_forward::primitive_desc(engine, forward, a::eltwise_relu,
                             given, given, 0.f, 0.f);
                 }))
@@ -992,7 +1001,7 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                 if (!applies("reduction-combined-strides") || dense_from_the_handle(given.get()))
                     return {};
                 const bool proxy = other(dst);
-                if (!runs_opencl_c(engine, [&] {
+                if (!picks_named("reduction-combined-strides", engine, [&] {
                     if (!proxy) throw dnnl::error(dnnl_unimplemented, "no destination");
                     return dnnl::reduction::primitive_desc(engine, a::reduction_sum, given, dst,
                             0.f, 0.f);
@@ -1007,7 +1016,7 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                 if (!applies("dense-bias-post-op-inputs") || innermost_nonzero_stride(t) == 1)
                     return {};
                 const auto dims = given.get_dims();
-                if (!runs_opencl_c(engine, [&] {
+                if (!picks_named("dense-bias-post-op-inputs", engine, [&] {
                     if (dims.size() < 2) throw dnnl::error(dnnl_unimplemented, "rank 1");
                     dnnl::memory::dims src_dims = dims, wei_dims = dims;
                     src_dims.back() = 16;
@@ -1026,11 +1035,32 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
                         "give it a layout whose innermost stride is 1",
                         {});
             }
+            case rule::eltwise_operand: { // a binary post-op's input after an eltwise root
+                if (!applies("dense-bias-post-op-inputs") || !operand_misread(given.get())
+                        || !picks_named("dense-bias-post-op-inputs", engine, [&] {
+                    dnnl::post_ops po;
+                    po.append_binary(a::binary_add, given);
+                    dnnl::primitive_attr attr;
+                    attr.set_post_ops(po);
+                    return dnnl::eltwise_forward::primitive_desc(engine, forward, a::eltwise_relu,
+                            plain, plain, 0.f, 0.f, attr);
+                }))
+                    return {};
+                return refuse("dense-bias-post-op-inputs",
+                        "has an innermost stride other than 1 (a stride of 0 included), which "
+                        "oneDNN reads as if it were 1 in an eltwise's binary post-op (known "
+                        "problem dense-bias-post-op-inputs): give it a layout whose innermost "
+                        "stride is 1",
+                        {});
+            }
             case rule::reorder: { // the backend copies the port through the plain layout
                 if (!applies("reorder-custom-innermost-stride")) return {};
                 std::string why = input ? custom_reorder_misreads(given.get(), plain.get())
                                         : custom_reorder_misreads(plain.get(), given.get());
-                if (why.empty() || !runs_opencl_c(engine, reorder_of_the_port)) return {};
+                if (why.empty()
+                        || !picks_named("reorder-custom-innermost-stride", engine,
+                                reorder_of_the_port))
+                    return {};
                 return refuse("reorder-custom-innermost-stride",
                         "would be copied by oneDNN's ocl:custom reorder, which would read or write "
                                 + why
@@ -1050,7 +1080,8 @@ refusal known_wrong_partition(const std::vector<op_facts> &ops,
     // copied through the plain layout.
     auto rule_of_input = [&](const op_facts &op, const op_facts &root) {
         if (&root != &op) { // a post-op's other input
-            return root.kind == graph_kind::MatMul ? rule::innermost : rule::reorder;
+            if (root.kind == graph_kind::MatMul) return rule::innermost;
+            return is_graph_eltwise(root.kind) ? rule::eltwise_operand : rule::reorder;
         }
         if (op.kind == graph_kind::MatMul || is_graph_binary(op.kind)) return rule::none;
         if (is_graph_softmax(op.kind)) return rule::plain;
