@@ -696,3 +696,53 @@ def test_a_stale_emulation_flag_once_opencl_runs_is_a_clear_error(tmp_path):
     assert "OpenCL is already initialized" in child.stdout, child.stdout
     assert "DNNL_OCL_INTEROP_EMULATION=1 is set, but OPENCL_LAYERS is not set" in child.stdout
 
+
+# ------------------------- ensure_device() after OpenCL found no driver
+
+_AFTER_NO_DRIVER = """
+import sys
+import pyopencl as cl
+if sys.argv[1] == "opencl first":  # as a new user might: look for devices first
+    try:
+        cl.get_platforms()
+        print("platforms found")
+    except cl.Error as e:
+        print("no platform:", e)
+import dnnl_ocl_interop as dnnl
+try:
+    print("device:", dnnl.emulation.ensure_device())
+except dnnl.emulation.EmulationError as e:
+    print("EmulationError:", e)
+    sys.exit(0)
+gpus = [d for p in cl.get_platforms() if "Intel" in p.vendor for d in p.get_devices()
+        if d.type & cl.device_type.GPU]
+engine = dnnl.ocl_interop.make_engine(gpus[0], cl.Context([gpus[0]]))
+print("engine:", engine.get_kind())
+"""
+
+
+@pytest.mark.parametrize("order", ["opencl first", "ensure_device first"])
+def test_ensure_device_after_opencl_found_no_driver(tmp_path, order):
+    """A machine without an OpenCL driver (the loader pointed at an empty
+    directory): ensure_device() called after pyopencl's first call cannot
+    give this process the emulated device (the loaders read their settings
+    at that call, and found nothing to load that enable() could detect), and
+    raises EmulationError saying so, as docs/emulation.md promises; called
+    first, it gives the device."""
+    empty = tmp_path / "no-drivers"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENCL_LAYERS", "DNNL_OCL_INTEROP_EMULATION", "DNNL_OCL_INTEROP_EMULATED_DEVICES")}
+    env.update(OCL_ICD_VENDORS=str(empty), DNNL_OCL_INTEROP_DEVICE="emulated")
+    child = subprocess.run([sys.executable, "-c", _AFTER_NO_DRIVER, order], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, child.stderr[-3000:]
+    lines = child.stdout.splitlines()
+    if order == "opencl first":
+        assert lines[0].startswith("no platform:") and "PLATFORM_NOT_FOUND" in lines[0], child.stdout
+        assert lines[1].startswith("EmulationError: OpenCL was initialized in this process before the "
+                                   "emulated device was enabled"), child.stdout
+        assert "pyopencl" in lines[1], child.stdout
+    else:
+        assert lines[0].startswith("device: emulated Intel GPU"), child.stdout
+        assert lines[1] == "engine: kind.gpu", child.stdout

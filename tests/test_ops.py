@@ -1177,6 +1177,25 @@ def test_onednn_refusals_name_the_operation(queue):
     assert isinstance(info.value, NotImplementedError)
 
 
+def test_float64_with_float32_is_refused_saying_to_cast(queue):
+    """oneDNN's descriptor check refuses f64 with f32 ("invalid datatype for
+    accumulation": dnnl.invalid_arguments, as docs/ops.md says); the message
+    says what to do. One type for both is computed."""
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    with pytest.raises(dnnl.invalid_arguments,
+                       match=r"^ops.matmul \(a: f64\[2, 3\], b: f32\[3, 2\] -> f64\[2, 2\]\): float64 mixed "
+                             r"with other floating-point operands \(f32, f64\), which oneDNN refuses: "
+                             r"cast them to one type first") as info:
+        ops.matmul(cla.to_device(queue, a), cla.to_device(queue, b.astype(np.float32)))
+    assert isinstance(info.value, ValueError) and info.value.status == dnnl.status.invalid_arguments
+    np.testing.assert_allclose(ops.matmul(cla.to_device(queue, a), cla.to_device(queue, b)).get(), a @ b)
+    with pytest.raises(dnnl.error) as other:  # a refusal without f64: no such advice
+        ops.inner_product(dev(queue, np.ones((2, 3)), "s8"), dev(queue, np.ones((4, 3)), "s8"),
+                          dev(queue, np.ones(4), "s32"))
+    assert "float64" not in str(other.value)
+
+
+
 # ------------------------------------------------- out= sharing an operand's bytes
 
 def _aliasing_calls(queue):
