@@ -4,8 +4,12 @@
 //   {"rows": {"<row name>": [<microseconds per call of each sample>, ...], ...},
 //    "checks": {"<row name>": {"n": <values>, "sum": <their sum>, "head": [<first 8>]}, ...}}
 // run.py takes the median of the samples with the same function as its own
-// (one median definition on both sides), and checks each computing row's
-// output digest against NumPy.
+// (one median definition on both sides), and checks every row's digest
+// against NumPy: each destination holds POISON before the row's timed work
+// (an execute that did nothing leaves it there), the thread rows report
+// every thread's output, the creation rows what the last primitive they made
+// computes, make_memory and get_memory_kind the memory they made or asked
+// about.
 // Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
 // With ROW ("large matmul", "small network", "graph execute with allocator",
 // "graph execute with caching pool" or "primitive creation (cold, fresh
@@ -151,6 +155,17 @@ void fill(dnnl::memory &m) {
     m.unmap_data(p);
 }
 
+// What every destination holds before a row's timed work (run.py's POISON):
+// no row's correct output has it, so an execute that did nothing fails the
+// output check.
+constexpr float POISON = -7777.0f;
+
+void poison(dnnl::memory &m) {
+    float *p = static_cast<float *>(m.map_data());
+    std::fill(p, p + m.get_desc().get_size() / sizeof(float), POISON);
+    m.unmap_data(p);
+}
+
 // The start of a segment of rows when run.py runs both sides taking turns
 // (benchmarks/turns.py, which has the protocol): says the segment's name and
 // waits for the driver's go. Returns at once when this process runs alone.
@@ -214,6 +229,20 @@ std::vector<float> read_usm(cl_command_queue queue, const void *ptr, size_t byte
     return out;
 }
 
+void poison_usm(cl_command_queue queue, void *ptr, size_t bytes) {
+    std::vector<float> values(bytes / sizeof(float), POISON);
+    check(usm_memcpy(queue, CL_TRUE, ptr, values.data(), bytes, 0, nullptr, nullptr),
+            "clEnqueueMemcpyINTEL");
+}
+
+// What the make_memory and get_memory_kind rows report of the memory they
+// made or asked about (run.py's memory_facts): its kind's C value, 1 when
+// its storage is the one given (else 0), its descriptor's size in bytes.
+std::vector<float> memory_facts(const dnnl::memory &m, bool same_storage) {
+    return {float(static_cast<int>(dnnl::ocl_interop::get_memory_kind(m))), same_storage ? 1.f : 0.f,
+            float(m.get_desc().get_size())};
+}
+
 // Throughput of `threads` threads, each running `work(t)` (its share of
 // the calls, ending with a wait on its own stream), released together:
 // `repeats` samples of the wall time per call, `calls` calls in all, from
@@ -221,9 +250,10 @@ std::vector<float> read_usm(cl_command_queue queue, const void *ptr, size_t byte
 // the clock itself). The threads are made once and run untimed rounds for
 // `warm_up_seconds` first (at least one), as run.py's threaded_us: threads at
 // work are measured, not a thread's first calls nor waking and joining
-// threads.
+// threads. `before_timing` runs once between the untimed rounds and the
+// timed ones, with every thread waiting.
 samples_t threaded_us(int threads, int calls, int repeats, const std::function<void(int)> &work,
-        double warm_up_seconds = WARM_UP_SECONDS) {
+        double warm_up_seconds = WARM_UP_SECONDS, const std::function<void()> &before_timing = [] {}) {
     using clock = std::chrono::steady_clock;
     std::mutex m;
     std::condition_variable cv;
@@ -262,6 +292,7 @@ samples_t threaded_us(int threads, int calls, int repeats, const std::function<v
         }
         if (warming) { // untimed rounds for warm_up_seconds, at least one
             warming = seconds_since(warm_start) < warm_up_seconds;
+            if (!warming) before_timing();
             continue;
         }
         auto first = spans[0].first, last = spans[0].second;
@@ -417,6 +448,7 @@ struct large_matmul {
         mm.execute(s, args);
         s.wait();
     }
+    void poison_dst() { poison(args[DNNL_ARG_DST]); }
     void check() { check_output("large matmul", read(args[DNNL_ARG_DST])); }
 };
 
@@ -497,16 +529,22 @@ struct attention_partition {
         return ts;
     }
     void run() { cp.execute(gs, ins, outs); }
+    void poison_outputs(cl_command_queue q, const std::vector<dnnl::graph::tensor> &out) {
+        for (auto &t : out) poison_usm(q, t.get_data_handle(), t.get_logical_tensor().get_mem_size());
+    }
+    std::vector<float> output_of(cl_command_queue q, const std::vector<dnnl::graph::tensor> &out) {
+        return read_usm(q, out[0].get_data_handle(), out[0].get_logical_tensor().get_mem_size());
+    }
     void check_output_of(const std::string &row, const std::vector<dnnl::graph::tensor> &out) {
-        check_output(row, read_usm(queue, out[0].get_data_handle(),
-                                  out[0].get_logical_tensor().get_mem_size()));
+        check_output(row, output_of(queue, out));
     }
 };
 
 // The graph rows' timing: a warm-up of at least WARMUP executes, then `repeats` batches of 20
-// executes and a wait.
+// executes and a wait, the output poisoned in between.
 samples_t graph_samples(attention_partition &work, int repeats, int warmup) {
     warm_up([&] { work.run(); }, [&] { work.gs.wait(); }, 20, warmup);
+    work.poison_outputs(work.queue, work.outs);
     return samples_us(repeats, 20, [&] { work.run(); }, [&] { work.gs.wait(); });
 }
 
@@ -533,11 +571,11 @@ struct usage_meter {
 
 // The graph throughput rows' work: `n` threads, each with its own queue,
 // stream and tensors, executing `work`'s partition `calls` times then
-// waiting, `repeats` samples (threaded_us). `usage`, if given, gets the
-// process's usage per execute; `last_output`, if given, the last thread's
-// output.
+// waiting, `repeats` samples (threaded_us), every thread's output poisoned
+// before the timed rounds. `usage`, if given, gets the process's usage per
+// execute; `outputs`, if given, every thread's output, one after the other.
 samples_t graph_threads_us(attention_partition &work, int n, int calls, int repeats,
-        usage_per_call *usage = nullptr, std::vector<float> *last_output = nullptr) {
+        usage_per_call *usage = nullptr, std::vector<float> *outputs = nullptr) {
     std::vector<cl_command_queue> queues;
     std::vector<dnnl::stream> streams;
     std::vector<std::vector<dnnl::graph::tensor>> ins, outs;
@@ -557,11 +595,15 @@ samples_t graph_threads_us(attention_partition &work, int n, int calls, int repe
     usage_meter meter;
     // With usage asked for: one untimed round (no warm-up time), counted in
     // the usage per call.
-    samples_t us = threaded_us(n, n * calls, repeats, partitions, usage ? 0.0 : WARM_UP_SECONDS);
+    samples_t us = threaded_us(n, n * calls, repeats, partitions, usage ? 0.0 : WARM_UP_SECONDS, [&] {
+        for (int t = 0; t < n; ++t) work.poison_outputs(queues[t], outs[t]);
+    });
     if (usage) *usage = meter.per_call(double(n) * calls * (repeats + 1));
-    if (last_output)
-        *last_output = read_usm(queues.back(), outs.back()[0].get_data_handle(),
-                outs.back()[0].get_logical_tensor().get_mem_size());
+    if (outputs)
+        for (int t = 0; t < n; ++t) {
+            std::vector<float> out = work.output_of(queues[t], outs[t]);
+            outputs->insert(outputs->end(), out.begin(), out.end());
+        }
     streams.clear();
     for (auto q : queues) clReleaseCommandQueue(q);
     return us;
@@ -606,9 +648,25 @@ samples_t small_network_us(const dnnl::engine &eng, dnnl::stream &s_in, int warm
         s_in.wait();
     };
     warm_up(run_network, [] {}, 1, warmup);
+    poison(y1);
+    poison(y2);
+    poison(y3);
     samples_t us = samples_us(repeats, 1, run_network);
     check_output("small network", read(y3));
     return us;
+}
+
+// What a primitive a creation row made computes: its output for pattern()
+// input into a POISON-filled destination of `desc` (run.py's
+// made_relu_output and its children's check).
+std::vector<float> output_of_made(const dnnl::primitive &made, const dnnl::engine &eng, dnnl::stream &s,
+        const dnnl::memory::desc &desc) {
+    dnnl::memory src(desc, eng), dst(desc, eng);
+    fill(src);
+    poison(dst);
+    made.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    s.wait();
+    return read(dst);
 }
 
 // ROW alone (the optional fourth argument): WARMUP calls, then ITERATIONS
@@ -623,6 +681,7 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
         large_matmul work(eng, matmul_size);
         warm_up([&] { work.run(s_in); }, [] {}, 1, warmup);
+        work.poison_dst();
         us = samples_us(iterations, 1, [&] { work.run(s_in); });
         work.check();
     } else if (row == "graph execute with allocator" || row == "graph execute with caching pool") {
@@ -665,7 +724,7 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         for (int n : {1, 2, 4}) {
             std::string name = "graph throughput, " + std::to_string(n) + (n == 1 ? " thread" : " threads");
             usage_per_call u;
-            std::vector<float> out;
+            std::vector<float> out; // every thread's
             rows[name] = graph_threads_us(work, n, 20, iterations, &u, &out);
             check_output(name, out);
             char entry[200];
@@ -685,10 +744,13 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
         dnnl::memory::desc tiny({64}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
         dnnl::set_primitive_cache_capacity(0);
+        dnnl::eltwise_forward made;
         us = fastest_us(iterations, [&] {
-            dnnl::eltwise_forward p(dnnl::eltwise_forward::primitive_desc(eng,
+            made = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(eng,
                     dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, tiny, tiny));
         });
+        dnnl::stream s = dnnl::ocl_interop::make_stream(eng, in_order);
+        check_output(row, output_of_made(made, eng, s, tiny));
     } else {
         throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, graph "
                                  "execute with allocator, graph execute with caching pool, "
@@ -778,10 +840,9 @@ int main(int argc, char **argv) try {
     fill(tiny_src);
     fill(tiny_dst);
     for (int i = 0; i < warmup; ++i) ocl_interop::get_memory_kind(tiny_src);
-    rows["get_memory_kind"] = samples_us(repeats, batch, [&] {
-        volatile auto kind = ocl_interop::get_memory_kind(tiny_src);
-        (void)kind;
-    });
+    ocl_interop::memory_kind kind = ocl_interop::memory_kind::usm;
+    rows["get_memory_kind"] = samples_us(repeats, batch, [&] { kind = ocl_interop::get_memory_kind(tiny_src); });
+    check_output("get_memory_kind", {float(static_cast<int>(kind))});
 
     // make_memory on a user USM pointer and on a user cl_mem.
     void *usm = usm_device_alloc(context, device, nullptr, tiny.get_size(), 0, &err);
@@ -809,10 +870,9 @@ int main(int argc, char **argv) try {
         check(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
         if (owner != context || size < needed) throw std::runtime_error("cl_mem refused");
     };
-    auto make_usm_unchecked = [&] {
-        memory m = ocl_interop::make_memory(tiny, eng, ocl_interop::memory_kind::usm, usm);
-    };
-    auto make_buffer_unchecked = [&] { memory m = ocl_interop::make_memory(tiny, eng, buffer); };
+    memory made; // what the last call made (the Python side keeps it too)
+    auto make_usm_unchecked = [&] { made = ocl_interop::make_memory(tiny, eng, ocl_interop::memory_kind::usm, usm); };
+    auto make_buffer_unchecked = [&] { made = ocl_interop::make_memory(tiny, eng, buffer); };
     auto make_usm = [&] {
         usm_fits(usm, tiny.get_size());
         make_usm_unchecked();
@@ -821,11 +881,18 @@ int main(int argc, char **argv) try {
         mem_fits(buffer, tiny.get_size());
         make_buffer_unchecked();
     };
+    auto usm_facts = [&] { return memory_facts(made, made.get_data_handle() == usm); };
+    auto buffer_facts = [&] { return memory_facts(made, ocl_interop::get_mem_object(made) == buffer); };
     for (int i = 0; i < warmup; ++i) { make_usm(); make_buffer(); }
     rows["make_memory(usm)"] = samples_us(repeats, batch, make_usm);
+    check_output("make_memory(usm)", usm_facts());
     rows["make_memory(cl_mem)"] = samples_us(repeats, batch, make_buffer);
+    check_output("make_memory(cl_mem)", buffer_facts());
     rows["make_memory(usm), unchecked"] = samples_us(repeats, batch, make_usm_unchecked);
+    check_output("make_memory(usm), unchecked", usm_facts());
     rows["make_memory(cl_mem), unchecked"] = samples_us(repeats, batch, make_buffer_unchecked);
+    check_output("make_memory(cl_mem), unchecked", buffer_facts());
+    made = memory();
 
     // execute of a tiny eltwise primitive.
     eltwise_forward relu(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
@@ -833,28 +900,33 @@ int main(int argc, char **argv) try {
     std::unordered_map<int, memory> relu_args {{DNNL_ARG_SRC, tiny_src}, {DNNL_ARG_DST, tiny_dst}};
     for (int i = 0; i < warmup; ++i) ocl_interop::execute(relu, s_in, relu_args);
     s_in.wait();
+    poison(tiny_dst);
     rows["execute(in-order)"] = samples_us(repeats, batch,
             [&] { ocl_interop::execute(relu, s_in, relu_args); }, [&] { s_in.wait(); });
     check_output("execute(in-order)", read(tiny_dst));
     auto execute_ooo = [&] { clReleaseEvent(ocl_interop::execute(relu, s_ooo, relu_args)); };
     for (int i = 0; i < warmup; ++i) execute_ooo();
     s_ooo.wait();
+    poison(tiny_dst);
     rows["execute(out-of-order)"] = samples_us(repeats, batch, execute_ooo, [&] { s_ooo.wait(); });
     check_output("execute(out-of-order)", read(tiny_dst));
 
     turn("primitive creation");
     // Primitive creation (descriptor and primitive): from oneDNN's primitive
     // cache, and cold (cache off: kernels compiled every time).
+    eltwise_forward made_relu; // what the last creation made, run once after the row
     auto create_relu = [&] {
-        eltwise_forward p(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+        made_relu = eltwise_forward(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
                 algorithm::eltwise_relu, tiny, tiny));
     };
     for (int i = 0; i < warmup; ++i) create_relu();
     rows["primitive creation (cached)"] = samples_us(repeats, batch, create_relu);
+    check_output("primitive creation (cached)", output_of_made(made_relu, eng, s_in, tiny));
     const int capacity = get_primitive_cache_capacity();
     set_primitive_cache_capacity(0);
     rows["primitive creation (cold)"] = fastest_us(5, create_relu); // as run.py: see there
     set_primitive_cache_capacity(capacity);
+    check_output("primitive creation (cold)", output_of_made(made_relu, eng, s_in, tiny));
 
     turn("small network");
     rows["small network"] = small_network_us(eng, s_in, 3, 15);
@@ -863,10 +935,12 @@ int main(int argc, char **argv) try {
     // execute, then a wait, beside nothing: the C++ counterpart of the
     // Python row "execute beside a busy thread" (whose own reference is
     // Python's execute alone; printed for information).
+    poison(tiny_dst);
     rows["execute and wait"] = samples_us(repeats, batch, [&] {
         relu.execute(s_in, relu_args);
         s_in.wait();
     });
+    check_output("execute and wait", read(tiny_dst));
 
     turn("chain of 100 executes");
     // A chain of 100 executes linked by events, waited once.
@@ -881,6 +955,7 @@ int main(int argc, char **argv) try {
         clReleaseEvent(previous);
     };
     warm_up(chain, [] {}, 1, 3);
+    poison(tiny_dst);
     rows["chain of 100 executes"] = samples_us(std::max(repeats, 15), 1, chain);
     check_output("chain of 100 executes", read(tiny_dst));
 
@@ -889,6 +964,7 @@ int main(int argc, char **argv) try {
     large_matmul big(eng, matmul_size);
     auto run_matmul = [&] { big.run(s_in); };
     warm_up(run_matmul);
+    big.poison_dst();
     rows["large matmul"] = samples_us(9, 1, run_matmul);
     big.check();
 
@@ -931,14 +1007,20 @@ int main(int argc, char **argv) try {
         matmuls(0);
         std::string suffix = std::to_string(n) + (n == 1 ? " thread" : " threads");
         turn("matmul throughput");
-        rows["matmul throughput, " + suffix]
-                = threaded_us(n, n * thread_calls, thread_repeats, matmuls);
-        std::vector<float> graph_output;
+        rows["matmul throughput, " + suffix] = threaded_us(n, n * thread_calls, thread_repeats, matmuls,
+                WARM_UP_SECONDS, [&] {
+                    for (auto &a : margs) poison(a[DNNL_ARG_DST]);
+                });
+        std::vector<float> graph_outputs, matmul_outputs; // every thread's, one after the other
         turn("graph throughput");
         rows["graph throughput, " + suffix]
-                = graph_threads_us(attention, n, thread_calls, thread_repeats, nullptr, &graph_output);
-        check_output("matmul throughput, " + suffix, read(margs[n - 1][DNNL_ARG_DST]));
-        check_output("graph throughput, " + suffix, graph_output);
+                = graph_threads_us(attention, n, thread_calls, thread_repeats, nullptr, &graph_outputs);
+        for (auto &a : margs) {
+            std::vector<float> out = read(a[DNNL_ARG_DST]);
+            matmul_outputs.insert(matmul_outputs.end(), out.begin(), out.end());
+        }
+        check_output("matmul throughput, " + suffix, matmul_outputs);
+        check_output("graph throughput, " + suffix, graph_outputs);
         streams.clear();
         for (auto q : queues) clReleaseCommandQueue(q);
     }

@@ -7,7 +7,7 @@ prints one Markdown table: median time per call in each language, the
 difference and the ratio, and the goal each row is judged by.
 
     python benchmarks/run.py [--json PATH] [--plot PATH] [--iterations N] [--matmul-size N] [--rounds N]
-                             [--only NAME]
+                             [--only NAME] [--compare OLD.json [--from-json NEW.json]]
 
 Each of --rounds rounds starts both sides at once, each in a fresh process
 (the baseline program; this script with --python-side), and they take
@@ -32,14 +32,21 @@ is *inconclusive* otherwise (run more --rounds). The JSON has every round,
 the intervals and the machine.
 
 Budgets in µs over C++ are counted in *units*: the time of the simplest
-call from Python (dnnl._core._empty()) measured in the same round, so that they
-mean the same on a faster or slower machine (PER_CALL_UNITS units per call:
-1.5 µs where the empty call takes UNIT_REFERENCE_US). Rows of milliseconds are
-judged by their absolute overhead too (a few calls' budget); their ratio
-is information.
+call from Python into C (UNIT_CALL, a function of CPython's own, not of
+the package it judges) measured in the same round, so that they mean the
+same on a faster or slower machine (PER_CALL_UNITS units per call: 1.5 µs
+where the unit takes UNIT_REFERENCE_US). Rows of milliseconds, whose work
+is the device's, are judged by their overhead too, within the larger of
+their calls' budget and RELATIVE_BUDGET of their C++ time; their ratio is
+information.
 
-Every row that computes checks its output once per round, both sides,
-against NumPy (the baseline prints a digest of each output).
+Every row checks what it made, once per round, on both sides, against
+NumPy (the baseline prints a digest of each output): each destination is
+filled with POISON before the row's timed work, so an execute that did
+nothing leaves POISON behind and fails the check; the thread rows check
+every thread's output; the creation rows run the last primitive they
+made; make_memory and get_memory_kind report the memory they made or
+asked about.
 
 Rows with no C++ counterpart take another Python measurement as their
 reference (in the C++ column): "execute beside a busy thread" against
@@ -49,11 +56,19 @@ call written by hand; "small network with ops" is judged against the C++
 small network. --only NAME measures one row (ONLY_ROWS), both sides where
 it has two.
 
-Exits non-zero when a measurement or an output check failed (not when a
-goal is missed).
+--compare OLD.json compares the run (or, with --from-json NEW.json, an
+earlier run's JSON) with OLD.json, row by row, and flags each row whose
+overhead over its reference grew beyond its interval: the new interval
+wholly above the old one, in units of each run's own unit (in µs when the
+two runs timed different unit calls). benchmarks/reference.json is the
+reference run kept in the repository.
+
+Exits non-zero when a measurement or an output check failed, or when
+--compare flags a row (not when a goal is missed).
 """
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -82,18 +97,43 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "benchmarks")
 BASELINE = os.path.join(BUILD, "dnnl_ocl_interop_baseline")
 BATCH = 100
-# Per-call budget, in units (the time of dnnl._core._empty() in a loop, in
-# the same round): 1.5 µs where the empty call takes UNIT_REFERENCE_US, the
-# issues' budgets in µs on the machine they were measured on. On that 2-core
-# AMD EPYC (emulated device) run.py measured the unit at 0.034 to 0.039 µs
-# with nothing else running and up to 0.067 µs under load (get_memory_kind
-# 2.2 to 2.6 times as long). (The reference was first 0.06, from a unit
-# measured in a fresh process: that made every budget a third tighter here
-# than the issues' µs.)
-UNIT_REFERENCE_US = 0.04
-PER_CALL_UNITS = 38
-ALLOCATION_UNITS = 75  # a Python allocator's malloc and free (3 µs there)
-POOL_UNITS = 75  # the caching pool's malloc and free, over the C pool (3 µs there)
+# The unit of the per-call budgets: the simplest call from Python into C,
+# timed in a loop in the same round. A function of CPython's own that reads
+# a flag, not one of the package: the unit must not grow with the binding it
+# judges, and must exist in a released build (the package's test hooks,
+# where dnnl._core._empty() lived, do not).
+UNIT_CALL, UNIT_CALL_NAME = gc.isenabled, "gc.isenabled()"
+# Per-call budget, in units: 1.5 µs where the unit takes UNIT_REFERENCE_US,
+# the issues' budgets in µs on the machine they were measured on. The
+# budgets were first stated in units of dnnl._core._empty() (a pybind11 call
+# that does nothing, a test hook), 38 per call where it took 0.04 µs; in
+# run.py's loop, gc.isenabled() takes EMPTY_TO_UNIT times less (the fastest
+# of 3,000 batches of 1,000 calls of each, in turns, three runs: 1.359 to
+# 1.369, on the 2-core AMD EPYC of docs/benchmarks.md's table, Python 3.11,
+# 2026-12-06), so the reference is 0.04 / EMPTY_TO_UNIT and each budget keeps
+# its µs there.
+EMPTY_TO_UNIT = 1.36
+UNIT_REFERENCE_US = 0.04 / EMPTY_TO_UNIT
+PER_CALL_UNITS = round(38 * EMPTY_TO_UNIT)  # 1.5 µs there
+ALLOCATION_UNITS = round(75 * EMPTY_TO_UNIT)  # a Python allocator's malloc and free (3 µs there)
+POOL_UNITS = round(75 * EMPTY_TO_UNIT)  # the caching pool's malloc and free, over the C pool (3 µs there)
+# Rows whose time is the device's work (milliseconds: the large matmul, cold
+# primitive creation in and out of process, the matmul throughput rows):
+# the binding's per-call cost is judged by the per-call rows, and these rows
+# judge that the binding does not slow the device's work: the overhead may
+# be the larger of the calls' budget and this share of the C++ time. Their
+# noise (±150 µs on the 37 ms matmul, ±2 ms on a 365 ms compile, ±3 µs on
+# a 615 µs threaded matmul, 50 rounds) is 0.4 to 0.6 % of the time, so a
+# budget of µs alone could never be decided (it left them inconclusive in
+# every run), while 1 % can be, and a binding that slowed the device work
+# by a percent or more is caught.
+RELATIVE_BUDGET = 0.01
+RELATIVE_ROWS = ("large matmul", "primitive creation (cold)", "primitive creation (cold, fresh process)",
+                 "matmul throughput, 1 thread", "matmul throughput, 2 threads", "matmul throughput, 4 threads")
+# What every destination holds before a row's timed work, on both sides
+# (baseline.cpp's POISON): no row's correct output has it, so an execute
+# that did nothing fails the output check.
+POISON = -7777.0
 BUSY_GOAL_RATIO = 2.0
 # Warm creation (kernels loaded from stored blobs) against cold (compiled), in
 # fresh processes: measured 0.06 (95 % CI 0.048 … 0.078) on the emulated
@@ -110,7 +150,7 @@ POOL_ROW = "graph execute with caching pool"
 # UNIT_REFERENCE_US).
 OPS_CALL_ROW = "ops call (cached)"
 OPS_NETWORK_ROW = "small network with ops"
-OPS_CALL_UNITS = 50
+OPS_CALL_UNITS = round(50 * EMPTY_TO_UNIT)
 # Rows with no C++ counterpart: the note holding their reference's time, per round.
 PYTHON_REFERENCES = {BUSY_ROW: "solo execute and wait",
                      PERSISTENT_CACHE_ROW: "primitive creation (persistent cache, cold)",
@@ -153,26 +193,35 @@ def warm_up(call, after_batch=lambda: None, batch=1, least=1):
         calls += batch
 
 
-def median_us(repeats, batch, call, after_batch=lambda: None):
-    """Median over `repeats` batches of the mean time of `batch` calls."""
+def median_us(repeats, batch, call, after_batch=lambda: None, last=None):
+    """Median over `repeats` batches of the mean time of `batch` calls; the
+    last call's result is appended to the list `last` when one is given
+    (kept on every call, as the baseline keeps what its rows make)."""
     samples = []
+    result = None
     for _ in range(repeats):
         start = time.perf_counter_ns()
         for _ in range(batch):
-            call()
+            result = call()
         elapsed = time.perf_counter_ns() - start
         after_batch()
         samples.append(elapsed / 1e3 / batch)
+    if last is not None:
+        last.append(result)
     return median_of(samples)
 
 
-def fastest_us(repeats, call):
-    """The fastest of `repeats` calls (for work of a second or so)."""
+def fastest_us(repeats, call, last=None):
+    """The fastest of `repeats` calls (for work of a second or so); the
+    last call's result is appended to `last` as median_us does."""
     samples = []
+    result = None
     for _ in range(repeats):
         start = time.perf_counter_ns()
-        call()
+        result = call()
         samples.append((time.perf_counter_ns() - start) / 1e3)
+    if last is not None:
+        last.append(result)
     return min(samples)
 
 
@@ -214,19 +263,45 @@ def network_reference():
     return pooled.reshape(n, -1) @ fw.T + fb
 
 
+# oneDNN's C values of ocl_interop::memory_kind (dnnl_ocl_types.h), as both
+# sides report the kind of the memory a row made or asked about.
+MEMORY_KIND_VALUES = {"usm": 0, "buffer": 1}
+TINY = 64  # elements of the per-call rows' memory (f32)
+# The persistent-cache child's check: its ReLU primitive on the
+# convolution's output shape (8 x 16 x 32 x 32).
+PERSISTENT_CACHE_RELU_ELEMENTS = 8 * 16 * 32 * 32
+
+
+def memory_facts(kind, same_storage, size):
+    """What the make_memory and get_memory_kind rows report of the memory
+    they made or asked about, on both sides: [its kind's C value, 1 when its
+    storage is the one given (else 0), its descriptor's size in bytes]."""
+    return [float(MEMORY_KIND_VALUES[kind]), float(bool(same_storage)), float(size)]
+
+
 def expected_outputs(matmul_size, kernel_enqueues):
-    """{row: the NumPy output its computation must give} (rows that compute)."""
-    relu = np.maximum(pattern(64), 0)
+    """{row (or a row's reference): the NumPy output its work must give}:
+    every row of either side has one, and is checked against it."""
+    relu = np.maximum(pattern(TINY), 0)
     attention = attention_reference(*ATTENTION_SHAPE)
     mid = matmul_reference(128)
-    out = {"execute(in-order)": relu, "execute(out-of-order)": relu, "chain of 100 executes": relu,
-           BUSY_ROW: relu, "small network": network_reference(), "large matmul": matmul_reference(matmul_size),
-           OPS_NETWORK_ROW: network_reference(), OPS_CALL_ROW: relu,
+    cache_relu = np.maximum(pattern(PERSISTENT_CACHE_RELU_ELEMENTS), 0)
+    out = {"get_memory_kind": [float(MEMORY_KIND_VALUES["buffer"])],
+           "make_memory(usm)": memory_facts("usm", True, 4 * TINY),
+           "make_memory(cl_mem)": memory_facts("buffer", True, 4 * TINY),
+           "make_memory(usm), unchecked": memory_facts("usm", True, 4 * TINY),
+           "make_memory(cl_mem), unchecked": memory_facts("buffer", True, 4 * TINY),
+           "execute(in-order)": relu, "execute(out-of-order)": relu, "chain of 100 executes": relu,
+           "primitive creation (cached)": relu, "primitive creation (cold)": relu, FRESH_COLD_ROW: relu,
+           BUSY_ROW: relu, "execute and wait": relu, PYTHON_REFERENCES[BUSY_ROW]: relu,
+           PERSISTENT_CACHE_ROW: cache_relu, PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]: cache_relu,
+           "small network": network_reference(), "large matmul": matmul_reference(matmul_size),
+           OPS_NETWORK_ROW: network_reference(), OPS_CALL_ROW: relu, PYTHON_REFERENCES[OPS_CALL_ROW]: relu,
            GRAPH_ROW: attention, POOL_ROW: attention,
-           "opencl kernel enqueue": np.full(64, float(kernel_enqueues))}
-    for n in THREAD_COUNTS:
-        out[thread_row("matmul throughput", n)] = mid
-        out[thread_row("graph throughput", n)] = attention
+           "opencl kernel enqueue": np.full(TINY, float(kernel_enqueues))}
+    for n in THREAD_COUNTS:  # every thread's output, one after the other
+        out[thread_row("matmul throughput", n)] = np.tile(mid.ravel(), n)
+        out[thread_row("graph throughput", n)] = np.tile(attention.ravel(), n)
     return out
 
 
@@ -249,13 +324,30 @@ def check_digest(side, row, got, expected):
                            f"expected n={want['n']} sum={want['sum']:.6g} head={want['head'][:4]})")
 
 
-def check_outputs(side, digests, expected):
-    """Checks every digest of `digests` (rows without an expected output are
-    an error: a computing row must be checked)."""
+def output_failures(side, digests, expected, rows=()):
+    """Every failed check of one side's `digests`, as messages: a digest that
+    differs from its NumPy output, a digest with no NumPy reference, and a
+    measured row of `rows` with no digest (every row checks what it made)."""
+    failures = []
     for row, got in digests.items():
         if row not in expected:
-            raise RuntimeError(f"{side} row {row!r}: no NumPy reference to check its output against")
-        check_digest(side, row, got, expected[row])
+            failures.append(f"{side} row {row!r}: no NumPy reference to check its output against")
+            continue
+        try:
+            check_digest(side, row, got, expected[row])
+        except RuntimeError as e:
+            failures.append(str(e))
+    failures.extend(f"{side} row {row!r}: measured without an output check" for row in rows
+                    if row not in digests)
+    return failures
+
+
+def check_outputs(sides, expected):
+    """Checks the digests of every side, `sides` = [(side, digests, rows
+    measured)], and raises one error listing every failure of both sides."""
+    failures = [f for side, digests, rows in sides for f in output_failures(side, digests, expected, rows)]
+    if failures:
+        raise RuntimeError(f"{len(failures)} output check(s) failed:\n  " + "\n  ".join(failures))
 
 
 # ------------------------------------------------------------ the baseline
@@ -295,7 +387,26 @@ def run_baseline(iterations, warmup, matmul_size, row=None):
 # in run.py's long process the compile took 4 % longer than in C++'s (see
 # docs/benchmarks.md), while the binding's share is microseconds.
 FRESH_COLD_CREATIONS = 5
-_FRESH_COLD_CHILD = textwrap.dedent("""
+# What a child process (fresh cold creation, persistent cache) runs to check
+# the primitive it made: the primitive on pattern() input into a POISON-filled
+# destination, the output's digest printed with its time (run.py's pattern(),
+# digest() and POISON, written out: the child does not import run.py).
+_CHILD_CHECK = textwrap.dedent("""
+    import numpy as np
+
+    def checked(prim, engine, queue, desc):
+        stream = dnnl.ocl_interop.make_stream(engine, queue)
+        count = desc.get_size() // 4
+        src, dst = dnnl.memory(desc, engine), dnnl.memory(desc, engine)
+        values = (np.arange(count) % 7).astype(np.float32) * np.float32(0.1) - np.float32(0.3)
+        dnnl.arrays.write(src, values.reshape(desc.get_dims()))
+        dnnl.arrays.write(dst, np.full(desc.get_dims(), POISON, np.float32))
+        prim.execute(stream, {dnnl.ARG_SRC: src, dnnl.ARG_DST: dst})
+        stream.wait()
+        out = dnnl.arrays.read(dst).astype(np.float64).ravel()
+        return {"n": int(out.size), "sum": float(out.sum()), "head": out[:8].tolist()}
+""").replace("POISON", repr(POISON))
+_FRESH_COLD_CHILD = _CHILD_CHECK + textwrap.dedent("""
     import json, sys, time
     import dnnl_ocl_interop as dnnl
     dnnl.emulation.ensure_device()
@@ -307,37 +418,43 @@ _FRESH_COLD_CHILD = textwrap.dedent("""
     engine = dnnl.ocl_interop.make_engine(device, context)
     tiny = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
     dnnl.set_primitive_cache_capacity(0)
-    best = None
+    best = made = None
     for _ in range(int(sys.argv[1])):
         start = time.perf_counter_ns()
-        dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+        made = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
             engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
         us = (time.perf_counter_ns() - start) / 1e3
         best = us if best is None else min(best, us)
-    print(json.dumps({"us": best}))
+    check = checked(made, engine, cl.CommandQueue(context, device), tiny)
+    print(json.dumps({"us": best, "digest": check}))
 """)
 
 
 def fresh_cold_rows(python_first):
-    """(Python µs, C++ µs): the fastest of FRESH_COLD_CREATIONS cold
-    creations, each side in its own fresh process; `python_first` says which
-    side runs first (run.py alternates it over rounds, so that neither side
-    always finds the OS caches warm)."""
+    """(Python µs, C++ µs, digests {side's row name: digest}): the fastest
+    of FRESH_COLD_CREATIONS cold creations, each side in its own fresh
+    process, which then runs the last primitive it made; `python_first` says
+    which side runs first (run.py alternates it over rounds, so that neither
+    side always finds the OS caches warm)."""
     def python():
         out = subprocess.run([sys.executable, "-c", _FRESH_COLD_CHILD, str(FRESH_COLD_CREATIONS)],
                              capture_output=True, text=True, timeout=1800)
         if out.returncode != 0:
             raise RuntimeError(f"fresh cold-creation process failed: {out.stderr[-2000:]}")
-        return json.loads(out.stdout.strip().splitlines()[-1])["us"]
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+        return report["us"], report["digest"]
 
     def cpp():
-        return run_baseline(FRESH_COLD_CREATIONS, 0, 0, FRESH_COLD_ROW)[0][FRESH_COLD_ROW]
+        rows, digests = run_baseline(FRESH_COLD_CREATIONS, 0, 0, FRESH_COLD_ROW)
+        return rows[FRESH_COLD_ROW], digests.get(FRESH_COLD_ROW)
 
     if python_first:
         py = python()
-        return py, cpp()
-    c = cpp()
-    return python(), c
+        c = cpp()
+    else:
+        c = cpp()
+        py = python()
+    return py[0], c[0], {"Python": py[1], "C++": c[1]}
 
 
 # ------------------------------------------------------------ Python rows
@@ -354,6 +471,19 @@ def filled_memory(desc, engine):
     return mem
 
 
+def poison(*memories):
+    """Fills each memory with POISON (before a row's timed work)."""
+    for mem in memories:
+        dnnl.arrays.write(mem, np.full(mem.get_desc().get_dims(), POISON, np.float32))
+
+
+def poison_usm(queue, *tensors):
+    """Fills each graph tensor's USM storage with POISON."""
+    for tensor in tensors:
+        size = tensor.get_logical_tensor().get_mem_size()
+        dnnl.usm.memcpy(queue, tensor.get_data_handle(), np.full(size // 4, POISON, np.float32), size).wait()
+
+
 def python_rows(iterations, warmup, matmul_size):
     """The Python side: same rows, same work, same timing as baseline.cpp.
     Returns (rows {name: µs}, notes {name: value}, digests {row: digest})."""
@@ -368,32 +498,42 @@ def python_rows(iterations, warmup, matmul_size):
     s_in, s_ooo = oi.make_stream(engine, in_order), oi.make_stream(engine, out_of_order)
 
     turn("per-call rows")  # segments: the baseline's, in the same order (turns.py)
-    empty = dnnl._core._empty
-    for _ in range(warmup):
-        empty()
-    notes["unit"] = median_us(repeats, BATCH * 10, empty)
+    notes["unit"] = measure_unit(repeats, warmup)
 
-    tiny = dnnl.memory.desc([64], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
+    tiny = dnnl.memory.desc([TINY], dnnl.memory.data_type.f32, dnnl.memory.format_tag.a)
     tiny_src, tiny_dst = filled_memory(tiny, engine), filled_memory(tiny, engine)
+    kind_values = {oi.memory_kind.usm: MEMORY_KIND_VALUES["usm"], oi.memory_kind.buffer: MEMORY_KIND_VALUES["buffer"]}
     for _ in range(warmup):
         oi.get_memory_kind(tiny_src)
-    rows["get_memory_kind"] = median_us(repeats, BATCH, lambda: oi.get_memory_kind(tiny_src))
+    kinds = []
+    rows["get_memory_kind"] = median_us(repeats, BATCH, lambda: oi.get_memory_kind(tiny_src), last=kinds)
+    digests["get_memory_kind"] = digest([kind_values[kinds[-1]]])
 
     usm = dnnl.usm.device_alloc(context, device, tiny.get_size())
     buffer = cl.Buffer(context, cl.mem_flags.READ_WRITE, tiny.get_size())
     usm_kind = oi.memory_kind.usm
 
     def make_usm():
-        oi.make_memory(tiny, engine, usm_kind, usm)
+        return oi.make_memory(tiny, engine, usm_kind, usm)
 
     def make_buffer():
-        oi.make_memory(tiny, engine, buffer)
+        return oi.make_memory(tiny, engine, buffer)
+
+    def facts(mem, storage_is_given):
+        kind = oi.get_memory_kind(mem)
+        return digest(memory_facts("usm" if kind == usm_kind else "buffer", storage_is_given,
+                                   mem.get_desc().get_size()))
 
     for _ in range(warmup):
         make_usm()
         make_buffer()
-    rows["make_memory(usm)"] = median_us(repeats, BATCH, make_usm)
-    rows["make_memory(cl_mem)"] = median_us(repeats, BATCH, make_buffer)
+    made = []
+    rows["make_memory(usm)"] = median_us(repeats, BATCH, make_usm, last=made)
+    digests["make_memory(usm)"] = facts(made[-1], made[-1].get_data_handle() == usm)
+    rows["make_memory(cl_mem)"] = median_us(repeats, BATCH, make_buffer, last=made)
+    wrapped = oi.get_mem_object(made[-1])
+    digests["make_memory(cl_mem)"] = facts(made[-1], wrapped is not None and wrapped.int_ptr == buffer.int_ptr)
+    del made[:], wrapped
 
     relu = dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
         engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
@@ -406,6 +546,7 @@ def python_rows(iterations, warmup, matmul_size):
     for _ in range(warmup):
         execute(relu, s_in, relu_args)
     s_in.wait()
+    poison(tiny_dst)
     rows["execute(in-order)"] = median_us(repeats, BATCH, lambda: execute(relu, s_in, relu_args),
                                           s_in.wait)
     digests["execute(in-order)"] = relu_output()
@@ -416,29 +557,41 @@ def python_rows(iterations, warmup, matmul_size):
     for _ in range(warmup):
         execute_ooo()
     s_ooo.wait()
+    poison(tiny_dst)
     rows["execute(out-of-order)"] = median_us(repeats, BATCH, execute_ooo, s_ooo.wait)
     digests["execute(out-of-order)"] = relu_output()
 
     def create_relu():
-        dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
+        return dnnl.eltwise_forward(dnnl.eltwise_forward.primitive_desc(
             engine, dnnl.prop_kind.forward_inference, dnnl.algorithm.eltwise_relu, tiny, tiny))
+
+    def made_relu_output(prim):
+        """What the last primitive a creation row made computes."""
+        poison(tiny_dst)
+        prim.execute(s_in, relu_args)
+        s_in.wait()
+        return relu_output()
 
     turn("primitive creation")
     for _ in range(warmup):
         create_relu()
-    rows["primitive creation (cached)"] = median_us(repeats, BATCH, create_relu)
+    made = []
+    rows["primitive creation (cached)"] = median_us(repeats, BATCH, create_relu, last=made)
+    digests["primitive creation (cached)"] = made_relu_output(made.pop())
     capacity = dnnl.get_primitive_cache_capacity()
     dnnl.set_primitive_cache_capacity(0)
     # The fastest of 5: a compile's time has a long tail from whatever else
     # the 2 cores run (first measured as the median: ±15 % within a round).
-    rows["primitive creation (cold)"] = fastest_us(5, create_relu)
+    rows["primitive creation (cold)"] = fastest_us(5, create_relu, last=made)
     dnnl.set_primitive_cache_capacity(capacity)
+    digests["primitive creation (cold)"] = made_relu_output(made.pop())
 
     turn("small network")  # and the same network with ops, judged against it
     rows["small network"], digests["small network"] = network_row(engine, s_in)
     rows[OPS_NETWORK_ROW], digests[OPS_NETWORK_ROW] = ops_network_row(in_order)
     turn("execute and wait")  # the baseline's reference for the busy-thread row; Python's own rows
-    rows[OPS_CALL_ROW], notes[PYTHON_REFERENCES[OPS_CALL_ROW]], digests[OPS_CALL_ROW] = \
+    hand = PYTHON_REFERENCES[OPS_CALL_ROW]
+    rows[OPS_CALL_ROW], notes[hand], digests[OPS_CALL_ROW], digests[hand] = \
         ops_call_row(device, context, in_order, repeats, warmup)
 
     # execute() and wait(), as a user calls them, beside a thread spinning in
@@ -450,7 +603,10 @@ def python_rows(iterations, warmup, matmul_size):
         s_in.wait()
 
     busy_batch = BATCH // 10
-    notes["solo execute and wait"] = median_us(repeats, busy_batch, execute_and_wait)
+    solo = PYTHON_REFERENCES[BUSY_ROW]
+    poison(tiny_dst)
+    notes[solo] = median_us(repeats, busy_batch, execute_and_wait)
+    digests[solo] = relu_output()
     spinning = threading.Event()
 
     def spin():
@@ -460,6 +616,7 @@ def python_rows(iterations, warmup, matmul_size):
     spinner = threading.Thread(target=spin)
     spinner.start()
     try:
+        poison(tiny_dst)
         rows[BUSY_ROW] = median_us(repeats, busy_batch, execute_and_wait)
     finally:
         spinning.set()
@@ -474,14 +631,16 @@ def python_rows(iterations, warmup, matmul_size):
 
     turn("chain of 100 executes")
     warm_up(chain, least=3)
+    poison(tiny_dst)
     rows["chain of 100 executes"] = median_us(max(repeats, 15), 1, chain)
     digests["chain of 100 executes"] = relu_output()
 
     turn("large matmul")
-    run_matmul, matmul_output = large_matmul(engine, s_in, matmul_size)
+    run_matmul, matmul_dst = large_matmul(engine, s_in, matmul_size)
     warm_up(run_matmul)
+    poison(matmul_dst)
     rows["large matmul"] = median_us(9, 1, run_matmul)
-    digests["large matmul"] = digest(matmul_output())
+    digests["large matmul"] = digest(dnnl.arrays.read(matmul_dst))
 
     graph_repeats = graph_repeats_of(iterations)
     turn(GRAPH_ROW)
@@ -501,17 +660,24 @@ def python_rows(iterations, warmup, matmul_size):
 
     def enqueue():
         kernel.set_arg(0, buffer)
-        cl.enqueue_nd_range_kernel(in_order, kernel, (64,), None)
+        cl.enqueue_nd_range_kernel(in_order, kernel, (TINY,), None)
 
     for _ in range(warmup):
         enqueue()
     in_order.finish()
     rows["opencl kernel enqueue"] = median_us(repeats, BATCH, enqueue, in_order.finish)
-    touched = np.empty(64, np.float32)
+    touched = np.empty(TINY, np.float32)
     cl.enqueue_copy(in_order, touched, buffer)
     digests["opencl kernel enqueue"] = digest(touched)
     dnnl.usm.free(context, usm)
     return rows, notes, digests
+
+
+def measure_unit(repeats, warmup):
+    """The unit of this round's budgets: UNIT_CALL's time in a loop."""
+    for _ in range(warmup):
+        UNIT_CALL()
+    return median_us(repeats, BATCH * 10, UNIT_CALL)
 
 
 def kernel_enqueues(iterations, warmup):
@@ -523,7 +689,7 @@ def kernel_enqueues(iterations, warmup):
 def large_matmul(engine, stream, size):
     """The large-matmul row's work, as baseline.cpp does it: a size x size
     f32 matmul on pattern() memory; each call executes and waits. Returns
-    (run, output) where output() reads the result."""
+    (run, the destination memory)."""
     square = dnnl.memory.desc([size] * 2, dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     mm_args = {arg: filled_memory(square, engine) for arg in (dnnl.ARG_SRC, dnnl.ARG_WEIGHTS, dnnl.ARG_DST)}
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, square, square, square))
@@ -532,7 +698,7 @@ def large_matmul(engine, stream, size):
         matmul.execute(stream, mm_args)
         stream.wait()
 
-    return run_matmul, lambda: dnnl.arrays.read(mm_args[dnnl.ARG_DST])
+    return run_matmul, mm_args[dnnl.ARG_DST]
 
 
 def network_steps(engine, memories):
@@ -585,6 +751,7 @@ def network_row(engine, stream):
         stream.wait()
 
     warm_up(run_network, least=3)
+    poison(*(args[dnnl.ARG_DST] for _, args in steps))
     return median_us(15, 1, run_network), digest(dnnl.arrays.read(steps[-1][1][dnnl.ARG_DST]))
 
 
@@ -596,7 +763,10 @@ def ops_network_row(queue):
     pyopencl's default allocator every result is a new buffer, whose first
     touch costs the emulated device's host memory about 240 µs for the
     convolution's 512 KiB (page faults; the allocator's cost, not the
-    calls')."""
+    calls'). After the warm-up the pool holds only blocks filled with
+    POISON (enough for every result of a run and the one kept from the run
+    before), and the timed runs may take no other block: the blocks they get
+    were poisoned before the timed work, as the other rows' destinations."""
     import pyopencl.array as cla
     import pyopencl.tools as cltools
 
@@ -613,7 +783,19 @@ def ops_network_row(queue):
         result[:] = [ops_network(queue, x, cw, cb, fw, fb)]
 
     warm_up(run_network, least=3)
-    return median_us(15, 1, run_network), digest(result[0].get())
+    result.clear()
+    pool.free_held()
+    results = [(n, oc, hw, hw), (n, oc, hw // 2, hw // 2), (n, classes)]
+    poisoned = [cla.empty(queue, shape, np.float32, allocator=pool).fill(POISON)
+                for shape in results for _ in range(2)]
+    queue.finish()
+    del poisoned  # back to the pool, held
+    managed = pool.managed_bytes
+    us = median_us(15, 1, run_network)
+    if pool.managed_bytes != managed:
+        raise RuntimeError(f"{OPS_NETWORK_ROW}: the timed runs took blocks that were not poisoned "
+                           f"({pool.managed_bytes - managed} bytes more from the device)")
+    return us, digest(result[0].get())
 
 
 def ops_network(queue, x, cw, cb, fw, fb):
@@ -631,7 +813,7 @@ def ops_network(queue, x, cw, cb, fw, fb):
 
 
 def ops_call_row(device, context, queue, repeats, warmup):
-    """(ops µs, by hand µs, digest): ``ops.relu(x, out=y)`` on 64 floats, its
+    """(ops µs, by hand µs, ops digest, by hand digest): ``ops.relu(x, out=y)`` on 64 floats, its
     primitive cached, against the work a user writes for the same call by
     hand with the same cached primitive: memory on both arrays
     (dnnl.arrays.as_memory), execute after their events, and the result's
@@ -672,9 +854,12 @@ def ops_call_row(device, context, queue, repeats, warmup):
         by_hand()
         with_ops()
     queue.finish()
+    y.fill(POISON)
     hand = median_us(repeats, BATCH, by_hand, queue.finish)
+    hand_digest = digest(y.get())
+    y.fill(POISON)
     with_ops_us = median_us(repeats, BATCH, with_ops, queue.finish)
-    return with_ops_us, hand, digest(y.get())
+    return with_ops_us, hand, digest(y.get()), hand_digest
 
 
 def graph_row(device, context, queue, repeats, warmup):
@@ -686,6 +871,7 @@ def graph_row(device, context, queue, repeats, warmup):
     run()
     stream.wait()
     per_execute = calls["malloc"] - before
+    poison_usm(queue, *graph_parts[4][1])
     median = median_us(repeats, GRAPH_BATCH, run, stream.wait)
     return median, per_execute, attention_output(graph_parts, queue), graph_parts
 
@@ -697,6 +883,7 @@ def pool_row(device, context, queue, repeats, warmup):
     pool = dnnl.graph.allocators.caching_pool()
     run, stream, _, graph_parts = attention_partition(device, context, queue, allocator=pool.allocator)
     warm_up(run, stream.wait, GRAPH_BATCH, least=warmup // 10 + 1)
+    poison_usm(queue, *graph_parts[4][1])
     misses = pool.misses
     median = median_us(repeats, GRAPH_BATCH, run, stream.wait)
     if pool.misses != misses:
@@ -707,14 +894,17 @@ def pool_row(device, context, queue, repeats, warmup):
     return median, result
 
 
-def attention_output(graph_parts, queue, tensors=None):
-    """A digest of the attention partition's output (its output tensor, or
-    that of `tensors`, as (inputs, outputs))."""
-    out = (tensors or graph_parts[4])[1][0]
-    size = out.get_logical_tensor().get_mem_size()
+def usm_output(queue, tensor):
+    """A graph tensor's f32 values, copied to the host."""
+    size = tensor.get_logical_tensor().get_mem_size()
     host = np.empty(size // 4, np.float32)
-    dnnl.usm.memcpy(queue, host, out.get_data_handle(), size).wait()
-    return digest(host)
+    dnnl.usm.memcpy(queue, host, tensor.get_data_handle(), size).wait()
+    return host
+
+
+def attention_output(graph_parts, queue):
+    """A digest of the attention partition's output tensor."""
+    return digest(usm_output(queue, graph_parts[4][1][0]))
 
 
 def attention_partition(device, context, queue, malloc=None, free=None, allocator=None):
@@ -779,7 +969,7 @@ def attention_partition(device, context, queue, malloc=None, free=None, allocato
     return run, stream, calls, (engine, compiled, part, tensors, (ins, outs))
 
 
-def threaded_us(threads, calls, repeats, work, warm_up_seconds=None):
+def threaded_us(threads, calls, repeats, work, warm_up_seconds=None, before_timing=lambda: None):
     """Throughput of `threads` threads each running work(t) (its share of
     the calls, ending with a wait on its own stream), released together:
     median over `repeats` of the wall time per call, `calls` in all, from
@@ -789,7 +979,8 @@ def threaded_us(threads, calls, repeats, work, warm_up_seconds=None):
     round) first, as baseline.cpp's: what is measured is threads at work, not
     a thread's first calls (a new thread's first graph execute costs 60 µs
     more than later ones in Python, 20 µs in C++: docs/benchmarks.md), nor
-    waking and joining threads."""
+    waking and joining threads. `before_timing` runs once between the
+    untimed rounds and the timed ones, with every thread waiting."""
     start_gate, end_gate = threading.Barrier(threads + 1), threading.Barrier(threads + 1)
     spans = [None] * threads
     stop, failures = [], []
@@ -821,6 +1012,8 @@ def threaded_us(threads, calls, repeats, work, warm_up_seconds=None):
                 raise failures[0]
             if warming:  # untimed rounds for warm_up_seconds, at least one
                 warming = time.perf_counter() - warm_start < warm_up_seconds
+                if not warming:
+                    before_timing()
                 continue
             first, last = min(s for s, _ in spans), max(e for _, e in spans)
             samples.append((last - first) / 1e3 / calls)
@@ -867,7 +1060,8 @@ def thread_rows(engine, context, device, graph_parts):
     baseline.cpp runs them: a 128 x 128 matmul (shared primitive, per-thread
     memory) and the graph row's partition with its Python allocator (shared,
     per-thread tensors), THREAD_CALLS executes per thread then a wait.
-    Returns (rows, digests of the last thread's outputs)."""
+    Every thread's destination is poisoned before the timed rounds. Returns
+    (rows, digests of the threads' outputs, one after the other)."""
     oi = dnnl.ocl_interop
     mid = dnnl.memory.desc([128, 128], dnnl.memory.data_type.f32, dnnl.memory.format_tag.ab)
     matmul = dnnl.matmul(dnnl.matmul.primitive_desc(engine, mid, mid, mid))
@@ -892,18 +1086,24 @@ def thread_rows(engine, context, device, graph_parts):
         # Each row its own turn (baseline.cpp's): its two sides less than a
         # second apart.
         turn("matmul throughput")
-        rows[matmul_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls)
+        rows[matmul_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, matmuls,
+                                        before_timing=lambda margs=margs: poison(
+                                            *(a[dnnl.ARG_DST] for a in margs)))
         turn("graph throughput")
-        rows[graph_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions)
-        digests[matmul_name] = digest(dnnl.arrays.read(margs[-1][dnnl.ARG_DST]))
-        digests[graph_name] = attention_output(None, graph_queues[-1], tensor_sets[-1])
+        rows[graph_name] = threaded_us(n, n * THREAD_CALLS, THREAD_REPEATS, partitions,
+                                       before_timing=lambda q=graph_queues, t=tensor_sets: [
+                                           poison_usm(queue, *outs) for queue, (_, outs) in zip(q, t)])
+        digests[matmul_name] = digest(np.concatenate([dnnl.arrays.read(a[dnnl.ARG_DST]).ravel()
+                                                      for a in margs]))
+        digests[graph_name] = digest(np.concatenate([usm_output(queue, outs[0])
+                                                     for queue, (_, outs) in zip(graph_queues, tensor_sets)]))
     return rows, digests
 
 
 # A fresh process: the small network's four primitives and a matmul made
-# through dnnl.cache.persistent(argv[1]); prints the time of their creation
-# and the cache's counters.
-_PERSISTENT_CACHE_CHILD = textwrap.dedent("""
+# through dnnl.cache.persistent(argv[1]); prints the time of their creation,
+# the cache's counters and the digest of what the ReLU it made computes.
+_PERSISTENT_CACHE_CHILD = _CHILD_CHECK + textwrap.dedent("""
     import json, sys, time
     import dnnl_ocl_interop as dnnl
     dnnl.emulation.ensure_device()
@@ -930,23 +1130,25 @@ _PERSISTENT_CACHE_CHILD = textwrap.dedent("""
            dnnl.inner_product_forward.primitive_desc(engine, fi, pool_dst, fc_w, fc_b, fc_dst),
            dnnl.matmul.primitive_desc(engine, square, square, square)]
     start = time.perf_counter_ns()
-    for pd in pds:
-        cache.primitive(pd)
+    made = [cache.primitive(pd) for pd in pds]
     elapsed_us = (time.perf_counter_ns() - start) / 1e3
-    print(json.dumps({"us": elapsed_us, "primitives": len(pds), "counts": cache.counts()}))
+    check = checked(made[1], engine, cl.CommandQueue(context, device), conv_dst)
+    print(json.dumps({"us": elapsed_us, "primitives": len(pds), "counts": cache.counts(),
+                      "digest": check}))
 """)
 
 
 def persistent_cache_row():
-    """(warm µs, cold µs): creating five primitives through
+    """(warm µs, cold µs, {"warm", "cold": digest}): creating five primitives through
     dnnl.cache.persistent in a fresh process with an empty directory (cold:
     compiled and stored), then in another fresh process with the same
     directory (warm: loaded from the stored blobs). Python against Python:
     the row measures what the stored blobs save, not what the bridge costs,
     so the C++ baseline has no counterpart (the binding's microseconds per
-    call are the same in both phases, against seconds of compilation)."""
+    call are the same in both phases, against seconds of compilation).
+    Each process then runs the ReLU it made (the digests)."""
     with tempfile.TemporaryDirectory(prefix="dnnl-persistent-cache-") as directory:
-        times = {}
+        times, digests = {}, {}
         for phase in ("cold", "warm"):
             out = subprocess.run([sys.executable, "-c", _PERSISTENT_CACHE_CHILD, directory],
                                  capture_output=True, text=True, timeout=1800)
@@ -958,8 +1160,8 @@ def persistent_cache_row():
             if any(counts[k] != v for k, v in expected.items()) or counts["rejected"]:
                 raise RuntimeError(f"{phase} persistent-cache process: counters {counts}, "
                                    f"expected {expected} (engine and {n} primitives)")
-            times[phase] = report["us"]
-    return times["warm"], times["cold"]
+            times[phase], digests[phase] = report["us"], report["digest"]
+    return times["warm"], times["cold"], digests
 
 
 def single_row(name, iterations, warmup, matmul_size):
@@ -969,32 +1171,34 @@ def single_row(name, iterations, warmup, matmul_size):
     device, context = intel_gpu_context()
     queue = cl.CommandQueue(context, device)
     repeats = max(iterations // BATCH, 5)
-    notes = {"unit": median_us(repeats, BATCH * 10, dnnl._core._empty)}
+    notes = {"unit": measure_unit(repeats, warmup)}
     digests = {}
     if name == OPS_NETWORK_ROW:
         py, digests[name] = ops_network_row(queue)
     elif name == "large matmul":
         engine = dnnl.ocl_interop.make_engine(device, context)
-        run_matmul, output = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
+        run_matmul, matmul_dst = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
         warm_up(run_matmul)
+        poison(matmul_dst)
         py = median_us(9, 1, run_matmul)
-        digests[name] = digest(output())
+        digests[name] = digest(dnnl.arrays.read(matmul_dst))
     elif name == GRAPH_ROW:
         py, notes["allocations per execute"], digests[name], _ = graph_row(
             device, context, queue, graph_repeats_of(iterations), warmup)
     elif name == POOL_ROW:
         py, digests[name] = pool_row(device, context, queue, graph_repeats_of(iterations), warmup)
     elif name == OPS_CALL_ROW:
-        py, notes[PYTHON_REFERENCES[name]], digests[name] = ops_call_row(
-            device, context, queue, repeats, warmup)
+        hand = PYTHON_REFERENCES[name]
+        py, notes[hand], digests[name], digests[hand] = ops_call_row(device, context, queue, repeats, warmup)
     else:
         raise ValueError(f"no Python side of its own for --only {name!r}")
     return {name: py}, notes, digests
 
 
 def single_row_cpp(name, iterations, warmup, matmul_size):
-    """--only NAME's C++ side: (C++ µs, digests), the same work as
-    single_row's (the ops network against C++'s network, CPP_REFERENCES)."""
+    """--only NAME's C++ side: (C++ µs, digests, the baseline's rows), the
+    same work as single_row's (the ops network against C++'s network,
+    CPP_REFERENCES)."""
     if name == OPS_NETWORK_ROW:
         cpp, cpp_digests = run_baseline(15, 3, matmul_size, CPP_REFERENCES[name])
     elif name == "large matmul":
@@ -1002,7 +1206,7 @@ def single_row_cpp(name, iterations, warmup, matmul_size):
     else:
         cpp, cpp_digests = run_baseline(graph_repeats_of(iterations) * GRAPH_BATCH, warmup // 10 + 1,
                                         matmul_size, name)
-    return cpp[CPP_REFERENCES.get(name, name)], cpp_digests
+    return cpp[CPP_REFERENCES.get(name, name)], cpp_digests, cpp
 
 
 def graph_repeats_of(iterations):
@@ -1081,15 +1285,25 @@ def verdict(low, high, limit):
     return "inconclusive"
 
 
-def calls_goal(calls, what, unit_us):
-    """A budget of `calls` per-call budgets over C++."""
+def calls_goal(calls, what, unit_us, cpp_us=None, name=None):
+    """A budget of `calls` per-call budgets over C++; for the rows of
+    RELATIVE_ROWS, the larger of that and RELATIVE_BUDGET of `cpp_us`."""
     units = calls * PER_CALL_UNITS
-    return (f"≤ {units} units = {units * unit_us:.2f} µs over C++ ({what})", ("overhead", units * unit_us))
+    limit = units * unit_us
+    text = f"≤ {units} units = {limit:.2f} µs over C++ ({what})"
+    if name in RELATIVE_ROWS and cpp_us is not None:
+        relative = RELATIVE_BUDGET * cpp_us
+        text = (f"≤ the larger of {units} units ({limit:.2f} µs) and {RELATIVE_BUDGET:.0%} of C++'s "
+                f"time ({relative:.2f} µs) over C++ ({what})")
+        limit = max(limit, relative)
+    return text, ("overhead", limit)
 
 
-def goal_of(name, notes, unit_us):
+def goal_of(name, notes, unit_us, cpp_us=None):
     """(goal text, ("overhead", limit µs) or ("ratio", limit), or None) for a
-    row; budgets over C++ in units of `unit_us` (see PER_CALL_UNITS)."""
+    row; budgets over C++ in units of `unit_us` (see PER_CALL_UNITS), and
+    for the rows of RELATIVE_ROWS at least RELATIVE_BUDGET of the row's C++
+    time `cpp_us` (the median over rounds)."""
     if name == "chain of 100 executes":
         return calls_goal(100, "100 calls", unit_us)
     if name == GRAPH_ROW:
@@ -1115,11 +1329,11 @@ def goal_of(name, notes, unit_us):
         return (f"≤ {units} units = {units * unit_us:.2f} µs over C++'s small network (4 ops "
                 "calls and a wait; ratio for information)", ("overhead", units * unit_us))
     if name == "large matmul":
-        return calls_goal(2, "execute and wait; ratio for information", unit_us)
+        return calls_goal(2, "execute and wait; ratio for information", unit_us, cpp_us, name)
     if name == "small network":
         return calls_goal(5, "4 executes and a wait; ratio for information", unit_us)
     if name in ("primitive creation (cold)", FRESH_COLD_ROW, "primitive creation (cached)"):
-        return calls_goal(2, "descriptor and primitive", unit_us)
+        return calls_goal(2, "descriptor and primitive", unit_us, cpp_us, name)
     if "throughput, " in name:
         # Per execute, as the single-thread rows: threads may add no cost of
         # their own (GIL contention) to it. (A ratio of 0.95 would demand 1.8
@@ -1131,7 +1345,7 @@ def goal_of(name, notes, unit_us):
             units = PER_CALL_UNITS + ALLOCATION_UNITS * n
             return (f"≤ {units} units = {units * unit_us:.2f} µs per execute over C++ (as the graph "
                     "row; ratio for information)", ("overhead", units * unit_us))
-        return calls_goal(1, "per execute; ratio for information", unit_us)
+        return calls_goal(1, "per execute; ratio for information", unit_us, cpp_us, name)
     if name == PERSISTENT_CACHE_ROW:
         return (f"ratio ≤ {PERSISTENT_CACHE_GOAL_RATIO:g} against cold creation in a fresh process "
                 "(Python reference; no C++ side)", ("ratio", PERSISTENT_CACHE_GOAL_RATIO))
@@ -1156,42 +1370,46 @@ def machine():
 # ---------------------------------------------------------------------- main
 
 def measure_rounds(args):
-    """(C++ rounds, Python rounds, notes per round): every row, or --only's."""
+    """(C++ rounds, Python rounds, notes per round): every row, or --only's.
+    Each round's outputs are checked, both sides, before the next round."""
     cpp_rounds, python_rounds, notes_rounds = [], [], []
     expected = expected_outputs(args.matmul_size, kernel_enqueues(args.iterations, args.warmup))
     if args.only is None or args.only not in (PERSISTENT_CACHE_ROW, OPS_CALL_ROW):
         build_baseline()
     for round_index in range(args.rounds):
         cpp, rows, notes = {}, {}, {}
-        if args.only in (None, FRESH_COLD_ROW):
-            if args.only is None:
-                # Both sides of a row back to back, each going first in turn:
-                # neither gets the machine's state after the other's work
-                # every time, and a state lasting seconds meets both.
-                cpp, cpp_digests, rows, notes, digests = both_sides_in_turns(args, round_index)
-                check_outputs("C++", cpp_digests, expected)
-                check_outputs("Python", digests, expected)
-            else:
-                notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
-            rows[FRESH_COLD_ROW], cpp[FRESH_COLD_ROW] = fresh_cold_rows(python_first=round_index % 2 == 1)
+        cpp_digests, digests, cpp_measured = {}, {}, {}
+        if args.only is None:
+            # Both sides of a row back to back, each going first in turn:
+            # neither gets the machine's state after the other's work every
+            # time, and a state lasting seconds meets both.
+            cpp, cpp_digests, rows, notes, digests = both_sides_in_turns(args, round_index)
+            cpp_measured = cpp
         elif args.only == OPS_CALL_ROW:  # both of its sides are Python: one fresh process
             rows, notes, digests = python_side(args)
-            check_outputs("Python", digests, expected)
-        elif args.only != PERSISTENT_CACHE_ROW:
+        elif args.only not in (PERSISTENT_CACHE_ROW, FRESH_COLD_ROW):
             # one side after the other, each going first in every other round
             if round_index % 2 == 0:
-                cpp[args.only], cpp_digests = single_row_cpp(args.only, args.iterations, args.warmup,
-                                                             args.matmul_size)
+                cpp[args.only], cpp_digests, cpp_measured = single_row_cpp(
+                    args.only, args.iterations, args.warmup, args.matmul_size)
             rows, notes, digests = python_side(args)
             if round_index % 2 == 1:
-                cpp[args.only], cpp_digests = single_row_cpp(args.only, args.iterations, args.warmup,
-                                                             args.matmul_size)
-            check_outputs("C++", cpp_digests, expected)
-            check_outputs("Python", digests, expected)
+                cpp[args.only], cpp_digests, cpp_measured = single_row_cpp(
+                    args.only, args.iterations, args.warmup, args.matmul_size)
         else:
-            notes["unit"] = median_us(5, BATCH * 10, dnnl._core._empty)
+            notes["unit"] = measure_unit(5, args.warmup)
+        if args.only in (None, FRESH_COLD_ROW):
+            rows[FRESH_COLD_ROW], cpp[FRESH_COLD_ROW], fresh = fresh_cold_rows(
+                python_first=round_index % 2 == 1)
+            digests[FRESH_COLD_ROW] = fresh["Python"]
+            cpp_measured = {**cpp_measured, FRESH_COLD_ROW: cpp[FRESH_COLD_ROW]}
+            if fresh["C++"] is not None:
+                cpp_digests[FRESH_COLD_ROW] = fresh["C++"]
         if args.only in (None, PERSISTENT_CACHE_ROW):
-            rows[PERSISTENT_CACHE_ROW], notes[PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]] = persistent_cache_row()
+            cold = PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]
+            rows[PERSISTENT_CACHE_ROW], notes[cold], cache_digests = persistent_cache_row()
+            digests[PERSISTENT_CACHE_ROW], digests[cold] = cache_digests["warm"], cache_digests["cold"]
+        check_outputs([("C++", cpp_digests, cpp_measured), ("Python", digests, rows)], expected)
         for row, note in PYTHON_REFERENCES.items():
             if row in rows:
                 cpp[row] = notes[note]
@@ -1212,7 +1430,7 @@ def judged_rows(cpp_rounds, python_rounds, notes_rounds):
     for name in python_rounds[0]:
         py_rounds = [r[name] for r in python_rounds]
         cpp_rounds_of = [r[name] for r in cpp_rounds]
-        goal, limit = goal_of(name, notes, unit_us)
+        goal, limit = goal_of(name, notes, unit_us, median_of(cpp_rounds_of))
         # Rounds alternate C++ and Python, so round i of each side shared the
         # machine's state: judge the per-round differences (or ratios).
         overheads = [p - c for p, c in zip(py_rounds, cpp_rounds_of)]
@@ -1234,6 +1452,43 @@ def judged_rows(cpp_rounds, python_rounds, notes_rounds):
     return rows, unit_us
 
 
+def compare(old, new):
+    """The rows of report `new` whose overhead over their reference grew
+    beyond their interval since report `old`: (lines of the comparison,
+    names of the rows that grew). Each run's overheads are divided by its
+    own unit when both timed the same unit call, so that runs on machines
+    of different speed compare; in µs otherwise (said in the first line).
+    A row grew when its new interval lies wholly above its old one; it
+    shrank when wholly below; else it is the same within the noise."""
+    same_unit = old.get("unit_call") == new.get("unit_call") and old.get("unit_us") and new.get("unit_us")
+    scale_old, scale_new = (old["unit_us"], new["unit_us"]) if same_unit else (1.0, 1.0)
+    what = f"units of {new['unit_call']}" if same_unit else (
+        f"µs (the runs timed different unit calls: {old.get('unit_call', 'dnnl._core._empty()')} "
+        f"and {new.get('unit_call', 'dnnl._core._empty()')}; compare runs of one machine)")
+    lines = [f"overhead over the reference, in {what}: old median (interval) -> new median (interval)"]
+    grew = []
+    old_rows = {r["name"]: r for r in old["rows"]}
+    for row in new["rows"]:
+        before = old_rows.get(row["name"])
+        if before is None:
+            lines.append(f"  {row['name']}: not in the old run")
+            continue
+        o_med, o_lo, o_hi = (v / scale_old for v in (before["overhead_us"], *before["overhead_ci95_us"]))
+        n_med, n_lo, n_hi = (v / scale_new for v in (row["overhead_us"], *row["overhead_ci95_us"]))
+        if n_lo > o_hi:
+            state = "GREW"
+            grew.append(row["name"])
+        elif n_hi < o_lo:
+            state = "shrank"
+        else:
+            state = "same within the noise"
+        lines.append(f"  {row['name']}: {o_med:+.3f} ({o_lo:+.3f} … {o_hi:+.3f}) -> "
+                     f"{n_med:+.3f} ({n_lo:+.3f} … {n_hi:+.3f}): {state}")
+    for name in old_rows.keys() - {r["name"] for r in new["rows"]}:
+        lines.append(f"  {name}: not in the new run")
+    return lines, grew
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", metavar="PATH", help="also write the table as JSON")
@@ -1245,6 +1500,11 @@ def main(argv=None) -> int:
                                                        "against its goal (PNG; needs matplotlib)")
     parser.add_argument("--only", metavar="NAME", choices=ONLY_ROWS,
                         help=f"measure only this row: one of {ONLY_ROWS}")
+    parser.add_argument("--compare", metavar="OLD.json",
+                        help="compare the run with an earlier run's JSON (benchmarks/reference.json: "
+                             "the reference run); exit 1 when a row's overhead grew beyond its interval")
+    parser.add_argument("--from-json", metavar="NEW.json",
+                        help="with --compare: compare this run's JSON instead of measuring")
     parser.add_argument("--python-side", action="store_true",
                         help="run one round's Python side in this process and print it as JSON "
                              "(what run.py starts for each round)")
@@ -1252,12 +1512,34 @@ def main(argv=None) -> int:
     if args.python_side:
         print_python_side(args)
         return 0
+    if args.from_json:
+        if not args.compare:
+            parser.error("--from-json needs --compare")
+        with open(args.from_json) as f:
+            report = json.load(f)
+    else:
+        try:
+            report = measure_and_print(args)
+        except Exception as e:  # a failed measurement or output check: report and fail
+            print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+    if args.compare:
+        with open(args.compare) as f:
+            old = json.load(f)
+        lines, grew = compare(old, report)
+        print(f"\ncompared with {args.compare} ({old.get('date', '?')}, {old.get('rounds', '?')} rounds):")
+        print("\n".join(lines))
+        if grew:
+            print(f"\noverhead grew beyond its interval: {', '.join(grew)}")
+            return 1
+    return 0
+
+
+def measure_and_print(args):
+    """Measures args.rounds rounds, prints the table (and writes --json and
+    --plot); returns the report."""
     start_machine = machine()
-    try:
-        cpp_rounds, python_rounds, notes_rounds = measure_rounds(args)
-    except Exception as e:  # a failed measurement or output check: report and fail
-        print(f"benchmark failed: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+    cpp_rounds, python_rounds, notes_rounds = measure_rounds(args)
     rows, unit_us = judged_rows(cpp_rounds, python_rounds, notes_rounds)
     # C++ rows with no Python counterpart: references for the docs (what the
     # binding's storage checks cost, measured in C++).
@@ -1265,15 +1547,15 @@ def main(argv=None) -> int:
                 for name in cpp_rounds[0] if name not in python_rounds[0]}
     version = ".".join(str(x) for x in dnnl.version()[:3])
     report = {"device": DEVICE, "onednn_version": version, "build_type": dnnl.build_type,
-              "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "unit_us": round(unit_us, 4),
-              "unit_rounds_us": [round(n["unit"], 4) for n in notes_rounds],
+              "rounds": args.rounds, "date": time.strftime("%Y-%m-%d"), "unit_call": UNIT_CALL_NAME,
+              "unit_us": round(unit_us, 4), "unit_rounds_us": [round(n["unit"], 4) for n in notes_rounds],
               "machine": start_machine, "load_average_at_end": machine()["load_average"],
               "rows": rows, "cpp_only_rows_us": cpp_only}
     print(f"device: {DEVICE}\noneDNN {version}, extension build {dnnl.build_type}, "
           f"{args.rounds} alternating rounds; medians over rounds, 95 % bootstrap intervals\n"
           f"machine: {start_machine['cpu']}, {start_machine['cores']} cores, load average "
           f"{start_machine['load_average']} at the start, {report['load_average_at_end']} at the end\n"
-          f"unit (dnnl._core._empty(), median over rounds): {unit_us:.4f} µs\n")
+          f"unit ({UNIT_CALL_NAME}, median over rounds): {unit_us:.4f} µs\n")
     print("| row | Python µs | C++ µs | overhead µs (95 % CI) | ratio (95 % CI) | goal | verdict |")
     print("|---|---:|---:|---:|---:|---|:---:|")
     for r in rows:
@@ -1293,7 +1575,7 @@ def main(argv=None) -> int:
             json.dump(report, f, indent=2)
     if args.plot:
         plot(report, args.plot)
-    return 0
+    return report
 
 
 def plot(report, path):

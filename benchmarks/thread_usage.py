@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402  (enables the device the test suite would use)
 
 import dnnl_ocl_interop as dnnl  # noqa: E402
+import numpy as np  # noqa: E402
 
 THREADS = run.THREAD_COUNTS
 CALLS = run.THREAD_CALLS
@@ -112,8 +113,9 @@ def python_side(samples, allocator=None):
         us = run.threaded_us(n, n * CALLS, samples, partitions, warm_up_seconds=0)
         result[n] = {"us": us, **usage_per_call(before, usage_now(), n * CALLS * (samples + 1))}
         run.check_digest("Python", run.thread_row("graph throughput", n),
-                         run.attention_output(None, queues[-1], sets[-1]),
-                         run.attention_reference(*run.ATTENTION_SHAPE))
+                         run.digest(np.concatenate([run.usm_output(q, outs[0])
+                                                    for q, (_, outs) in zip(queues, sets)])),
+                         run.expected_outputs(0, 0)[run.thread_row("graph throughput", n)])
     del work, stream, parts
     if caching_pool:
         caching_pool.release()
@@ -126,9 +128,10 @@ def cpp_side(samples):
                          capture_output=True, text=True, check=True, timeout=900)
     lines = out.stdout.strip().splitlines()
     usage, report = json.loads(lines[-2])["usage"], json.loads(lines[-1])
-    run.check_outputs("C++", report["checks"], {
-        run.thread_row("graph throughput", n): run.attention_reference(*run.ATTENTION_SHAPE)
-        for n in THREADS})
+    expected = run.expected_outputs(0, 0)
+    run.check_outputs([("C++", report["checks"], report["rows"])],
+                      {run.thread_row("graph throughput", n): expected[run.thread_row("graph throughput", n)]
+                       for n in THREADS})
     result = {}
     for n in THREADS:
         result[n] = {"us": run.median_of(report["rows"][run.thread_row("graph throughput", n)]), **usage[str(n)]}

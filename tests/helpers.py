@@ -19,6 +19,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 import pyopencl as cl
+import pytest
 
 import dnnl_ocl_interop as dnnl
 
@@ -333,6 +334,18 @@ def first_sub_device(device):
         subs = device.create_sub_devices(
             [P.BY_AFFINITY_DOMAIN, cl.device_affinity_domain.NEXT_PARTITIONABLE])
     return subs[0], subs
+
+
+def sub_device_or_skip(device):
+    """first_sub_device(device), or the test skipped saying why: a device
+    that cannot be partitioned (some real GPUs) has no sub-device to check
+    with. The emulated device always has them (the CPU device splits), so
+    there the test never skips."""
+    sub_device, subs = first_sub_device(device)
+    if sub_device is None:
+        assert not dnnl.emulation.is_enabled(), "the emulated device has sub-devices"
+        pytest.skip(f"{device.name} cannot be partitioned into sub-devices: no sub-device to check with")
+    return sub_device, subs
 
 
 # ------------------------------------------------------------ API entry points

@@ -22,7 +22,7 @@ import pyopencl as cl
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from helpers import (DT, ENTRY_POINTS, MF, TAG, USM_POINTER_USES, entry_calls, first_sub_device,
+from helpers import (DT, ENTRY_POINTS, MF, TAG, USM_POINTER_USES, entry_calls, sub_device_or_skip,
                      oi, usm)
 
 
@@ -374,9 +374,7 @@ def test_usm_pointer_given_as_cl_mem_is_refused(entry):
 def test_device_not_in_the_context_is_refused(cl_device, cl_context):
     # test_engine.cpp InvalidArgs: device and context must belong together.
     # With one device, a sub-device and its own context make the mismatch.
-    sub_device, _all = first_sub_device(cl_device)
-    if sub_device is None:
-        return
+    sub_device, _all = sub_device_or_skip(cl_device)
     sub_context = cl.Context([sub_device])
     context_refs = cl_context.reference_count
     with pytest.raises(dnnl.error) as info:
@@ -407,9 +405,7 @@ def test_user_queue_is_refused_by_the_library_engine(cl_queue):
 
 
 def test_queue_on_a_sub_device_is_refused(engine, cl_device):
-    sub_device, _all = first_sub_device(cl_device)
-    if sub_device is None:
-        return
+    sub_device, _all = sub_device_or_skip(cl_device)
     sub_queue = cl.CommandQueue(cl.Context([sub_device]), sub_device)
     with pytest.raises(dnnl.error) as info:
         oi.make_stream(engine, sub_queue)

@@ -17,14 +17,14 @@ import collections
 import gc
 import sys
 import traceback
+import weakref
 
 import numpy as np
 import pytest
 
 import dnnl_ocl_interop as dnnl
-from dnnl_ocl_interop import emulation
 from helpers import (DT, TAG, allocated_inputs, attention_partition, attention_reference,
-                     compile_partition, download, first_sub_device, g, goi, oi, plain_desc, usm)
+                     compile_partition, download, sub_device_or_skip, g, goi, oi, plain_desc, usm)
 
 # (class name, the Python exception it also derives from)
 SUBCLASSES = [
@@ -178,10 +178,7 @@ def test_strides_not_one_per_dimension_are_invalid_arguments():
 def test_opencl_invalid_device_is_runtime_error(cl_context, cl_device):
     # A device outside the context: CL_INVALID_DEVICE, which oneDNN maps to
     # runtime_error (the binding used to say invalid_arguments).
-    sub_device, _all = first_sub_device(cl_device)
-    if sub_device is None:  # a real GPU that cannot be partitioned
-        assert not emulation.is_enabled(), "the emulated device has sub-devices"
-        return
+    sub_device, _all = sub_device_or_skip(cl_device)
     with pytest.raises(RuntimeError) as info:
         usm.device_alloc(cl_context, sub_device, 64)
     _assert_raised_as(info.value, "runtime_error")
@@ -229,21 +226,38 @@ def data():
     return [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
 
 
+# The callables of every allocator the tests make (_make_allocator): an
+# allocator holds its callables as long as it lives, so a callable still alive
+# after its test says that an allocator was kept (by a reference cycle through
+# an exception's frames, or by an allocation oneDNN never freed).
+_CALLABLES: "weakref.WeakSet[object]" = weakref.WeakSet()
+
+
+def _make_allocator(malloc, free, kind=None):
+    """goi.make_allocator(malloc, free) (or `kind`(malloc, free)), its
+    callables watched by no_allocator_left_behind."""
+    _CALLABLES.update((malloc, free))
+    return (kind or goi.make_allocator)(malloc, free)
+
+
 @pytest.fixture(autouse=True)
 def no_allocator_left_behind():
     """Every allocator a test made is gone after it (none kept alive by a
     reference cycle through an exception's frames, nor by an allocation
-    oneDNN never freed). The counts are test hooks: a build without them
-    (the released wheel, whose suite tools/check_wheel.sh runs) runs the
-    tests without this check; the suite of a build with them checks it."""
-    if not dnnl._core._test_hooks:
-        yield
-        return
+    oneDNN never freed): on every build, the callables of the allocators
+    made through _make_allocator are gone; on a build with the test hooks
+    (not the released wheel, whose suite tools/check_wheel.sh runs), the
+    binding's own counts of live allocators and allocations, which see
+    allocators made in C++ too, are back where they were."""
     gc.collect()
-    allocators, allocations = goi._live_allocators(), goi._live_allocations()
+    alive_before = set(_CALLABLES)
+    counts = (goi._live_allocators(), goi._live_allocations()) if dnnl._core._test_hooks else None
     yield
     gc.collect()
-    assert (goi._live_allocators(), goi._live_allocations()) == (allocators, allocations)
+    kept = [f"{f.__qualname__}" for f in set(_CALLABLES) - alive_before]
+    assert not kept, f"allocators outlived the test that made them, holding {kept}"
+    if counts is not None:
+        assert (goi._live_allocators(), goi._live_allocations()) == counts
 
 
 class _Allocator:
@@ -277,7 +291,7 @@ class _Allocator:
             if on_free:
                 on_free(len(frees) - 1, ptr)
 
-        self.allocator = goi.make_allocator(malloc, free)
+        self.allocator = _make_allocator(malloc, free)
 
     def balanced(self):
         """Every pointer handed out was freed exactly once, and nothing else."""
@@ -461,7 +475,7 @@ def _offset_allocator(offset, size_factor=1.0, free_raises=None):
         if free_raises:
             raise free_raises[0]
 
-    return goi.make_allocator(malloc, free), log
+    return _make_allocator(malloc, free), log
 
 
 @pytest.mark.test_hooks
@@ -517,7 +531,7 @@ def test_refused_host_malloc_return_keeps_its_reason_when_host_free_raises():
         libc.free(bases.pop(ptr))
         raise raised[0]
 
-    allocator = g.allocator(host_malloc, host_free)
+    allocator = _make_allocator(host_malloc, host_free, g.allocator)
     with pytest.raises(RuntimeError) as info:
         allocator._host_malloc_and_free(128, 64)
     cause = info.value.__cause__
@@ -543,7 +557,7 @@ def test_graph_allocator_failure_is_runtime_error_with_cause(cl_device, cl_conte
     def malloc(size, alignment, device, context):
         raise raised[0]
 
-    allocator = goi.make_allocator(malloc, lambda *args: None)
+    allocator = _make_allocator(malloc, lambda *args: None)
     with pytest.raises(RuntimeError) as info:
         allocator._malloc_and_free(256, 0, cl_device, cl_context)
     _assert_raised_as(info.value, "runtime_error")

@@ -862,7 +862,8 @@ def test_wrong_arguments_raise_python_exceptions(o, key, call, strategy, may_suc
 def test_execute_args_key_is_an_arg_or_refused(o, via, key, keep_src):
     """An args key outside the 32-bit ARG_* range is refused, and none is read
     as another one (e.g. modulo 2**32); one in range that the primitive does
-    not use is ignored, as oneDNN ignores it."""
+    not use is ignored, as oneDNN ignores it: the ReLU then computes its
+    destination from its source as without the key."""
     args = {key: o.mem, dnnl.ARG_DST: o.out}
     if keep_src:
         args[dnnl.ARG_SRC] = o.mem
@@ -870,8 +871,12 @@ def test_execute_args_key_is_an_arg_or_refused(o, via, key, keep_src):
     call = o.prim.execute if via == "primitive.execute" else \
         (lambda stream, args: oi.execute(o.prim, stream, args))
     if valid:
+        x = np.arange(-8, 8, dtype=np.float32).reshape(4, 4)
+        dnnl.arrays.write(o.mem, x)
+        dnnl.arrays.write(o.out, np.full((4, 4), -7777.0, np.float32))  # what a skipped execute leaves
         call(o.stream, args)
         o.stream.wait()
+        np.testing.assert_array_equal(dnnl.arrays.read(o.out), np.maximum(x, 0), err_msg=f"key {key}")
         return
     with pytest.raises(REFUSALS):
         call(o.stream, args)
@@ -1200,7 +1205,7 @@ _BLOB_CHILD = textwrap.dedent("""
     emulation.ensure_device()
     import numpy as np
     import pyopencl as cl
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, example, given, settings, strategies as st
 
     oi, goi = dnnl.ocl_interop, dnnl.graph.ocl_interop
     device = [d for p in cl.get_platforms() if "Intel" in p.vendor
@@ -1222,9 +1227,16 @@ _BLOB_CHILD = textwrap.dedent("""
 
     outcomes = {"accepted": 0, "refused": 0}
 
+    # The blob's checksum covers every byte after its header, and the header
+    # names the device's blob id: the real blob is taken, any other is refused.
     @settings(max_examples=30, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(blob=blobs(), with_allocator=st.booleans())
+    @example(blob=real, with_allocator=False)
+    @example(blob=real, with_allocator=True)
+    @example(blob=real[:-1], with_allocator=False)
+    @example(blob=real[:8] + bytes([real[8] ^ 1]) + real[9:], with_allocator=True)
+    @example(blob=real[:-1] + bytes([real[-1] ^ 0x80]), with_allocator=False)
     def run(blob, with_allocator):
         print("blob", blob.hex(), with_allocator, flush=True)
         try:
@@ -1233,8 +1245,11 @@ _BLOB_CHILD = textwrap.dedent("""
             else:
                 engine = oi.make_engine(device, context, blob)
         except (dnnl.error, TypeError, ValueError) as e:
+            assert blob != real, f"the unmodified blob was refused: {e!r}"
+            assert isinstance(e, dnnl.invalid_arguments), f"refused as {e!r}"
             outcomes["refused"] += 1
             return
+        assert blob == real, "a blob that is not the engine's was taken"
         outcomes["accepted"] += 1
         # an engine made from the blob still computes correctly
         stream = oi.make_stream(engine, queue)
@@ -1249,6 +1264,7 @@ _BLOB_CHILD = textwrap.dedent("""
         assert (dnnl.arrays.read(dst) == np.maximum(x, 0)).all()
 
     run()
+    assert outcomes["accepted"] >= 2 and outcomes["refused"] >= 3, outcomes
     print("done", outcomes, flush=True)
 """)
 

@@ -68,10 +68,14 @@ COMPLETE = cl.command_execution_status.COMPLETE
 
 def _settled_reference_count(event, expected=1, seconds=2.0):
     """The event's reference count once it is `expected`, or after `seconds`.
-    OpenCL calls the count "immediately stale": a runtime may still hold its
-    own reference for a moment after a wait returns (once in a CI run, 1 of
-    120 graph orders read 2 right after the wait). A reference the binding
-    keeps never goes, so the check still fails on a leak, after `seconds`."""
+    OpenCL calls the count "immediately stale": oneDNN or the runtime may
+    still hold its own reference for a moment after a wait returns (once in
+    a CI run, 1 of 120 graph orders read 2 right after the wait). Not the
+    binding's: tools/graph_event_refcount.cpp, oneDNN's graph API and the
+    CPU runtime without Python, reads 2 in about 1 of 1,500 graph executes
+    on an out-of-order queue, each back to 1 within milliseconds while the
+    caller does nothing. A reference the binding keeps never goes, so the
+    check still fails on a leak, after `seconds`."""
     deadline = time.monotonic() + seconds
     count = event.reference_count
     while count != expected and time.monotonic() < deadline:

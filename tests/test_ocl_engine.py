@@ -20,7 +20,7 @@ import numpy as np
 import pyopencl as cl
 
 import dnnl_ocl_interop as dnnl
-from helpers import DT, TAG, first_sub_device, oi
+from helpers import DT, TAG, oi, sub_device_or_skip
 
 
 def _small_desc():
@@ -120,9 +120,7 @@ def test_streams_and_memories_keep_their_engine_alive(cl_device):
 
 def test_engine_on_a_sub_device_retains_it(cl_device):
     # oneDNN's test does this part only when the device can be partitioned.
-    sub_device, _all = first_sub_device(cl_device)
-    if sub_device is None:
-        return
+    sub_device, _all = sub_device_or_skip(cl_device)
     assert sub_device.parent_device == cl_device
     sub_context = cl.Context([sub_device])
     device_refs = sub_device.reference_count

@@ -391,3 +391,24 @@ def test_bad_arguments(graph_engine, graph_stream, cl_context, cl_device, device
         p(graph_stream, good[0], np.zeros((16, 16), np.float32), good[2])
     with pytest.raises(dnnl.error):  # a pointer that is not USM memory of the context
         p(graph_stream, good[0], 4096, good[2])
+
+
+def test_the_scratchpad_lives_with_the_cached_pattern_until_clear_cache(cl_device, cl_context):
+    """A pattern allocates its partitions' scratchpad once, from the engine's
+    allocator, and the module's cache holds the pattern: the memory comes
+    back (the allocator's free) at clear_cache(), not when the caller drops
+    the pattern (docs/patterns.md)."""
+    import gc
+
+    statistics = g.allocators.statistics_allocator()
+    engine = goi.make_engine_with_allocator(cl_device, cl_context, statistics.allocator)
+    stats = statistics.stats
+    p = pat.sdpa(engine, 1, 1, 4, 16, 8)
+    needed = p.scratchpad_bytes[0]
+    assert needed > 0 and stats.live_bytes >= needed, (needed, stats.live_bytes)
+    del p
+    gc.collect()
+    assert stats.live_bytes >= needed  # the cache still holds the pattern and its scratchpad
+    pat.clear_cache()
+    gc.collect()
+    assert stats.live_bytes == 0 and stats.allocations == stats.frees, (stats.live_bytes, stats.sizes)

@@ -1,6 +1,8 @@
 """The checked-in stubs and docs/reference.md are what the compiled module
-says (tools/stubs.py regenerates both; this fails on any difference)."""
+says (tools/stubs.py regenerates both; this fails on any difference), the
+released module's: a development build's test hooks are left out of them."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,12 +14,63 @@ from helpers import load_script
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.test_hooks  # the checked-in stubs are the development build's, its test hooks included
 @pytest.mark.timeout(300)
 def test_stubs_and_reference_match_the_module():
+    """On any build: the stubs generated from a build with test hooks, the
+    hooks left out, are those of a build without them."""
     result = subprocess.run([sys.executable, str(ROOT / "tools" / "stubs.py"), "--check"],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _stub_texts():
+    stubs = ROOT / "python" / "dnnl_ocl_interop" / "_core"
+    return {p: p.read_text() for p in [*sorted(stubs.rglob("*.pyi")), ROOT / "docs" / "reference.md"]}
+
+
+def test_shipped_stubs_name_no_test_hook():
+    """The hooks named in cpp/ (inside #ifdef DNNL_OCL_INTEROP_TEST_HOOKS)
+    are the development build's test hooks, and no checked-in stub nor the
+    reference names one: a released module has none."""
+    tool = load_script("stubs_tool", ROOT / "tools" / "stubs.py")
+    hooks = tool.test_hook_names()
+    assert {"_cached", "_live_allocators", "_live_allocations",
+            "_trace_allocators", "_malloc_and_free"} <= hooks, hooks
+    for path, text in _stub_texts().items():
+        named = {name for name in hooks if re.search(rf"\b{name}\b", text)}
+        assert not named, f"{path.relative_to(ROOT)} names test hooks {sorted(named)}"
+    assert "_test_hooks: bool\n" in (ROOT / "python" / "dnnl_ocl_interop" / "_core" / "__init__.pyi").read_text()
+
+
+@pytest.mark.test_hooks
+def test_every_hook_the_sources_name_is_in_the_module():
+    """The reading of the sources finds the hooks this build has: each name
+    is bound (on the module, a submodule or a class)."""
+    import dnnl_ocl_interop as dnnl
+
+    import types
+
+    tool = load_script("stubs_tool", ROOT / "tools" / "stubs.py")
+    places, todo = [], [dnnl._core]
+    while todo:  # the compiled module, its submodules and their classes
+        place = todo.pop()
+        places.append(place)
+        todo.extend(value for value in vars(place).values()
+                    if (isinstance(value, types.ModuleType) and value.__name__.startswith(dnnl._core.__name__)
+                        or isinstance(value, type) and value.__module__.startswith(dnnl._core.__name__))
+                    and value not in places and value not in todo)
+    for name in tool.test_hook_names():
+        assert any(name in vars(place) for place in places), name
+
+
+def test_hooks_are_left_out_with_their_decorators_and_bodies():
+    tool = load_script("stubs_tool", ROOT / "tools" / "stubs.py")
+    text = ("class a:\n    @staticmethod\n    def _hook(x: int) -> None:\n        \"\"\"\n        doc\n"
+            "        \"\"\"\n    def kept(self) -> None:\n        ...\n_flag: bool = True\n"
+            "def _other() -> int:\n    ...\ndef public() -> int:\n    ...\n")
+    out, found = tool.without(text, {"_hook", "_other", "_flag"})
+    assert found == {"_hook", "_other", "_flag"}
+    assert out == "class a:\n    def kept(self) -> None:\n        ...\ndef public() -> int:\n    ...\n"
 
 
 # What pybind11-stubgen 3.0 writes of a flag enum and a DLPack method on each

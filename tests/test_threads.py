@@ -319,11 +319,13 @@ def test_shared_primitive_through_ocl_interop_execute_on_out_of_order_queues(
         queue.finish()
 
     _run_threads([worker] * THREADS)
-    if stalls and dnnl.emulation.is_enabled():
-        pytest.xfail("the emulated device's out-of-order queues stall now and then while several "
-                     "threads execute oneDNN primitives on their own (docs/known-problems.md, "
-                     f"Emulated device): (thread, iteration, [copy, e1, e2, read]) {stalls}")
-    assert not stalls, stalls
+    # A stall fails the test, on every device. The emulated device's queues
+    # stalled now and then in November 2026 (1 run in 12, before the
+    # emulation layer made builds one at a time); since, 180 rounds of this
+    # scenario in Python and 30 in C++ without the binding (three threads,
+    # 20 iterations each) stalled none (2026-12-06). The reads are polled,
+    # so a stall is reported with its event states rather than hanging.
+    assert not stalls, f"(thread, iteration, [copy, e1, e2, read]) {stalls}"
 
 
 def _completes_within(event, seconds):
@@ -414,7 +416,6 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     counting = _CountingAllocator(hook=slow_python)
     graph_engine, partition, compiled = _compiled_attention(cl_device, cl_context,
                                                             counting.allocator)
-    spins = collections.Counter()
     waits = []
 
     def executor(index):
@@ -443,12 +444,10 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
         np.testing.assert_array_equal(dnnl.arrays.read(mem), np.full(n, 4.0 * rounds, np.float32))
 
     def spinner(stop):
-        name = threading.current_thread().name
         while not stop.is_set():
             x = 0
             for k in range(2000):
                 x += k * k
-            spins[name] += 1
 
     old_interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-4)  # many more GIL hand-overs
@@ -457,10 +456,10 @@ def test_gil_hungry_allocator_with_spinning_and_waiting_threads(engine, cl_conte
     finally:
         sys.setswitchinterval(old_interval)
     assert python_work["worker-0"] > 0 and python_work["worker-1"] > 0
-    # The spinners were not starved. (This says nothing of the binding
-    # releasing the GIL: the other threads' Python code hands it over every
-    # switch interval. test_stream_wait_releases_the_gil checks that.)
-    assert spins["background-0"] > 0 and spins["background-1"] > 0
+    # The spinners are load (threads wanting the GIL), not a check: that they
+    # ran says nothing of the binding, since the other threads' Python code
+    # hands the GIL over every switch interval anyway.
+    # test_stream_wait_releases_the_gil checks that waits release it.
     assert len(waits) == 30
     compiled = graph_engine = None  # dropped; the workers' closures name them
     gc.collect()

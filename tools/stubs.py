@@ -11,6 +11,12 @@ module. Nothing here is hand-written stub text: `corrected()` rewrites the
 few things pybind11-stubgen gets wrong for this module (said there), and
 what generation cannot say lives in the package's Python modules, which
 mypy reads directly.
+
+The stubs are the shipped module's: a development build's test hooks (the
+names bound inside ``#ifdef DNNL_OCL_INTEROP_TEST_HOOKS`` in cpp/, read from
+the sources by `test_hook_names()`) are left out of them and of the
+reference, so that the files generated from a build with hooks and from one
+without are the same, and --check compares either build with them.
 """
 
 from __future__ import annotations
@@ -46,6 +52,56 @@ _OPERATOR = re.compile(r"^(\s+def __(eq|ne)__\(self, )\w+: [\w.]+(\) -> bool:)$"
 _FLAG_METHOD = re.compile(r"^\s+def (__(r?(and|or|xor))__\(self, other\)|__invert__\(self\)"
                           r"|__format__\(self, format_spec\)):$")
 _TYPES_NAME = re.compile(r"\btypes\.CapsuleType\b")
+_HOOKS_IF = "DNNL_OCL_INTEROP_TEST_HOOKS"
+_HOOKS_FLAG = re.compile(r"^(_test_hooks: bool) = (True|False)$", re.M)
+_BOUND_NAME = re.compile(r'\.(?:def|def_static|def_property|def_property_readonly|def_readonly|attr)\("(\w+)"')
+
+
+def test_hook_names(sources: Path = ROOT / "cpp") -> set[str]:
+    """The names the module binds only in a development build: those bound
+    (``.def("name"``, ``.def_static``, ``.attr``, ...) between an
+    ``#ifdef DNNL_OCL_INTEROP_TEST_HOOKS`` and its ``#endif`` in the C++
+    sources."""
+    names: set[str] = set()
+    for path in sorted(sources.rglob("*.cpp")):
+        open_ifs: list[bool] = []  # per open #if: whether it is the hooks' #ifdef
+        for line in path.read_text().splitlines():
+            directive = line.strip()
+            if directive.startswith("#if"):
+                open_ifs.append(directive.split()[:2] == ["#ifdef", _HOOKS_IF])
+            elif directive.startswith("#endif") and open_ifs:
+                open_ifs.pop()
+            elif any(open_ifs):
+                names.update(_BOUND_NAME.findall(line))
+    return names
+
+
+def without(text: str, names: set[str]) -> tuple[str, set[str]]:
+    """`text` (a stub) without the definitions of `names`, at any level (a
+    function or method with its decorators and body, or an attribute), and
+    the names it found."""
+    lines = text.splitlines()
+    out: list[str] = []
+    found: set[str] = set()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        indent = len(line) - len(line.lstrip())
+        match = re.match(r"\s*(?:def (\w+)\(|(\w+)(?:: .*)? = )", line)
+        name = match and (match.group(1) or match.group(2))
+        if name in names:
+            found.add(name)
+            while out and out[-1].strip().startswith("@") and len(out[-1]) - len(out[-1].lstrip()) == indent:
+                out.pop()  # its decorators
+            i += 1
+            if match.group(1):  # a function: its body, more indented than it
+                while i < len(lines) and (not lines[i].strip()
+                                          or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                    i += 1
+            continue
+        out.append(line)
+        i += 1
+    return "\n".join(out) + "\n", found
 
 
 def corrected(text: str) -> str:
@@ -129,7 +185,8 @@ def _imports_used(lines: list[str]) -> list[str]:
 
 
 def generate(into: Path) -> dict[str, str]:
-    """Runs pybind11-stubgen; returns {relative path: text} of the stubs."""
+    """Runs pybind11-stubgen; returns {relative path: text} of the stubs,
+    the test hooks left out."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     result = subprocess.run(
         [sys.executable, "-m", "pybind11_stubgen", MODULE, "-o", str(into), *STUBGEN_ARGS],
@@ -139,8 +196,26 @@ def generate(into: Path) -> dict[str, str]:
     base = into / MODULE.replace(".", "/")
     if not base.is_dir():  # a module without submodules comes out as one file
         raise SystemExit(f"pybind11-stubgen wrote no package at {base}")
-    return {str(p.relative_to(base)): HEADER + corrected(p.read_text())
-            for p in sorted(base.rglob("*.pyi"))}
+    hooks, found = test_hook_names(), set()
+    stubs = {}
+    for p in sorted(base.rglob("*.pyi")):
+        text, removed = without(corrected(p.read_text()), hooks)
+        # whether this build has the hooks: its value is the build's, its type is not
+        text = _HOOKS_FLAG.sub(r"\1", text)
+        stubs[str(p.relative_to(base))] = HEADER + text
+        found |= removed
+    if _built_with_hooks() and found != hooks:
+        # the sources name a hook the module does not have (or the reading
+        # of the sources went wrong): say so rather than guess
+        raise SystemExit(f"test hooks named in cpp/ but not in the module's stubs: {sorted(hooks - found)}")
+    return stubs
+
+
+def _built_with_hooks() -> bool:
+    """Whether the module this Python imports was built with the test hooks."""
+    result = subprocess.run([sys.executable, "-c", f"import {MODULE} as m; print(m._test_hooks)"],
+                            capture_output=True, text=True)
+    return result.stdout.strip() == "True"
 
 
 def module_name(relative: str) -> str:

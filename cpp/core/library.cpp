@@ -25,12 +25,6 @@ constexpr bool test_hooks_built = false;
 #endif
 
 void bind_library(py::module_ &m) {
-#ifdef DNNL_OCL_INTEROP_TEST_HOOKS // a benchmark's entry point, not in released wheels
-    m.def("_empty", [] {},
-            "Does nothing: benchmarks/run.py times it as the unit of its per-call "
-            "budgets (what the simplest call from Python costs on this machine, in "
-            "this process).");
-#endif
     // dnnl::version_t; also a sequence (major, minor, patch, hash) as the
     // tuple version() returned before.
     py::class_<dnnl_version_t>(m, "version_t",

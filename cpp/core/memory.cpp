@@ -84,12 +84,20 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
     int ndims = -1;
     dnnl_memory_desc_query(md, dnnl_query_ndims_s32, &ndims);
     if (ndims < 0 || ndims > DNNL_MAX_NDIMS) return "ndims " + std::to_string(ndims);
-    dnnl_data_type_t type = dnnl_data_type_undef;
+    // The enum fields are read as ints: a damaged blob's value may be no
+    // value of the enum, which C++ may not load as one (UBSan: "not a valid
+    // value for type"); up to the enum's _max they are.
+    int type = dnnl_data_type_undef;
     dnnl_memory_desc_query(md, dnnl_query_data_type, &type);
-    if (type != dnnl_data_type_undef && !data_types::find(type))
+    if (type != dnnl_data_type_undef
+            && (type < 0 || type > dnnl_data_type_max
+                    || !data_types::find(static_cast<dnnl_data_type_t>(type))))
         return "data type " + std::to_string(type);
-    dnnl_format_kind_t kind = dnnl_format_kind_undef;
-    dnnl_memory_desc_query(md, dnnl_query_format_kind, &kind);
+    int raw_kind = dnnl_format_kind_undef;
+    dnnl_memory_desc_query(md, dnnl_query_format_kind, &raw_kind);
+    if (raw_kind < 0 || raw_kind > dnnl_format_kind_max)
+        return "format kind " + std::to_string(raw_kind);
+    const auto kind = static_cast<dnnl_format_kind_t>(raw_kind);
     if (kind == dnnl_format_kind_host_scalar) return ""; // one element (padded dims left 0)
     const dnnl_dims_t *dims = nullptr, *padded = nullptr, *offsets = nullptr;
     dnnl_memory_desc_query(md, dnnl_query_dims, &dims);
@@ -112,7 +120,7 @@ std::string unsound_fields(const_dnnl_memory_desc_t md) {
         case dnnl_format_kind_opaque: return "";
         case dnnl_blocked: break;
         case dnnl_format_kind_sparse: {
-            dnnl_sparse_encoding_t encoding = dnnl_sparse_encoding_undef;
+            int encoding = dnnl_sparse_encoding_undef; // an int, as the kind above
             dnnl_dim_t nnz = -1;
             dnnl_memory_desc_query_v2(md, dnnl_query_sparse_encoding, 0, &encoding);
             dnnl_memory_desc_query_v2(md, dnnl_query_nnz_s64, 0, &nnz);

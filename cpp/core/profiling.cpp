@@ -111,6 +111,41 @@ std::string dims_text(const_dnnl_memory_desc_t md) {
     return text;
 }
 
+// The primitive's post-ops, one after the other: "eltwise_relu", "sum",
+// "binary_add f32 2x4" (with the shape of its input), "prelu", "dw"; "" for
+// none.
+std::string post_ops_text(const_dnnl_primitive_desc_t pd) {
+    const_dnnl_primitive_attr_t attr = nullptr;
+    const_dnnl_post_ops_t ops = nullptr;
+    if (dnnl_primitive_desc_get_attr(pd, &attr) != dnnl_success || !attr
+            || dnnl_primitive_attr_get_post_ops(attr, &ops) != dnnl_success || !ops)
+        return "";
+    std::string text;
+    for (int i = 0; i < dnnl_post_ops_len(ops); ++i) {
+        std::string op;
+        dnnl_alg_kind_t alg = dnnl_alg_kind_undef;
+        float alpha = 0, beta = 0;
+        const_dnnl_memory_desc_t src1 = nullptr;
+        switch (dnnl_post_ops_get_kind(ops, i)) {
+            case dnnl_sum: op = "sum"; break;
+            case dnnl_eltwise:
+                dnnl_post_ops_get_params_eltwise(ops, i, &alg, &alpha, &beta);
+                op = dnnl_alg_kind2str(alg);
+                break;
+            case dnnl_binary:
+                dnnl_post_ops_get_params_binary(ops, i, &alg, &src1);
+                op = dnnl_alg_kind2str(alg);
+                if (!dims_text(src1).empty()) op += " " + dims_text(src1);
+                break;
+            case dnnl_prelu: op = "prelu"; break;
+            case dnnl_convolution: op = "dw"; break;
+            default: op = dnnl_prim_kind2str(dnnl_post_ops_get_kind(ops, i)); break;
+        }
+        text += (text.empty() ? "" : " + ") + op;
+    }
+    return text;
+}
+
 // Reads the device times of the records of `stream` in `rs` not read yet
 // (the caller has waited for the stream, and holds its lock or has stopped
 // the recording).
@@ -165,18 +200,19 @@ std::shared_ptr<const subject> primitive_subject(const_dnnl_primitive_desc_t pd)
     const char *impl = nullptr;
     if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
         what->implementation = impl;
+    auto add = [&](const std::string &part, const std::string &text) {
+        if (!text.empty()) what->shapes += (what->shapes.empty() ? "" : ", ") + part + " " + text;
+    };
     const struct {
         const char *name;
         dnnl_query_t query;
-    } parts[] = {{"src", dnnl_query_src_md}, {"weights", dnnl_query_weights_md},
-            {"dst", dnnl_query_dst_md}, {"diff_dst", dnnl_query_diff_dst_md},
-            {"diff_src", dnnl_query_diff_src_md}};
-    for (const auto &part : parts) {
-        std::string dims = dims_text(dnnl_primitive_desc_query_md(pd, part.query, 0));
-        if (!dims.empty())
-            what->shapes
-                    += (what->shapes.empty() ? "" : ", ") + std::string(part.name) + " " + dims;
-    }
+        int arg; // for dnnl_query_exec_arg_md, else 0
+    } parts[] = {{"src", dnnl_query_src_md, 0}, {"weights", dnnl_query_weights_md, 0},
+            {"bias", dnnl_query_exec_arg_md, DNNL_ARG_BIAS}, {"dst", dnnl_query_dst_md, 0},
+            {"diff_dst", dnnl_query_diff_dst_md, 0}, {"diff_src", dnnl_query_diff_src_md, 0}};
+    for (const auto &part : parts)
+        add(part.name, dims_text(dnnl_primitive_desc_query_md(pd, part.query, part.arg)));
+    add("post-ops", post_ops_text(pd));
     return what;
 }
 

@@ -5,7 +5,8 @@ trace.
 ::
 
     with dnnl.profiling.recorder() as rec:
-        ...                                   # executes on profiling queues
+        with dnnl.profiling.region("attention"):   # optional: your own labels
+            ...                                   # executes on profiling queues
     rec.print_summary()
     rec.write_trace("trace.json")             # open in https://ui.perfetto.dev
 
@@ -31,16 +32,20 @@ Details and costs: docs/profiling.md.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
+import statistics
 import sys
+import threading
+import time
 import weakref
 from typing import IO, Any, NamedTuple, Optional, Union
 
 from . import _core
 from ._errors import invalid_argument
 
-__all__ = ["execution", "recorder"]
+__all__ = ["execution", "recorder", "region"]
 
 
 class execution(NamedTuple):
@@ -61,6 +66,7 @@ class execution(NamedTuple):
     device_end_ns: Optional[int]    #: the second marker's start; None if unknown
     kernel_ns: Optional[tuple[int, ...]]  #: oneDNN's per-kernel durations; None if unknown
     device_handle: int = 0          #: the OpenCL device (cl_device_id as an int)
+    region: str = ""                #: the innermost :class:`region` the execute was submitted in ("outer/inner")
 
     @property
     def device_ns(self) -> Optional[int]:
@@ -84,6 +90,83 @@ def _execution(raw: tuple) -> execution:
             start = max(first_marker_end, last_marker_start - sum(kernels))
     return execution(kind, name, impl, shapes, queue, device_name, thread, h0, h1, start, end,
                      None if kernels is None else tuple(kernels), device)
+
+
+def _abandoned() -> None:
+    """A recorder dropped while recording: stop oneDNN's recording (see
+    :class:`recorder`) and forget it as the active one."""
+    global _active
+    with _regions_lock:
+        if _active is not None and _active() is None:
+            _active = None
+    _core._profiling_abandon()
+
+
+# The regions open now, in every thread: {id(region): (thread, path, start ns)}.
+_open_regions: dict[int, tuple[int, str, int]] = {}
+_regions_lock = threading.Lock()
+_thread_paths = threading.local()  # .stack: the paths of the thread's open regions
+# The recorder recording, if any (weakly: a recorder dropped while recording
+# must be collected, which stops its recording).
+_active: Optional["weakref.ref[recorder]"] = None
+
+
+class region:
+    """A named region of the program, as PyTorch's ``record_function``: the
+    executes a thread submits inside ``with dnnl.profiling.region(name):``
+    carry the name in :attr:`execution.region` (regions nest: an execute in
+    ``region("block")`` inside ``region("layer 3")`` is in ``"layer 3/block"``),
+    the summary groups its rows by region and the trace shows it. A region
+    labels the executes of the thread that entered it only. Outside a
+    recording it costs a lock and a clock read, and keeps nothing."""
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {type(name).__name__}")
+        if not name or "/" in name:
+            raise invalid_argument(f"a region's name must be non-empty and without '/' (which joins "
+                                   f"nested regions), not {name!r}")
+        self.name = name
+        self._path = ""
+
+    def __enter__(self) -> "region":
+        stack = getattr(_thread_paths, "stack", None)
+        if stack is None:
+            stack = _thread_paths.stack = []
+        self._path = f"{stack[-1]}/{self.name}" if stack else self.name
+        stack.append(self._path)
+        with _regions_lock:
+            _open_regions[id(self)] = (threading.get_ident(), self._path, time.monotonic_ns())
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        end = time.monotonic_ns()
+        _thread_paths.stack.pop()
+        with _regions_lock:
+            thread, path, start = _open_regions.pop(id(self))
+            active = _active() if _active is not None else None
+            if active is not None:
+                active._regions.append((thread, path, start, end))
+
+
+def _labelled(executions: list["execution"], regions: list[tuple[int, str, int, int]]) -> list["execution"]:
+    """`executions` with each one's innermost region: the latest-starting
+    region of its thread whose span holds the execute's submission (regions
+    of one thread nest, so that is the innermost)."""
+    by_thread: dict[int, list[tuple[int, int, str]]] = {}
+    for thread, path, start, end in regions:
+        by_thread.setdefault(thread, []).append((start, end, path))
+    for spans in by_thread.values():
+        spans.sort()
+    labelled = []
+    for e in executions:
+        spans = by_thread.get(e.thread, [])
+        i = bisect.bisect_right(spans, (e.host_start_ns, float("inf"), "")) - 1
+        while i >= 0 and spans[i][1] < e.host_start_ns:  # ended before: an enclosing one may not have
+            i -= 1
+        label = spans[i][2] if i >= 0 else ""
+        labelled.append(e._replace(region=label) if label else e)
+    return labelled
 
 
 class recorder:
@@ -119,6 +202,8 @@ class recorder:
         #: Executes on queues without profiling (or out of order): not timed.
         self.unprofiled = 0
         self._recording = False
+        # The regions closed while recording: (thread, path, start ns, end ns).
+        self._regions: list[tuple[int, str, int, int]] = []
         # While recording: stops the recording if this recorder is dropped
         # without stop() (without waiting for executes in flight: the
         # collector may run it inside one).
@@ -128,10 +213,14 @@ class recorder:
 
     def start(self) -> "recorder":
         """Starts recording (forgetting a previous recording's executes)."""
+        global _active
         _core._profiling_start(self.max_executes)
         self._recording = True
-        self._abandon = weakref.finalize(self, _core._profiling_abandon)
+        self._abandon = weakref.finalize(self, _abandoned)
         self.executions, self.dropped, self.unprofiled = [], 0, 0
+        self._regions = []
+        with _regions_lock:
+            _active = weakref.ref(self)
         return self
 
     def stop(self) -> "recorder":
@@ -143,8 +232,14 @@ class recorder:
         if self._abandon is not None:
             self._abandon.detach()  # a later drop must not stop another recorder's recording
             self._abandon = None
+        global _active
         raw, self.dropped, self.unprofiled = _core._profiling_stop()
-        self.executions = [_execution(r) for r in raw]
+        now = time.monotonic_ns()
+        with _regions_lock:
+            if _active is not None and _active() is self:
+                _active = None
+            regions = self._regions + [(t, path, start, now) for t, path, start in _open_regions.values()]
+        self.executions = _labelled([_execution(r) for r in raw], regions)
         return self
 
     @property
@@ -162,29 +257,35 @@ class recorder:
     # -------------------------------------------------------------- summary
 
     def summary(self) -> str:
-        """A table of the recorded executes grouped by what ran (kind, name,
-        implementation, shapes), the most device time first: calls, total,
-        mean, min and max device time in µs, and the share of the total."""
-        groups: dict[tuple[str, str, str, str], list[int]] = {}
+        """A table of the recorded executes grouped by what ran (region, if
+        any execute was in one, kind, name, implementation, shapes), the most
+        device time first: calls, total, median, mean, min and max device
+        time in µs, and the share of the total. The median is the row's
+        typical execute (one slow execute moves the total, the mean and the
+        share, not the median)."""
+        groups: dict[tuple[str, str, str, str, str], list[int]] = {}
         untimed = 0
         for e in self.executions:
             t = e.device_ns
             if t is None:
                 untimed += 1
                 continue
-            groups.setdefault((e.kind, e.name, e.implementation, e.shapes), []).append(t)
+            groups.setdefault((e.region, e.kind, e.name, e.implementation, e.shapes), []).append(t)
         total = sum(sum(v) for v in groups.values())
         queues = {e.queue for e in self.executions}
-        rows = [("what", "implementation", "shapes", "calls", "total µs", "mean µs", "min µs",
-                 "max µs", "share")]
-        for (_kind, name, impl, shapes), times in sorted(
+        with_regions = any(key[0] for key in groups)
+        rows = [(("region",) if with_regions else ()) + (
+            "what", "implementation", "shapes", "calls", "total µs", "median µs", "mean µs", "min µs",
+            "max µs", "share")]
+        for (label, _kind, name, impl, shapes), times in sorted(
                 groups.items(), key=lambda item: (-sum(item[1]), item[0])):
-            rows.append((name, impl or "-", shapes, str(len(times)), f"{sum(times) / 1e3:.1f}",
-                         f"{sum(times) / len(times) / 1e3:.1f}", f"{min(times) / 1e3:.1f}",
-                         f"{max(times) / 1e3:.1f}",
-                         f"{100.0 * sum(times) / total:.1f} %" if total else "-"))
+            rows.append(((label or "-",) if with_regions else ()) + (
+                name, impl or "-", shapes, str(len(times)), f"{sum(times) / 1e3:.1f}",
+                f"{statistics.median(times) / 1e3:.1f}", f"{sum(times) / len(times) / 1e3:.1f}",
+                f"{min(times) / 1e3:.1f}", f"{max(times) / 1e3:.1f}",
+                f"{100.0 * sum(times) / total:.1f} %" if total else "-"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        numeric = range(3, len(widths))
+        numeric = range(len(widths) - 7, len(widths))
         lines = [f"dnnl.profiling: {len(self.executions)} executes on {len(queues)} "
                  f"queue{'s' if len(queues) != 1 else ''}, {total / 1e3:.1f} µs of device time"]
         for i, row in enumerate(rows):
@@ -243,6 +344,8 @@ class recorder:
             args: dict[str, Any] = {"kind": e.kind, "implementation": e.implementation,
                                     "shapes": e.shapes, "host_thread": e.thread,
                                     "host_submit_us": (e.host_end_ns - e.host_start_ns) / 1e3}
+            if e.region:
+                args["region"] = e.region
             if e.kernel_ns is not None:
                 args["kernels_us"] = [k / 1e3 for k in e.kernel_ns]
             events.append({"ph": "X", "name": e.name if not e.implementation

@@ -4013,17 +4013,9 @@ def _bf16_from_float32(values: typing.Annotated[numpy.typing.ArrayLike, numpy.fl
     """
     bf16 bits (uint16) of float32 values (dnnl.arrays.bf16_from_float32).
     """
-def _empty() -> None:
-    """
-    Does nothing: benchmarks/run.py times it as the unit of its per-call budgets (what the simplest call from Python costs on this machine, in this process).
-    """
 def _error(status: status, message: str) -> typing.Any:
     """
     The dnnl.error (the status's subclass) the binding raises for `status` and `message`, for the package's Python modules to raise.
-    """
-def _interposer_refusal_for(major: typing.SupportsInt | typing.SupportsIndex, minor: typing.SupportsInt | typing.SupportsIndex, patch: typing.SupportsInt | typing.SupportsIndex) -> str:
-    """
-    Test hook: why the interposer would not act on oneDNN major.minor.patch ("" when it was verified against it).
     """
 def _known_problem_names(id: str, kind: typing.Any, implementation: str) -> bool:
     """
@@ -4052,10 +4044,6 @@ def _profiling_stop() -> tuple[list, int, int]:
 def _set_known_problem_enabled(id: str, enabled: bool) -> None:
     """
     Switch the rule of known problem `id` on or off (dnnl.known_problems.disable and enable wrap it); an unknown id raises invalid_arguments.
-    """
-def _set_known_problem_scope_view(implementation: str = '', ip_version: typing.SupportsInt | typing.SupportsIndex | None = None, sub_group_sizes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex] | None = None, emulated_softmax_sub_groups: bool = False) -> None:
-    """
-    Tests only: make every known-problem rule see `implementation` in place of the implementation oneDNN chose ('' for oneDNN's), and a device of `ip_version` and `sub_group_sizes` (None for the real device).
     """
 def _set_primitive_creation_hook(hook: typing.Any) -> None:
     """
@@ -4199,6 +4187,6 @@ RUNTIME_TBB: int = 4
 RUNTIME_THREADPOOL: int = 8
 __version__: str = '0.1.0'
 _data_type_table: tuple = (('undef', True, True, 0, None, 'nothing'), ('f4_e3m0', True, False, 4, None, 'nothing'), ('f4_e2m1', True, False, 4, None, 'nothing'), ('e8m0', True, False, 8, 'uint8', 'bits'), ('f8_e5m2', True, True, 8, 'uint8', 'bits'), ('f8_e4m3', True, True, 8, 'uint8', 'bits'), ('f16', True, True, 16, 'float16', 'values'), ('bf16', True, True, 16, 'uint16', 'bits'), ('f32', True, True, 32, 'float32', 'values'), ('f64', True, False, 64, 'float64', 'values'), ('s64', True, True, 64, 'int64', 'values'), ('s32', True, True, 32, 'int32', 'values'), ('s8', True, True, 8, 'int8', 'values'), ('u8', True, True, 8, 'uint8', 'values'), ('s4', True, True, 4, None, 'nothing'), ('u4', True, True, 4, None, 'nothing'), ('boolean', False, True, 8, 'uint8', 'bits'))
-_test_hooks: bool = True
+_test_hooks: bool
 build_type: str = 'Release'
 primitive_desc_base = primitive_desc

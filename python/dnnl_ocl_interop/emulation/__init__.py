@@ -278,21 +278,60 @@ def intel_gpu_present() -> str:
     return probe.stdout.strip() if probe.returncode == 0 else ""
 
 
+def _loaders_missing_the_device() -> str:
+    """What this process's OpenCL loaders see instead of an Intel GPU ("" when
+    both see one): pyopencl's own loader and the system's libOpenCL.so.1,
+    which oneDNN uses. A loader reads its settings at its first call, so one
+    called before emulation was enabled on a machine without an OpenCL
+    driver found no platform, loaded nothing that enable() could detect, and
+    keeps finding none."""
+    import ctypes
+
+    import pyopencl as cl
+
+    missing = []
+    try:
+        if not [d for p in cl.get_platforms() if "Intel" in p.vendor for d in p.get_devices()
+                if d.type & cl.device_type.GPU]:
+            missing.append("pyopencl sees no Intel GPU")
+    except cl.Error as e:
+        missing.append(f"pyopencl: {e}")
+    try:
+        count = ctypes.c_uint(0)
+        status = ctypes.CDLL("libOpenCL.so.1").clGetPlatformIDs(0, None, ctypes.byref(count))
+        if status != 0 or count.value == 0:
+            missing.append(f"the system's OpenCL loader finds no platform (status {status})")
+    except OSError as e:
+        missing.append(f"no system OpenCL loader: {e}")
+    return "; ".join(missing)
+
+
 def ensure_device() -> str:
     """Make an Intel GPU available to this process; returns what is used.
 
     A real Intel GPU when present, the emulated one otherwise. The
     ``DNNL_OCL_INTEROP_DEVICE`` environment variable can force ``gpu``
-    (fail without a real one) or ``emulated``.
+    (fail without a real one) or ``emulated``. Having enabled the emulated
+    device, checks that this process's OpenCL loaders see it, and raises
+    :class:`EmulationError` when they do not (OpenCL was called before, on a
+    machine without an OpenCL driver: nothing was loaded that :func:`enable`
+    could detect).
     """
     choice = os.environ.get(_DEVICE_CHOICE, "auto")
     if choice not in ("auto", "gpu", "emulated"):
         raise EmulationError(f"{_DEVICE_CHOICE} must be auto, gpu or emulated, not {choice!r}")
-    if os.environ.get(_ENABLED_FLAG) == "1" or choice == "emulated":
-        return enable()  # sets up again what a stale flag lacks
-    gpu = intel_gpu_present()
-    if gpu:
-        return f"real Intel GPU: {gpu}"
-    if choice == "gpu":
-        raise EmulationError(f"{_DEVICE_CHOICE}=gpu but no Intel GPU was found")
-    return enable()
+    if os.environ.get(_ENABLED_FLAG) != "1" and choice != "emulated":
+        gpu = intel_gpu_present()
+        if gpu:
+            return f"real Intel GPU: {gpu}"
+        if choice == "gpu":
+            raise EmulationError(f"{_DEVICE_CHOICE}=gpu but no Intel GPU was found")
+    description = enable()  # sets up again what a stale flag lacks
+    missing = _loaders_missing_the_device()
+    if missing:
+        raise EmulationError(
+            f"OpenCL was initialized in this process before the emulated device was enabled "
+            f"({missing}): call ensure_device() before the first OpenCL call (pyopencl's "
+            "get_platforms() included), or run the program with python -m dnnl_ocl_interop.emulation. "
+            "The emulation's settings are in the environment now, so child processes get the device")
+    return description

@@ -23,9 +23,10 @@ the engine's allocator (``dnnl.graph.tensor(..., MEMORY_ALLOCATE)``).
 
 Builders cache their patterns in one module-level cache keyed by the
 engine, the builder, the shapes, the data type and the options: the same
-call returns the same object. The cache keeps its engines and compiled
-partitions alive until :func:`clear_cache`; :func:`cache_info` counts hits
-and misses.
+call returns the same object. The cache keeps its engines, compiled
+partitions and their scratchpads (allocated once per pattern from the
+engine's allocator) alive until :func:`clear_cache`; :func:`cache_info`
+counts hits and misses.
 """
 
 from __future__ import annotations

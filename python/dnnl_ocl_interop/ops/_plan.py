@@ -184,8 +184,21 @@ def primitive_desc_of(p: plan, engine: Any) -> Tuple[Any, List[Any], Any]:
     try:
         return p.make_pd(engine, descs, dst_desc, attr), descs, dst_desc
     except _core.error as e:
-        prefix(e, f"ops.{p.op} ({describe(p)}): ")
+        prefix(e, f"ops.{p.op} ({describe(p)}): {_mixed_float64(p)}")
         raise
+
+
+def _mixed_float64(p: plan) -> str:
+    """What to do about a refused call mixing float64 with other
+    floating-point operands ("" for other calls): oneDNN takes f64 only with
+    f64 (its descriptor checks refuse the mixture, as an f64 × f32 matmul's
+    "invalid datatype for accumulation")."""
+    floats = {op.data_type.name for op in p.operands} & {"f64", "f32", "f16", "bf16"}
+    if "f64" not in floats or len(floats) == 1:
+        return ""
+    return (f"float64 mixed with other floating-point operands ({', '.join(sorted(floats))}), which "
+            "oneDNN refuses: cast them to one type first (array.astype(numpy.float32), or "
+            "numpy.float64 for all): ")
 
 
 def cache_key(p: plan, ctx: Any) -> Any:

@@ -52,11 +52,6 @@ class logical_tensor:
         undef = ...
         variable = ...
     __hash__: typing.ClassVar[None] = None  # type: ignore[assignment]
-    @staticmethod
-    def _note_layout_id(layout_id: typing.SupportsInt | typing.SupportsIndex) -> None:
-        """
-        For tests: take `layout_id` as handed out (a device whose partitions resolve every layout to strided hands out none). Only its getters are safe on an id oneDNN did not make.
-        """
     def __eq__(self, other: object) -> bool:
         ...
     @typing.overload
@@ -460,14 +455,6 @@ class allocator:
           host_free(ptr) -> None
             releases it.
         oneDNN calls them only for CPU engines (this oneDNN has none); on OpenCL engines its memory comes from the default OpenCL allocator. Called with the GIL held; failures are raised as from ocl_interop.make_allocator's callables (dnnl.runtime_error chained to them).
-        """
-    def _host_malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
-        """
-        For tests: `count` host_mallocs, then their host_frees, made as oneDNN makes them for CPU engines, failures raised as from compile.
-        """
-    def _malloc_and_free(self, size: typing.SupportsInt | typing.SupportsIndex, alignment: typing.SupportsInt | typing.SupportsIndex, device: pyopencl.Device | int, context: pyopencl.Context | int, count: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
-        """
-        For tests: `count` mallocs, then their frees, made as oneDNN makes them, failures raised as from compile (oneDNN 3.13 asks for no alignment on OpenCL, and makes one allocation per call; this asks for `alignment`, `count` times).
         """
 def get_compiled_partition_cache_capacity() -> int:
     """

@@ -15,10 +15,6 @@ class _caching_pool:
     """
     def __init__(self, granularity: typing.SupportsInt | typing.SupportsIndex, reuse_without_event: bool) -> None:
         ...
-    def _cached(self) -> list:
-        """
-        For tests: (pointer, event handle or 0) of each cached block.
-        """
     def release(self) -> None:
         """
         Free every cached block now, waiting for its event.
@@ -76,18 +72,6 @@ class _caching_pool:
         """
         {pointer: rounded size} of the blocks handed out now.
         """
-def _live_allocations() -> int:
-    """
-    For tests: how many allocations made by Python graph allocators (or by the binding in place of a failed one) oneDNN holds now.
-    """
-def _live_allocators() -> int:
-    """
-    For tests: how many Python graph allocators are alive (held by Python objects, by engines, or by allocations oneDNN holds).
-    """
-def _trace_allocators(on: bool) -> list:
-    """
-    For benchmarks/allocator_breakdown.py: switches the recording of (stage, time.perf_counter_ns()-comparable nanoseconds) at each step of graph calls and allocator callbacks on or off; returns the records made so far, and forgets them.
-    """
 def execute(compiled_partition: dnnl_ocl_interop._core.graph.compiled_partition, stream: dnnl_ocl_interop._core.stream, inputs: typing.Any, outputs: typing.Any, deps: collections.abc.Sequence[pyopencl.Event | int | None] = (), scratchpad: typing.Any = None) -> pyopencl.Event | None:
     """
     Execute after the events in `deps`; returns the partition's event (a pyopencl.Event owned by the caller), or None when oneDNN returns none. `scratchpad`: None (oneDNN allocates it) or a tensor on the partition's engine with room for compiled_partition.get_scratchpad_logical_tensor(). The GIL is released; the engine's allocator may be called.
