@@ -10,7 +10,6 @@ from dnnl_ocl_interop._core import fpmath_mode
 from dnnl_ocl_interop._core import status
 from dnnl_ocl_interop._core import stream
 import enum
-import pyopencl
 import typing
 from . import ocl_interop
 __all__: list = ['allocator', 'compiled_partition', 'engine', 'fpmath_mode', 'get_compiled_partition_cache_capacity', 'get_constant_tensor_cache', 'get_constant_tensor_cache_capacity', 'graph', 'graph_dump_mode', 'logical_tensor', 'make_engine_with_allocator', 'op', 'partition', 'partition_policy', 'set_compiled_partition_cache_capacity', 'set_constant_tensor_cache', 'set_constant_tensor_cache_capacity', 'set_dump_mode', 'status', 'stream', 'tensor']
