@@ -81,7 +81,7 @@ def test_enum_conversions_met_first_by_many_threads_at_once():
         import dnnl_ocl_interop as dnnl
         gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
         algorithms = [a for name, a in dnnl.algorithm.__members__.items() if name.startswith("eltwise_")]
-        types = [t for name, t in dnnl.memory.data_type.__members__.items() if name in ("f32", "f16", "bf16", "s8", "u8", "s32")]
+        types = [getattr(dnnl.memory.data_type, name) for name in ("f32", "f16", "bf16", "s8", "u8", "s32")]
         start = threading.Barrier(8)
         wrong = []
 
