@@ -16,7 +16,10 @@
 
 namespace py = pybind11;
 
-PYBIND11_MODULE(_core, m) {
+// The module runs without the GIL on a free-threaded Python: its shared
+// state is immutable after import or guarded (docs/api.md, "Threads and the
+// GIL", has the table).
+PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
     m.doc()
             = "oneDNN with OpenCL interoperability (compiled part of "
               "dnnl_ocl_interop; import dnnl_ocl_interop instead)";

@@ -69,6 +69,22 @@ def test_the_supported_python_versions_agree():
         in " ".join(building.split())
 
 
+# The free-threading levels trove-classifiers (2026.9.21.13) knows.
+FREE_THREADING_CLASSIFIERS = [f"Programming Language :: Python :: Free Threading :: {level}" for level in
+                              ("1 - Unstable", "2 - Beta", "3 - Stable", "4 - Resilient")]
+
+
+def test_the_free_threading_classifier_agrees_with_the_module():
+    """The package says it supports a free-threaded Python (one valid
+    "Free Threading" classifier) exactly when its module declares that it
+    does not need the GIL (py::mod_gil_not_used() in cpp/module.cpp)."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    said = re.findall(r'"(Programming Language :: Python :: Free Threading[^"]*)"', pyproject)
+    declared = "py::mod_gil_not_used()" in (ROOT / "cpp" / "module.cpp").read_text()
+    assert len(said) == declared, (said, declared)
+    assert set(said) <= set(FREE_THREADING_CLASSIFIERS), said
+
+
 # --- the free-threaded interpreter's script -----------------------------------
 
 def test_free_threaded_python_status_names_the_entry_a_build_would_fill(tmp_path):

@@ -2,6 +2,7 @@
 
 #include "common/cl_handles.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <mutex>
 #include <string>
@@ -22,12 +23,15 @@ namespace {
 
 // One OpenCL object family: its pyopencl classes and how messages name it.
 struct family_t {
-    const char *accepted_class;   // pyopencl class accepted on input
-    const char *wrapper_class;    // pyopencl class built on output
-    const char *expected;         // for TypeError messages
-    PyObject *accepted = nullptr; // cached: the lookup is on every call's path
-    PyObject *wrapper = nullptr;
-    PyObject *from_int_ptr = nullptr; // wrapper.from_int_ptr
+    const char *accepted_class; // pyopencl class accepted on input
+    const char *wrapper_class;  // pyopencl class built on output
+    const char *expected;       // for TypeError messages
+    // Cached, as the lookup is on every call's path: looked up by the first
+    // thread that needs it (two at once on a free-threaded Python: the first
+    // to publish wins), then kept for the life of the process.
+    std::atomic<PyObject *> accepted {nullptr};
+    std::atomic<PyObject *> wrapper {nullptr};
+    std::atomic<PyObject *> from_int_ptr {nullptr}; // wrapper.from_int_ptr
 };
 
 family_t device_family {"Device", "Device", "a pyopencl.Device or an int cl_device_id"};
@@ -38,10 +42,21 @@ family_t mem_family {"MemoryObjectHolder", "Buffer", "a pyopencl memory object o
 family_t event_family {"Event", "Event", "a pyopencl.Event or an int cl_event"};
 family_t kernel_family {"Kernel", "Kernel", "a pyopencl.Kernel or an int cl_kernel"};
 
+// `cache`, or `look_up()` (a new reference) kept there: the first thread's,
+// when several look it up at once.
+template <typename F>
+PyObject *kept(std::atomic<PyObject *> &cache, F &&look_up) {
+    if (PyObject *known = cache.load(std::memory_order_acquire)) return known;
+    PyObject *found = py::object(look_up()).release().ptr();
+    PyObject *expected = nullptr;
+    if (cache.compare_exchange_strong(expected, found, std::memory_order_acq_rel)) return found;
+    Py_DECREF(found); // another thread's is kept (and holds the same object)
+    return expected;
+}
+
 // pyopencl's classes, looked up once and kept for the life of the process.
-PyObject *pyopencl_class(const char *name, PyObject *&cache) {
-    if (!cache) cache = py::object(py::module_::import("pyopencl").attr(name)).release().ptr();
-    return cache;
+PyObject *pyopencl_class(const char *name, std::atomic<PyObject *> &cache) {
+    return kept(cache, [&] { return py::object(py::module_::import("pyopencl").attr(name)); });
 }
 PyObject *accepted_class(family_t &family) {
     return pyopencl_class(family.accepted_class, family.accepted);
@@ -74,14 +89,13 @@ family_t &family_of(family f) {
 
 py::object wrap(family_t &family, void *handle, bool retain) {
     if (!handle) return py::none();
-    if (!family.from_int_ptr)
-        family.from_int_ptr
-                = py::getattr(pyopencl_class(family.wrapper_class, family.wrapper), "from_int_ptr")
-                          .release()
-                          .ptr();
+    PyObject *from_int_ptr = kept(family.from_int_ptr, [&] {
+        return py::getattr(py::handle(pyopencl_class(family.wrapper_class, family.wrapper)),
+                "from_int_ptr");
+    });
     // Positional arguments: keyword calls cost more, and events are wrapped
     // on every execute() of an out-of-order stream.
-    return py::handle(family.from_int_ptr)(reinterpret_cast<uintptr_t>(handle), retain);
+    return py::handle(from_int_ptr)(reinterpret_cast<uintptr_t>(handle), retain);
 }
 
 template <typename T>

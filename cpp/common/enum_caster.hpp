@@ -22,8 +22,11 @@
 // the range.
 #pragma once
 
+#include <atomic>
+#include <mutex>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include <pybind11/pybind11.h>
 
@@ -40,21 +43,51 @@ namespace py = pybind11;
 
 // The Python enum class of E and the members met so far, kept for the life
 // of the process (members live as long as their class, which the module
-// holds). Used with the GIL held, as every caster is.
+// holds). Every conversion reads them, from any number of threads at once
+// with no GIL to order them on a free-threaded Python: a conversion that
+// meets a new member copies what is known, adds it and publishes the copy
+// (under `adding`, held for no Python call); readers take the current copy
+// with one acquire load. Copies replaced stay (a reader may hold one): as
+// many as the members met, a few per enum.
 template <typename E>
 struct members {
     using underlying = std::underlying_type_t<E>;
-    PyObject *python_type = nullptr;
-    std::unordered_map<PyObject *, E> by_object;
-    std::unordered_map<underlying, PyObject *> by_value;
+    struct known_t {
+        std::unordered_map<PyObject *, E> by_object;
+        std::unordered_map<underlying, PyObject *> by_value;
+    };
+    std::atomic<PyObject *> python_type {nullptr};
+    std::atomic<const known_t *> known {new known_t()};
+    std::mutex adding;
+    std::vector<const known_t *> replaced;
 
     static members &get() {
         static members *table = new members(); // never destroyed: outlives the interpreter
-        if (!table->python_type)
-            table->python_type = py::detail::global_internals_native_enum_type_map_get_item(
-                    std::type_index(typeid(E)))
-                                         .ptr();
+        if (!table->python_type.load(std::memory_order_acquire))
+            table->python_type.store(py::detail::global_internals_native_enum_type_map_get_item(
+                                             std::type_index(typeid(E)))
+                                             .ptr(),
+                    std::memory_order_release);
         return *table;
+    }
+
+    // `object` (a new reference, kept) is a member of `value`; returns the
+    // member known for `value` now (the one another thread added first, if
+    // any: then `object` is not kept).
+    PyObject *add(PyObject *object, E value) {
+        std::lock_guard<std::mutex> lock(adding);
+        const known_t *old = known.load(std::memory_order_acquire);
+        auto found = old->by_value.find(static_cast<underlying>(value));
+        if (found != old->by_value.end()) {
+            Py_DECREF(object); // a member: its class holds it, no finalizer runs here
+            return found->second;
+        }
+        auto *now = new known_t(*old);
+        now->by_object.emplace(object, value);
+        now->by_value.emplace(static_cast<underlying>(value), object);
+        replaced.push_back(old);
+        known.store(now, std::memory_order_release);
+        return object;
     }
 };
 
@@ -83,17 +116,15 @@ public:
     template <typename SrcType>
     static handle cast(SrcType &&src, return_value_policy policy, handle parent) {
         members &table = members::get();
-        if (!table.python_type)
+        PyObject *python_type = table.python_type.load(std::memory_order_acquire);
+        if (!python_type)
             return type_caster_enum_type<E>::cast(std::forward<SrcType>(src), policy, parent);
         const auto value = static_cast<underlying>(src);
-        auto found = table.by_value.find(value);
-        if (found == table.by_value.end()) {
-            object member
-                    = reinterpret_borrow<object>(table.python_type)(value); // ValueError if unknown
-            found = table.by_value.emplace(value, member.release().ptr())
-                            .first; // kept: see members
-        }
-        return handle(found->second).inc_ref();
+        const auto &known = *table.known.load(std::memory_order_acquire);
+        auto found = known.by_value.find(value);
+        if (found != known.by_value.end()) return handle(found->second).inc_ref();
+        object member = reinterpret_borrow<object>(python_type)(value); // ValueError if unknown
+        return handle(table.add(member.release().ptr(), static_cast<E>(value))).inc_ref();
     }
     template <typename SrcType>
     static handle cast(SrcType *src, return_value_policy policy, handle parent) {
@@ -102,14 +133,17 @@ public:
 
     bool load(handle src, bool convert) {
         members &table = members::get();
-        if (!table.python_type) return fallback_.load(src, convert);
-        auto found = table.by_object.find(src.ptr());
-        if (found == table.by_object.end()) {
-            if (!isinstance(src, handle(table.python_type))) return false;
-            auto value = static_cast<E>(src.attr("value").template cast<underlying>());
-            found = table.by_object.emplace(src.inc_ref().ptr(), value).first; // kept alive as key
+        PyObject *python_type = table.python_type.load(std::memory_order_acquire);
+        if (!python_type) return fallback_.load(src, convert);
+        const auto &known = *table.known.load(std::memory_order_acquire);
+        auto found = known.by_object.find(src.ptr());
+        if (found != known.by_object.end()) {
+            value_ = found->second;
+        } else {
+            if (!isinstance(src, handle(python_type))) return false;
+            value_ = static_cast<E>(src.attr("value").template cast<underlying>());
+            table.add(src.inc_ref().ptr(), value_); // kept alive as a key
         }
-        value_ = found->second;
         native_ = true;
         return true;
     }

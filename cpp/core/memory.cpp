@@ -3,9 +3,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <variant>
 #include <string>
+#include <utility>
 
 #include <pybind11/native_enum.h>
 #include <pybind11/numpy.h>
@@ -547,9 +549,18 @@ void bind_memory(py::module_ &m) {
                     "set_data_handle() takes a handle or "
                     "dnnl.MEMORY_NONE, not dnnl.MEMORY_ALLOCATE");
         check_user_handle(m.desc, m.engine, is_usm(m.memory), h, index, mem_object);
-        m.memory.set_data_handle(h, index);
-        if (m.handle_owners.size() <= static_cast<size_t>(index)) m.handle_owners.resize(index + 1);
-        m.handle_owners[index] = keep_alive(std::move(owner));
+        std::shared_ptr<void> kept = keep_alive(std::move(owner)), replaced;
+        {
+            // Two threads setting handles of one memory at once (no GIL
+            // orders them on a free-threaded Python) may not tear the list;
+            // which handle stays is theirs to order, as in C++.
+            static std::mutex owners_mutex;
+            std::lock_guard<std::mutex> lock(owners_mutex);
+            m.memory.set_data_handle(h, index);
+            if (m.handle_owners.size() <= static_cast<size_t>(index))
+                m.handle_owners.resize(index + 1);
+            replaced = std::exchange(m.handle_owners[index], std::move(kept));
+        } // `replaced` goes after the lock: its last reference may run Python
     }, py::arg("handle"), py::arg("index") = 0,
             "Point buffer `index` of the memory at other storage of the same "
             "kind (checked to fit the descriptor), or at none with dnnl.MEMORY_NONE. "

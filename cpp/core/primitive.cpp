@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 
 #include <pybind11/stl.h>
 
@@ -314,7 +315,7 @@ dnnl::primitive_desc_base refuse_known_wrong(dnnl::primitive_desc_base pd, bool 
 }
 
 const argument_checks &primitive_object::checks() const {
-    if (!checks_) {
+    return *checks_.get([&] {
         // The primitive's own descriptor (an equal one's, from oneDNN's cache).
         dnnl::primitive_desc_base pd(
                 const_cast<dnnl_primitive_desc_t>(primitive.get_primitive_desc()), /*weak=*/true);
@@ -327,9 +328,8 @@ const argument_checks &primitive_object::checks() const {
                 = std::any_of(checks->args.begin(), checks->args.end(), [](const expected_arg &e) {
             return !e.desc.is_zero() && has_runtime_values(e.desc.get());
         });
-        checks_ = std::move(checks);
-    }
-    return *checks_;
+        return std::shared_ptr<const argument_checks>(std::move(checks));
+    });
 }
 
 const char *const primitive_from_cache_blob_doc
@@ -359,18 +359,26 @@ void execute_primitive(const primitive_object &p, const stream_object &s, py::ha
 }
 
 std::shared_ptr<const profiling::subject> primitive_object::subject() const {
-    if (!subject_) subject_ = profiling::primitive_subject(primitive.get_primitive_desc());
-    return subject_;
+    return subject_.get(
+            [&] { return profiling::primitive_subject(primitive.get_primitive_desc()); });
 }
 
 namespace {
 
 // The persistent cache installed for the process (dnnl.cache.install): a
-// Python callable taking the descriptor and returning its primitive. Read
-// and set with the GIL. A creation it makes itself (on a miss) is not handed
-// back to it.
+// Python callable taking the descriptor and returning its primitive. A
+// creation it makes itself (on a miss) is not handed back to it. Read and
+// replaced under `creation_hook_mutex` (held for no Python call: a reader
+// takes its own reference), since threads create primitives at once with no
+// GIL to order them on a free-threaded Python.
+std::mutex creation_hook_mutex;
 PyObject *creation_hook = nullptr;
 thread_local bool in_creation_hook = false;
+
+py::object installed_hook() {
+    std::lock_guard<std::mutex> lock(creation_hook_mutex);
+    return py::reinterpret_borrow<py::object>(creation_hook); // (None: a null handle)
+}
 
 primitive_object compile_primitive(const primitive_desc_object &pd) {
     dnnl::primitive primitive;
@@ -387,17 +395,22 @@ primitive_object compile_primitive(const primitive_desc_object &pd) {
 void set_creation_hook(py::object hook) {
     if (!hook.is_none() && !PyCallable_Check(hook.ptr()))
         throw_type_error("hook", "a callable or None", hook);
-    PyObject *old = creation_hook;
-    creation_hook = hook.is_none() ? nullptr : hook.release().ptr();
-    Py_XDECREF(old);
+    PyObject *old = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(creation_hook_mutex);
+        old = creation_hook;
+        creation_hook = hook.is_none() ? nullptr : hook.release().ptr();
+    }
+    Py_XDECREF(old); // outside the lock: the last reference may run Python
 }
 
 primitive_object make_primitive(const primitive_desc_object &pd) {
     fork_guard::check();
-    if (!creation_hook || in_creation_hook) return compile_primitive(pd);
+    if (in_creation_hook) return compile_primitive(pd);
+    py::object hook = installed_hook();
+    if (!hook) return compile_primitive(pd);
     // The descriptor's own Python object (the family's class), which the
     // hook hands back to the family to build from a blob or compile.
-    py::object hook = py::reinterpret_borrow<py::object>(creation_hook);
     py::object pd_object = py::cast(&pd, py::return_value_policy::reference);
     in_creation_hook = true;
     py::object made;

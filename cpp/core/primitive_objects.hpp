@@ -16,6 +16,7 @@
 
 #include <pybind11/pybind11.h>
 
+#include "common/published.hpp"
 #include "common/py_values.hpp"
 #include "common/workarounds.hpp"
 #include "core/objects.hpp"
@@ -100,17 +101,17 @@ struct primitive_object {
     engine_object other_engine; // as primitive_desc_object's
     dnnl::primitive primitive;
     std::vector<quantization_arg> quantization_args; // the descriptor's
-    // Worked out from the primitive's descriptor at the first execute (with
-    // the GIL, as every execute): a primitive from oneDNN's cache is made in
+    // Worked out from the primitive's descriptor at the first execute (by
+    // any thread: common/published.hpp): a primitive from oneDNN's cache is made in
     // a few µs, and the 30-odd descriptor queries would be a good part of it.
     const argument_checks &checks() const;
     // What a dnnl.profiling recorder records of its executes; worked out at
-    // the first recorded one (with the GIL).
+    // the first recorded one.
     std::shared_ptr<const profiling::subject> subject() const;
 
 private:
-    mutable std::shared_ptr<const argument_checks> checks_;
-    mutable std::shared_ptr<const profiling::subject> subject_;
+    published<argument_checks> checks_;
+    published<profiling::subject> subject_;
 };
 
 // `pd`; or, where oneDNN's chosen implementation is known to compute wrong

@@ -32,8 +32,11 @@ struct state {
     // then the callables are empty.
     std::shared_ptr<graph_pool::caching_pool> pool;
     // pyopencl objects for the (device, context) oneDNN passes, made once:
-    // wrapping handles on every allocation would dominate its cost. Guarded by
-    // the GIL, which every callback holds.
+    // wrapping handles on every allocation would dominate its cost. Threads
+    // calling one allocator at once (without a GIL to order them, on a
+    // free-threaded Python) copy them out under `handles_mutex`, which is held
+    // for no Python call (handles_for).
+    std::mutex handles_mutex;
     cl_device_id device = nullptr;
     cl_context context = nullptr;
     py::object py_device, py_context;
@@ -181,15 +184,30 @@ py::object refusal_after_give_back(std::string reason, const char *free_name,
     return refusal;
 }
 
-void cache_handles(state &s, cl_device_id device, cl_context context) {
-    if (s.device != device || !s.py_device) {
-        s.py_device = cl_handles::retained_device(device);
-        s.device = device;
+struct handles {
+    py::object device, context;
+};
+
+// The pyopencl objects of (device, context) for a callback of `s`: the cached
+// ones, or new ones that replace them (the replaced ones are dropped outside
+// the lock: their last reference may run Python).
+handles handles_for(state &s, cl_device_id device, cl_context context) {
+    {
+        std::lock_guard<std::mutex> lock(s.handles_mutex);
+        if (s.device == device && s.context == context && s.py_device && s.py_context)
+            return {s.py_device, s.py_context};
     }
-    if (s.context != context || !s.py_context) {
-        s.py_context = cl_handles::retained_context(context);
+    handles made {cl_handles::retained_device(device), cl_handles::retained_context(context)};
+    handles replaced;
+    {
+        std::lock_guard<std::mutex> lock(s.handles_mutex);
+        replaced = {std::move(s.py_device), std::move(s.py_context)};
+        s.py_device = made.device;
+        s.py_context = made.context;
+        s.device = device;
         s.context = context;
     }
+    return made;
 }
 
 // The allocator of the binding call running on this thread, if it is a
@@ -278,14 +296,14 @@ void *allocate(size_t size, size_t alignment, cl_device_id device, cl_context co
         record(what, std::move(exc));
         return stand_in(s, size, alignment, device, context);
     };
-    auto give_back = [&](void *ptr) {
-        call(s->free_fn, as_int(ptr), s->py_device, s->py_context, py::none());
-    };
+    handles h;
+    auto give_back
+            = [&](void *ptr) { call(s->free_fn, as_int(ptr), h.device, h.context, py::none()); };
     try {
-        cache_handles(*s, device, context);
+        h = handles_for(*s, device, context);
         trace_mark("malloc: callable called");
         py::object result
-                = call(s->malloc_fn, as_int(size), as_int(alignment), s->py_device, s->py_context);
+                = call(s->malloc_fn, as_int(size), as_int(alignment), h.device, h.context);
         trace_mark("malloc: callable returned");
         if (!is_int(result))
             return failed("the allocator's malloc failed",
@@ -362,12 +380,12 @@ void deallocate(void *buf, cl_device_id device, cl_context context, cl_event eve
     trace_mark("free: GIL taken");
     state &s = *entry.owner;
     try {
-        cache_handles(s, device, context);
+        handles h = handles_for(s, device, context);
         py::object py_event = event || !s.in_order_events
                 ? py::object(cl_handles::retained_event(event))
                 : py::object(cl_handles::owned_event(end_of_call_marker(entry.call)));
         trace_mark("free: callable called");
-        call(s.free_fn, as_int(buf), s.py_device, s.py_context, py_event);
+        call(s.free_fn, as_int(buf), h.device, h.context, py_event);
         trace_mark("free: callable returned");
     } catch (py::error_already_set &e) {
         record("the allocator's free raised", raised(e));

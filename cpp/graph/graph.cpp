@@ -577,25 +577,26 @@ void bind_tensor(py::module_ &m) {
 } // namespace
 
 std::shared_ptr<const profiling::subject> compiled_partition_object::subject() const {
-    if (subject_) return subject_;
-    auto what = std::make_shared<profiling::subject>();
-    what->kind = "partition";
-    what->name = label;
-    for (const auto *ports : {&inputs, &outputs})
-        for (const lt &port : *ports) {
-            lt compiled = partition.query_logical_tensor(port.get_id());
-            std::string dims = dnnl_dt2str(static_cast<dnnl_data_type_t>(compiled.get_data_type()));
-            bool first = true;
-            for (auto d : compiled.get_dims()) {
-                dims += (first ? " " : "x") + std::to_string(d);
-                first = false;
+    return subject_.get([&] {
+        auto what = std::make_shared<profiling::subject>();
+        what->kind = "partition";
+        what->name = label;
+        for (const auto *ports : {&inputs, &outputs})
+            for (const lt &port : *ports) {
+                lt compiled = partition.query_logical_tensor(port.get_id());
+                std::string dims
+                        = dnnl_dt2str(static_cast<dnnl_data_type_t>(compiled.get_data_type()));
+                bool first = true;
+                for (auto d : compiled.get_dims()) {
+                    dims += (first ? " " : "x") + std::to_string(d);
+                    first = false;
+                }
+                what->shapes += (what->shapes.empty() ? "" : ", ")
+                        + std::string(ports == &inputs ? "in " : "out ")
+                        + std::to_string(port.get_id()) + " " + dims;
             }
-            what->shapes += (what->shapes.empty() ? "" : ", ")
-                    + std::string(ports == &inputs ? "in " : "out ") + std::to_string(port.get_id())
-                    + " " + dims;
-        }
-    subject_ = what;
-    return subject_;
+        return std::shared_ptr<const profiling::subject>(std::move(what));
+    });
 }
 
 compiled_partition_object::compiled_partition_object(g::compiled_partition partition,

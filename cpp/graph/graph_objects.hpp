@@ -13,6 +13,7 @@
 
 #include "core/objects.hpp"
 #include "common/op_facts.hpp"
+#include "common/published.hpp"
 #include "oneapi/dnnl/dnnl_graph.hpp"
 
 namespace dnnl_ocl_interop {
@@ -96,11 +97,12 @@ struct compiled_partition_object {
     // for a compiled partition's implementation): "partition" unless the
     // package's Python code names it (dnnl.graph.patterns).
     std::string label = "partition";
-    // Worked out at the first recorded execute (with the GIL).
+    // Worked out at the first recorded execute (by any thread:
+    // common/published.hpp).
     std::shared_ptr<const profiling::subject> subject() const;
 
 private:
-    mutable std::shared_ptr<const profiling::subject> subject_;
+    published<profiling::subject> subject_;
 };
 
 struct graph_execution {

@@ -314,7 +314,7 @@ def _keep_memory(array, key, engine, memory) -> None:
     elif len(memories) >= MEMORIES_PER_ARRAY and key not in memories:
         try:
             del memories[next(iter(memories))]
-        except (KeyError, StopIteration):  # another thread dropped it first
+        except (KeyError, StopIteration, RuntimeError):  # another thread changed it first
             pass
     memories[key] = (engine, array.base_data, array.offset, array.shape, array.strides,
                      array.dtype, memory.get_data_handle(), memory)
