@@ -157,7 +157,7 @@ def test_mixed_work_from_many_threads(engine, cl_context, cl_device, round_index
 # ------------------------------------------- graph executes with Python allocators
 
 GRAPH_THREADS = 8
-GRAPH_ITERATIONS = 12
+GRAPH_ITERATIONS = 200  # with the live table's mutex removed, 2 of 10 runs failed at 200 (0 of 4 at 12)
 
 
 @pytest.mark.timeout(600, method="thread")
