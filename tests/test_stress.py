@@ -113,6 +113,7 @@ def _new_primitive_round(shared, stream, rng, tag):
 @pytest.mark.parametrize("round_index", range(ROUNDS))
 def test_mixed_work_from_many_threads(engine, cl_context, cl_device, round_index):
     shared = _Shared(engine, cl_context, cl_device)
+    gc.collect()  # earlier tests' cycles may still hold the session's engine
     before = shared.refcounts()
     done = collections.Counter()
     lock = threading.Lock()
@@ -170,6 +171,7 @@ def test_graph_executes_with_python_allocators_from_eight_threads(cl_context, cl
     after, every allocation went back to its allocator's free, no allocation
     or allocator is left alive in the binding, and the shared objects' counts
     are where they began."""
+    gc.collect()  # earlier tests' cycles may still hold allocators and allocations
     allocations_before, allocators_before = goi._live_allocations(), goi._live_allocators()
     shared = _CountingAllocator()
     engine, partition, compiled = _compiled_attention(cl_device, cl_context, shared.allocator)
