@@ -64,7 +64,7 @@ PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
     bind_usm_kernel_args(usm);
     auto arrays = m.def_submodule("_arrays",
             "The compiled part under dnnl.arrays and dnnl.ops: memory kept on pyopencl "
-            "arrays, ops' launches and captured programs.");
+            "arrays and ops' launches.");
     bind_arrays(arrays);
 
     // Submodules are importable by name (`from ._core.usm import *`), and

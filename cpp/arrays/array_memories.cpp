@@ -2,9 +2,14 @@
 
 #include "arrays/array_memories.hpp"
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "arrays/py_names.hpp"
+#include "arrays/py_refs.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "core/objects.hpp"
@@ -16,7 +21,8 @@ namespace array_memories {
 namespace {
 
 // One kept memory and what it was made on (the array's attributes then,
-// and the memory's handle).
+// and the memory's handle). Immutable once on a shelf, but for
+// memory_object, set once under the shelf's mutex.
 struct kept {
     py::object token;
     py::object engine; // held, so that the id() in a token names no other engine
@@ -26,11 +32,21 @@ struct kept {
     py::object memory_object; // its dnnl.memory; made on first ask for memory made in C++
 };
 
-// An array's memories (oldest first) and where its bytes live.
+// An array's memories (oldest first) and where its bytes live. Threads
+// using one array at once (no GIL on a free-threaded Python) share its
+// shelf: the mutex guards every member and is held for no Python call
+// (items are shared_ptrs, copied out under it, compared and dropped
+// outside it).
 struct shelf {
-    std::vector<kept> items;
+    std::mutex lock;
+    std::vector<std::shared_ptr<kept>> items;
     py::object storage_base; // the base_data `where` was found for
     storage where {};
+
+    std::vector<std::shared_ptr<kept>> snapshot() {
+        std::lock_guard<std::mutex> guard(lock);
+        return items;
+    }
 };
 
 const char *const capsule_name = "dnnl_ocl_interop.array_memories";
@@ -47,15 +63,19 @@ PyObject *dict_of(PyObject *array) {
     return dict;
 }
 
-shelf *shelf_in(PyObject *dict) {
-    PyObject *capsule = PyDict_GetItemWithError(dict, names().shelf);
-    if (!capsule) {
-        if (PyErr_Occurred()) throw py::error_already_set();
-        return nullptr;
-    }
+// The shelf held by `capsule` (a borrowed or new reference the caller
+// holds), or nullptr for another object under the name.
+shelf *shelf_held(PyObject *capsule) {
     auto *found = static_cast<shelf *>(PyCapsule_GetPointer(capsule, capsule_name));
     if (!found) PyErr_Clear(); // another object under the name: as if none
     return found;
+}
+
+// (The shelf stays while the caller holds the array: its dictionary holds
+// the capsule, which nothing but a user's own del removes.)
+shelf *shelf_in(PyObject *dict) {
+    py::object capsule = py_refs::dict_get(dict, names().shelf);
+    return capsule ? shelf_held(capsule.ptr()) : nullptr;
 }
 
 shelf *shelf_of(py::handle array, bool make) {
@@ -69,10 +89,11 @@ shelf *shelf_of(py::handle array, bool make) {
         delete made;
         throw py::error_already_set();
     }
-    int failed = PyDict_SetItem(dict.ptr(), names().shelf, capsule);
+    // One dict operation: of two threads making a shelf at once, both use
+    // the one that went in first (the other's capsule, empty, is dropped).
+    py::object in_dict = py_refs::dict_set_default(dict.ptr(), names().shelf, capsule);
     Py_DECREF(capsule);
-    if (failed) throw py::error_already_set();
-    return made;
+    return shelf_held(in_dict.ptr());
 }
 
 py::object attribute(PyObject *object, PyObject *name) {
@@ -100,14 +121,16 @@ bool still_valid(const kept &k, PyObject *array) {
             && k.memory.get_data_handle() == k.handle;
 }
 
-kept *valid_item(PyObject *array, PyObject *token, PyObject *engine) {
+std::shared_ptr<kept> valid_item(PyObject *array, PyObject *token, PyObject *engine,
+        shelf **on = nullptr) {
     py::object dict = py::reinterpret_steal<py::object>(dict_of(array));
     if (!dict) return nullptr;
     shelf *s = shelf_in(dict.ptr());
     if (!s) return nullptr;
-    for (auto &k : s->items)
-        if (k.engine.ptr() == engine && same(k.token.ptr(), token))
-            return still_valid(k, array) ? &k : nullptr;
+    if (on) *on = s;
+    for (auto &k : s->snapshot())
+        if (k->engine.ptr() == engine && same(k->token.ptr(), token))
+            return still_valid(*k, array) ? k : nullptr;
     return nullptr;
 }
 
@@ -121,30 +144,52 @@ void put(py::handle array, kept k) {
     k.handle = k.memory.get_data_handle();
     shelf *s = shelf_of(array, /*make=*/true);
     if (!s) return; // an array type without __dict__: nothing kept
-    for (auto &item : s->items)
-        if (item.engine.ptr() == k.engine.ptr() && same(item.token.ptr(), k.token.ptr())) {
-            item = std::move(k);
-            return;
+    auto made = std::make_shared<kept>(std::move(k));
+    std::shared_ptr<kept> replaced; // compared outside the lock
+    for (auto &item : s->snapshot())
+        if (item->engine.ptr() == made->engine.ptr() && same(item->token.ptr(), made->token.ptr())) {
+            replaced = item;
+            break;
         }
-    if (s->items.size() >= per_array) s->items.erase(s->items.begin());
-    s->items.push_back(std::move(k));
+    std::shared_ptr<kept> dropped; // released after the lock (its Python references)
+    {
+        std::lock_guard<std::mutex> guard(s->lock);
+        auto &items = s->items;
+        auto at = replaced ? std::find(items.begin(), items.end(), replaced) : items.end();
+        if (at != items.end()) {
+            dropped = std::exchange(*at, std::move(made));
+        } else {
+            if (items.size() >= per_array) {
+                dropped = std::move(items.front());
+                items.erase(items.begin());
+            }
+            items.push_back(std::move(made));
+        }
+    }
 }
 
 } // namespace
 
 bool find(PyObject *array, PyObject *token, PyObject *engine, dnnl::memory &found) {
-    kept *k = valid_item(array, token, engine);
+    std::shared_ptr<kept> k = valid_item(array, token, engine);
     if (!k) return false;
     found = k->memory;
     return true;
 }
 
 py::object find_object(py::handle array, py::handle token, py::handle engine) {
-    kept *k = valid_item(array.ptr(), token.ptr(), engine.ptr());
+    shelf *s = nullptr;
+    std::shared_ptr<kept> k = valid_item(array.ptr(), token.ptr(), engine.ptr(), &s);
     if (!k) return py::none();
-    if (!k->memory_object)
-        k->memory_object = py::cast(memory_object(k->memory, k->engine.cast<engine_object>()));
-    return k->memory_object;
+    {
+        std::lock_guard<std::mutex> guard(s->lock);
+        if (k->memory_object) return k->memory_object;
+    }
+    // Made outside the lock; of two threads making it at once, the first kept wins.
+    py::object made = py::cast(memory_object(k->memory, k->engine.cast<engine_object>()));
+    std::lock_guard<std::mutex> guard(s->lock);
+    if (!k->memory_object) k->memory_object = made;
+    return k->memory_object; // (`made`, if it lost, is released after the lock)
 }
 
 void keep(py::handle array, py::object token, py::object engine, py::object memory) {
@@ -167,7 +212,11 @@ void keep_made(py::handle array, py::object token, py::object engine, dnnl::memo
 storage storage_of(py::handle array) {
     py::object base = attribute(array.ptr(), names().base_data);
     shelf *s = shelf_of(array, /*make=*/true);
-    if (s && s->storage_base.ptr() == base.ptr()) return s->where;
+    py::object earlier_base; // released after the lock
+    if (s) {
+        std::lock_guard<std::mutex> guard(s->lock);
+        if (s->storage_base.ptr() == base.ptr()) return s->where;
+    }
     storage where {reinterpret_cast<uintptr_t>(base.ptr()), 0};
     if (cl_handles::is_mem_object(base)) {
         cl_mem mem = cl_handles::to_mem(base, "base_data");
@@ -182,7 +231,8 @@ storage storage_of(py::handle array) {
         where = {reinterpret_cast<uintptr_t>(parent ? parent : mem), origin};
     }
     if (s) {
-        s->storage_base = base;
+        std::lock_guard<std::mutex> guard(s->lock);
+        earlier_base = std::exchange(s->storage_base, base);
         s->where = where;
     }
     return where;

@@ -6,8 +6,9 @@
 // makes a memory on a miss, with its checks; dnnl.ops' launches
 // (arrays/launches) find it here without Python.
 //
-// Each shelf is state of its array alone (no table shared between arrays):
-// read and changed with the GIL, one array at a time.
+// Each shelf is state of its array alone (no table shared between arrays),
+// guarded by a mutex of its own that is held for no Python call: threads
+// using one array at once (a free-threaded Python) share it safely.
 #pragma once
 
 #include <cstddef>

@@ -11,6 +11,7 @@
 #include "arrays/array_memories.hpp"
 #include "arrays/arrays_bindings.hpp"
 #include "arrays/py_names.hpp"
+#include "arrays/py_refs.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
@@ -49,15 +50,16 @@ py::object attribute(PyObject *object, PyObject *name) {
 
 void add_events(PyObject *array, std::vector<cl_event> &deps) {
     py::object events = attribute(array, names().events);
-    PyObject *seq = events.ptr();
-    if (!PyList_Check(seq)) { // pyopencl keeps a list; anything else is read as a sequence
-        events = py::reinterpret_steal<py::object>(PySequence_Fast(seq, "events"));
-        if (!events) throw py::error_already_set();
-        seq = events.ptr();
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    // A tuple of its items (one operation on pyopencl's list: another
+    // thread may change it while this one reads), or of any sequence.
+    py::object copy = py::reinterpret_steal<py::object>(PyList_Check(events.ptr())
+                    ? PyList_AsTuple(events.ptr())
+                    : PySequence_Tuple(events.ptr()));
+    if (!copy) throw py::error_already_set();
+    PyObject *seq = copy.ptr();
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *event = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *event = PyTuple_GET_ITEM(seq, i);
         if (event == Py_None) continue;
         void *handle = PyLong_AsVoidPtr(attribute(event, names().int_ptr).ptr());
         if (!handle && PyErr_Occurred()) throw py::error_already_set();
@@ -146,13 +148,9 @@ py::object bound_call::run(py::handle arrays_object, py::handle ctx_given) const
     py::object ctx;
     if (ctx_given.is_none()) {
         if (queue.is_none()) return {};
-        PyObject *found = PyDict_GetItemWithError(python_helpers().contexts.ptr(),
+        ctx = py_refs::dict_get(python_helpers().contexts.ptr(),
                 attribute(queue.ptr(), n.int_ptr).ptr());
-        if (!found) {
-            if (PyErr_Occurred()) throw py::error_already_set();
-            return {};
-        }
-        ctx = py::reinterpret_borrow<py::object>(found);
+        if (!ctx) return {};
         if (attribute(ctx.ptr(), n.engine).ptr() != s->engine.ptr()
                 || s->use_ptr->evicted.load(std::memory_order_relaxed))
             return {};
@@ -244,10 +242,17 @@ struct signer {
             append(py::handle(value));
             return true;
         }
-        if (kind == &PyTuple_Type || kind == &PyList_Type) {
+        if (kind == &PyTuple_Type) {
             append(py::make_tuple(py::handle(reinterpret_cast<PyObject *>(kind)),
-                    PySequence_Fast_GET_SIZE(value)));
+                    PyTuple_GET_SIZE(value)));
             return add(value);
+        }
+        if (kind == &PyList_Type) { // read as a tuple of its items: one operation on the list
+            auto items = py::reinterpret_steal<py::object>(PyList_AsTuple(value));
+            if (!items) throw py::error_already_set();
+            append(py::make_tuple(py::handle(reinterpret_cast<PyObject *>(kind)),
+                    PyTuple_GET_SIZE(items.ptr())));
+            return add(items.ptr());
         }
         static PyObject *const enum_type
                 = py::object(py::module_::import("enum").attr("Enum")).release().ptr();
@@ -466,12 +471,8 @@ void bind(py::module_ &m) {
         py::object signed_call = signature(planner, args, kwargs);
         if (signed_call.is_none()) return signed_call;
         PyObject *key = PyTuple_GET_ITEM(signed_call.ptr(), 0);
-        PyObject *found = PyDict_GetItemWithError(python_helpers().bound.ptr(), key);
-        if (!found) {
-            if (PyErr_Occurred()) throw py::error_already_set();
-            return signed_call;
-        }
-        py::object keep = py::reinterpret_borrow<py::object>(found); // another thread may drop it
+        py::object keep = py_refs::dict_get(python_helpers().bound.ptr(), key); // ours: another thread may drop it
+        if (!keep) return signed_call;
         py::object result = keep.cast<const bound_call &>().run(
                 PyTuple_GET_ITEM(signed_call.ptr(), 1), py::none());
         return result ? result : signed_call;

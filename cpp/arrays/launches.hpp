@@ -8,10 +8,13 @@
 //
 // Shared state: the process-wide use clock and bound-call hit count
 // (atomics); the Python helpers and tables set once at import
-// (set_helpers, before any call); everything else is per object (a step,
-// a bound call: immutable once made, but for a step's use stamp, atomic).
-// Calls run with the GIL (submitting only enqueues kernels:
-// docs/api.md, Threads and the GIL).
+// (set_helpers, before any call), the tables read by one dict operation
+// each with a reference of the caller's own (arrays/py_refs.hpp);
+// everything else is per object (a step, a bound call: immutable once
+// made, but for a step's use stamp, atomic), or the memories kept on an
+// array (arrays/array_memories: its shelf's mutex). Calls keep the GIL
+// where there is one (submitting only enqueues kernels: docs/api.md,
+// Threads and the GIL); on a free-threaded Python threads run them at once.
 #pragma once
 
 #include <atomic>

@@ -68,8 +68,8 @@ from ._weights import prepare_weights
 # bottom up: plan data (_operands, _post_ops, _spatial, _plans), the
 # engines, streams and cache (_context, _cache), the planners
 # (_elementwise, _linear, _normalization, _movement), the run (_run), the
-# call binding (_call), what runs calls (_weights, _capture), and this
-# module; tests/test_ops_layers.py keeps every import pointing down.
+# call binding (_call), what runs calls (_weights), and this module;
+# tests/test_ops_layers.py keeps every import pointing down.
 eltwise = operation(_elementwise.eltwise)
 relu = operation(_elementwise.relu)
 gelu = operation(_elementwise.gelu)
