@@ -1049,8 +1049,9 @@ def test_a_bound_call_whose_entry_left_the_cache_is_planned_again(queue):
     """Another thread may evict an entry between a call finding its binding
     and using it: the call is then planned again (a miss), not run on a
     primitive the cache no longer holds. Simulated by putting the binding
-    back after the cache was cleared, as a call that found it just before
-    holds it."""
+    back after its entry was evicted (the capacity cut to 0 and restored:
+    the queue's stream stays), as a call that found it just before holds
+    it."""
     from dnnl_ocl_interop.ops import _cache
 
     x_values = np.arange(-6, 6, dtype=np.float64)
@@ -1058,11 +1059,15 @@ def test_a_bound_call_whose_entry_left_the_cache_is_planned_again(queue):
     ops.relu(x)
     found = dict(_cache.bound)
     assert len(found) == 1
-    ops.clear_cache()                # "another thread" empties the cache now
+    before = ops.cache_info()
+    ops.set_cache_capacity(0)        # "another thread" evicts the entry now
+    ops.set_cache_capacity(1024)
     _cache.bound.update(found)
     y = ops.relu(x)
     close(host(y), np.maximum(x_values, 0))
-    assert ops.cache_info()["misses"] == 1 and ops.cache_info()["hits"] == 0
+    after = ops.cache_info()
+    assert after["evictions"] - before["evictions"] == 1
+    assert after["misses"] - before["misses"] == 1 and after["hits"] == before["hits"]
 
 
 def test_bound_calls_from_threads_while_entries_are_evicted(cl_context, cl_device):
