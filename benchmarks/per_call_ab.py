@@ -21,7 +21,14 @@ Rows (run.py's work: a ReLU of 64 floats):
   profiling, oneDNN profiles it: one event kept per kernel until
   ``reset_profiling``, which the row calls after each batch);
 - ``... recording`` (only when the build has ``dnnl.profiling``): the same
-  with a recorder active (two markers per execute).
+  with a recorder active (two markers per execute);
+- ``ops.relu(x, out=y)``, ``ops.relu(x)``, ``ops.relu(x), pool``: a cached
+  ``dnnl.ops`` call on an in-order queue, into ``out=``, making its result
+  (pyopencl's default allocator), making it from a
+  ``pyopencl.tools.MemoryPool``;
+- ``small network with ops`` (µs per network: four ops calls and a
+  wait, run.py's ops_network);
+- ``unit``: ``gc.isenabled()`` (for budgets in units).
 """
 
 import argparse
@@ -98,6 +105,34 @@ ROWS = textwrap.dedent("""
         row("execute(in-order, profiling queue), recording",
             lambda: oi.execute(relu, streams["prof"], args), streams["prof"])
         recorder.stop()
+    from dnnl_ocl_interop import ops
+    import pyopencl.array as cla
+    import pyopencl.tools as cltools
+
+    in_order = queues["in"]
+    x = cla.to_device(in_order, run.pattern(64))
+    y = cla.empty_like(x)
+    pool = cltools.MemoryPool(cltools.ImmediateAllocator(in_order))
+    pooled = cla.to_device(in_order, run.pattern(64), allocator=pool)
+    finish = in_order.finish
+    for name, call in (("ops.relu(x, out=y)", lambda: ops.relu(x, out=y)),
+                       ("ops.relu(x)", lambda: ops.relu(x)),
+                       ("ops.relu(x), pool", lambda: ops.relu(pooled))):
+        for _ in range(WARMUP):
+            call()
+        finish()
+        rows[name] = median_us(call, finish)
+    n, ic, oc, hw, classes = 8, 3, 16, 32, 10
+    shapes = dict(x=(n, ic, hw, hw), conv_w=(oc, ic, 3, 3), conv_b=(oc,),
+                  fc_w=(classes, oc, hw // 2, hw // 2), fc_b=(classes,))
+    inputs = [cla.to_device(in_order, run.pattern(int(np.prod(s))).reshape(s), allocator=pool)
+              for s in shapes.values()]
+    network = lambda: run.ops_network(in_order, *inputs)
+    for _ in range(5):
+        network()
+    rows["small network with ops"] = run.median_us(15, 1, network)
+    import gc
+    rows["unit"] = run.median_us(REPEATS, 1000, gc.isenabled)
     print(json.dumps(rows))
 """)
 

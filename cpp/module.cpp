@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "arrays/arrays_bindings.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
 #include "common/instances.hpp"
@@ -61,6 +62,10 @@ PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
             "Intel unified shared memory (cl_intel_unified_shared_memory).");
     bind_usm(usm);
     bind_usm_kernel_args(usm);
+    auto arrays = m.def_submodule("_arrays",
+            "The compiled part under dnnl.arrays and dnnl.ops: memory kept on pyopencl "
+            "arrays and ops' launches.");
+    bind_arrays(arrays);
 
     // Submodules are importable by name (`from ._core.usm import *`), and
     // each module's __all__ lists its public names, submodules left out (the

@@ -810,16 +810,16 @@ def test_out_events_are_replaced_not_accumulated(queue):
 def test_results_are_ordinary_pyopencl_arrays(queue, monkeypatch, fast):
     """Made by pyopencl's internal fast constructor, or by cla.empty when a
     pyopencl release refuses it: either way arrays pyopencl works with."""
-    from dnnl_ocl_interop.ops import _operands
+    from dnnl_ocl_interop.ops import _run
 
-    monkeypatch.setattr(_operands, "_fast_arrays", fast)
+    monkeypatch.setattr(_run, "_fast_arrays", fast)
     x = dev(queue, np.arange(-6.0, 6.0).reshape(3, 4))
     y = ops.relu(x)
     assert isinstance(y, cla.Array) and y.shape == (3, 4) and y.dtype == np.float32
     assert y.strides == (16, 4) and y.flags.c_contiguous and y.context == queue.context
     assert y.nbytes == 48 and y.size == 12 and y.offset == 0
     close(host(y + 1), np.maximum(np.arange(-6.0, 6.0).reshape(3, 4), 0) + 1)
-    assert _operands._fast_arrays is fast
+    assert _run._fast_arrays is fast
 
 
 def test_result_uses_the_input_allocator(queue):
@@ -883,35 +883,40 @@ def test_cache_keys_on_strides(queue):
     assert ops.cache_info()["misses"] == 3
 
 
-def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue, monkeypatch):
+@pytest.mark.test_hooks
+def test_in_order_chains_need_no_barrier(cl_context, cl_device, queue):
     """On an in-order queue, events of that queue (ops' own markers, pyopencl's
     copies) are waited for by the queue's order: ops passes execute no deps
     for them (each would cost the binding's barrier). A pending event of
-    another queue is passed on (the binding makes the queue wait for it)."""
-    from dnnl_ocl_interop.ops import _plan
-
+    another queue is passed on (the binding makes the queue wait for it);
+    once complete, it is not. (Counted by the launches' test hook.)"""
+    submitted = dnnl._core._arrays._submitted
     passed = []
-    real = _plan._execute
-    monkeypatch.setattr(_plan, "_execute",
-                        lambda prim, stream, args, deps: passed.append(len(deps))
-                        or real(prim, stream, args, deps))
+
+    def count(run):
+        before = submitted()
+        result = run()
+        after = submitted()
+        passed.extend([after[1] - before[1]] if after[0] - before[0] == 1 else [None])
+        return result
+
     x = dev(queue, np.arange(-4.0, 4.0))   # events: to_device's copy on this queue
     assert len(x.events) == 1
-    y = ops.relu(ops.exp(ops.relu(x)))
+    h = count(lambda: ops.relu(x))
+    h = count(lambda: ops.exp(h))
+    y = count(lambda: ops.relu(h))
     assert passed == [0, 0, 0]
     other = cl.CommandQueue(cl_context, cl_device)
     gate = cl.UserEvent(cl_context)
     foreign = cl.enqueue_marker(other, wait_for=[gate])  # pending, on another queue
     x.add_event(foreign)
-    z = ops.relu(x)
+    z = count(lambda: ops.relu(x))
     assert passed[3:] == [1]
     gate.set_status(cl.command_execution_status.COMPLETE)
     close(host(y), np.exp(np.maximum(np.arange(-4.0, 4.0), 0)), tol=1e-5)
     close(host(z), np.maximum(np.arange(-4.0, 4.0), 0))
-    ops.relu(x)                            # that event is complete now: remembered
+    count(lambda: ops.relu(x))             # that event is complete now: not passed
     assert passed[4:] == [0]
-    from dnnl_ocl_interop.ops import _context
-    assert any(e is foreign for e in _context.of_queue(queue).known.values())
 
 
 def test_cache_keys_on_post_op_layouts_and_dtypes(queue):
@@ -931,7 +936,7 @@ def test_repeated_calls_skip_planning_and_run_on_their_own_arrays(queue, monkeyp
     other values) is bound to that call's entry and is not planned again;
     it still shares its own arrays: new inputs, bias, post-op input and out
     each time."""
-    from dnnl_ocl_interop.ops import _plan
+    from dnnl_ocl_interop.ops import _run
 
     rng = np.random.default_rng(50)
 
@@ -948,28 +953,35 @@ def test_repeated_calls_skip_planning_and_run_on_their_own_arrays(queue, monkeyp
     def planned(*args):
         raise AssertionError("a call of a known signature was planned again")
 
-    monkeypatch.setattr(_plan, "cached_entry", planned)
+    monkeypatch.setattr(_run, "cached_entry", planned)
     call()
     call()
     assert ops.cache_info()["hits"] == 2 and ops.cache_info()["misses"] == 1
 
 
 def test_arrays_shared_again_make_no_new_memory(queue, monkeypatch):
-    """Memory on an array is made once (dnnl.arrays.as_memory keeps it on
-    the array), a result's when ops makes the result: chained calls on the
-    same arrays make none."""
+    """Memory on an array is made once (kept on the array, as
+    dnnl.arrays.as_memory keeps it), a result's when ops makes the result:
+    chained calls on the same arrays make none, and a new result's memory is
+    kept on it (as_memory with the same descriptor finds it)."""
+    from dnnl_ocl_interop.ops import _context
+
+    engine = _context.of_queue(queue).engine
     x_values = np.arange(-8, 8, dtype=np.float64).reshape(4, 4)
     x = dev(queue, x_values)
     y = ops.relu(x)
+    desc = dnnl.memory.desc([4, 4], dnnl.memory.data_type.f32, [4, 1])
+    kept = [arrays.as_memory(a, engine, desc).memory for a in (x, y)]
     made = []
     make_memory = dnnl._core.ocl_interop.make_memory
     monkeypatch.setattr(dnnl._core.ocl_interop, "make_memory",
                         lambda *args: made.append(args) or make_memory(*args))
     ops.relu(y, out=y)
     ops.add(y, x, out=y)
+    z = ops.relu(x)  # a new result: its memory made by the call, kept on it
+    assert [arrays.as_memory(a, engine, desc).memory for a in (x, y)] == kept
+    arrays.as_memory(z, engine, desc)
     assert made == []
-    z = ops.relu(x)  # a new result: memory made on it, once
-    assert len(made) == 1
     close(host(y), np.maximum(x_values, 0) + x_values)
     close(host(z), np.maximum(x_values, 0))
 
@@ -1033,27 +1045,29 @@ def test_threads_share_the_cache(cl_context, cl_device):
     assert info["size"] == 2 and info["hits"] + info["misses"] == 80
 
 
-def test_a_bound_call_whose_entry_left_the_cache_is_planned_again(queue, monkeypatch):
+def test_a_bound_call_whose_entry_left_the_cache_is_planned_again(queue):
     """Another thread may evict an entry between a call finding its binding
     and using it: the call is then planned again (a miss), not run on a
-    primitive the cache no longer holds. Simulated by clearing the cache
-    where the bound call looks its stream up."""
-    from dnnl_ocl_interop.ops import _context
+    primitive the cache no longer holds. Simulated by putting the binding
+    back after its entry was evicted (the capacity cut to 0 and restored:
+    the queue's stream stays), as a call that found it just before holds
+    it."""
+    from dnnl_ocl_interop.ops import _cache
 
     x_values = np.arange(-6, 6, dtype=np.float64)
     x = dev(queue, x_values)
     ops.relu(x)
-    of_queue = _context.of_queue
-
-    def evicting_of_queue(q):
-        ops.clear_cache()  # "another thread" empties the cache now
-        return of_queue(q)
-
-    monkeypatch.setattr(_context, "of_queue", evicting_of_queue)
+    found = dict(_cache.bound)
+    assert len(found) == 1
+    before = ops.cache_info()
+    ops.set_cache_capacity(0)        # "another thread" evicts the entry now
+    ops.set_cache_capacity(1024)
+    _cache.bound.update(found)
     y = ops.relu(x)
-    monkeypatch.setattr(_context, "of_queue", of_queue)
     close(host(y), np.maximum(x_values, 0))
-    assert ops.cache_info()["misses"] == 1 and ops.cache_info()["hits"] == 0
+    after = ops.cache_info()
+    assert after["evictions"] - before["evictions"] == 1
+    assert after["misses"] - before["misses"] == 1 and after["hits"] == before["hits"]
 
 
 def test_bound_calls_from_threads_while_entries_are_evicted(cl_context, cl_device):
@@ -1346,7 +1360,7 @@ def test_a_bound_call_checks_overlap_on_every_call(queue, monkeypatch):
     """The signature holds shapes and strides, not offsets: a call bound to
     its entry by an earlier call of a disjoint out is still refused when its
     out overlaps."""
-    from dnnl_ocl_interop.ops import _plan
+    from dnnl_ocl_interop.ops import _run
 
     rng = np.random.default_rng(65)
     values = rand(rng, (16, 32))
@@ -1355,7 +1369,7 @@ def test_a_bound_call_checks_overlap_on_every_call(queue, monkeypatch):
     ops.add(z[0:8], w, out=z[8:16])
     assert ops.cache_info()["hits"] == 1
     planned = []
-    monkeypatch.setattr(_plan, "run", lambda *args: planned.append(args))
+    monkeypatch.setattr(_run, "run", lambda *args: planned.append(args))
     with pytest.raises(ValueError, match="^out overlaps a"):
         ops.add(z[0:8], w, out=z[4:12])
     assert planned == []  # refused by the bound call itself

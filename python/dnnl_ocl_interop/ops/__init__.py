@@ -57,13 +57,56 @@ Errors: ``TypeError`` and ``ValueError`` name the argument (``b``,
 the operation and its operands.
 """
 
+from . import _elementwise, _linear, _movement, _normalization
 from ._cache import cache_info, clear_cache, get_cache_capacity, set_cache_capacity
-from ._elementwise import (add, binary, clip, div, eltwise, exp, gelu, log, log_softmax,
-                           maximum, minimum, mul, relu, sigmoid, silu, softmax, sqrt, sub, tanh)
-from ._linear import (convolution, deconvolution, inner_product, matmul, prepare_weights,
-                      prepared_weights)
-from ._movement import astype, concat, copy, dequantize, quantize, reorder, sum, transpose
-from ._normalization import avg_pool, batch_norm, group_norm, layer_norm, max_pool, rms_norm
+from ._call import operation
+from ._linear import prepared_weights
+from ._weights import prepare_weights
+
+# The public functions, one way: each is its planner (the same parameters
+# and docstring), run by the call binding (_call.operation). The layers,
+# bottom up: plan data (_operands, _post_ops, _spatial, _plans), the
+# engines, streams and cache (_context, _cache), the planners
+# (_elementwise, _linear, _normalization, _movement), the run (_run), the
+# call binding (_call), what runs calls (_weights), and this module;
+# tests/test_ops_layers.py keeps every import pointing down.
+eltwise = operation(_elementwise.eltwise)
+relu = operation(_elementwise.relu)
+gelu = operation(_elementwise.gelu)
+sigmoid = operation(_elementwise.sigmoid)
+tanh = operation(_elementwise.tanh)
+silu = operation(_elementwise.silu)
+exp = operation(_elementwise.exp)
+log = operation(_elementwise.log)
+sqrt = operation(_elementwise.sqrt)
+clip = operation(_elementwise.clip)
+binary = operation(_elementwise.binary)
+add = operation(_elementwise.add)
+sub = operation(_elementwise.sub)
+mul = operation(_elementwise.mul)
+div = operation(_elementwise.div)
+maximum = operation(_elementwise.maximum)
+minimum = operation(_elementwise.minimum)
+softmax = operation(_elementwise.softmax)
+log_softmax = operation(_elementwise.log_softmax)
+matmul = operation(_linear.matmul)
+inner_product = operation(_linear.inner_product)
+convolution = operation(_linear.convolution)
+deconvolution = operation(_linear.deconvolution)
+layer_norm = operation(_normalization.layer_norm)
+rms_norm = operation(_normalization.rms_norm)
+batch_norm = operation(_normalization.batch_norm)
+group_norm = operation(_normalization.group_norm)
+max_pool = operation(_normalization.max_pool)
+avg_pool = operation(_normalization.avg_pool)
+reorder = operation(_movement.reorder)
+astype = operation(_movement.astype)
+copy = operation(_movement.copy)
+quantize = operation(_movement.quantize)
+dequantize = operation(_movement.dequantize)
+transpose = operation(_movement.transpose)
+concat = operation(_movement.concat)
+sum = operation(_movement.sum)
 
 __all__ = [
     "add", "astype", "avg_pool", "batch_norm", "binary", "cache_info", "clear_cache", "clip",

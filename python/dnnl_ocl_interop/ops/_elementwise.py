@@ -1,25 +1,30 @@
-"""Element by element: eltwise (every oneDNN algorithm, and named
-shortcuts), binary (with NumPy broadcasting as oneDNN allows it), softmax."""
+"""Planners of element-by-element calls: eltwise (every oneDNN algorithm,
+and named shortcuts), binary (with NumPy broadcasting as oneDNN allows it),
+softmax. Each public planner has its ops function's parameters and
+docstring (``ops/__init__.py`` makes the function)."""
 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .. import _core
 from .._errors import invalid_argument
-from ._operands import array_operand, broadcast_to, number, result_type
-from ._plan import call, operation, plan
-from ._post_ops import (ELTWISE_DEFAULTS, SCALAR_BINARY, binary_algorithm,
+from ._operands import DType, array_operand, broadcast_to, number, result_type
+from ._plans import plan
+from ._post_ops import (ELTWISE_DEFAULTS, SCALAR_BINARY, PostOps, binary_algorithm,
                         check_eltwise_params, eltwise_algorithm, scalar_linear)
+
+if TYPE_CHECKING:
+    from pyopencl.array import Array
 
 _FI = _core.prop_kind.forward_inference
 _A = _core
 _ALG = _core.algorithm
 
 
-def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional[float],
-                  out: Any) -> plan:
+def _eltwise_plan(x: Array, algorithm: Any, alpha: Optional[float], beta: Optional[float],
+                  out: Optional[Array]) -> plan:
     alg = eltwise_algorithm(algorithm)
     default_alpha, default_beta = ELTWISE_DEFAULTS.get(alg._name_, (0.0, 0.0))
     alpha = default_alpha if alpha is None else number(alpha, "alpha")
@@ -37,9 +42,8 @@ def _eltwise_plan(x: Any, algorithm: Any, alpha: Optional[float], beta: Optional
     return p
 
 
-@operation
-def eltwise(x: Any, algorithm: Any, alpha: Optional[float] = None, beta: Optional[float] = None,
-            *, out: Any = None) -> plan:
+def eltwise(x: Array, algorithm: Union[str, _core.algorithm], alpha: Optional[float] = None,
+            beta: Optional[float] = None, *, out: Optional[Array] = None) -> plan:
     """oneDNN's elementwise ``algorithm`` on ``x``: its name without
     ``eltwise_`` (``"relu"``, ``"gelu_tanh"``, ``"clip_v2"``, ... every
     ``dnnl.algorithm.eltwise_*``; aliases ``"sigmoid"``, ``"silu"``,
@@ -51,59 +55,51 @@ def eltwise(x: Any, algorithm: Any, alpha: Optional[float] = None, beta: Optiona
     return _eltwise_plan(x, algorithm, alpha, beta, out)
 
 
-def relu(x: Any, negative_slope: float = 0.0, *, out: Any = None) -> Any:
+def relu(x: Array, negative_slope: float = 0.0, *, out: Optional[Array] = None) -> plan:
     """max(x, 0), or x * negative_slope below 0 (leaky ReLU)."""
-    return call(_relu_plan, x, negative_slope, out)
-
-
-def _relu_plan(x: Any, negative_slope: Any, out: Any) -> plan:
     return _eltwise_plan(x, _ALG.eltwise_relu, number(negative_slope, "negative_slope"), 0.0, out)
 
 
-def gelu(x: Any, approximate: str = "none", *, out: Any = None) -> Any:
+def gelu(x: Array, approximate: str = "none", *, out: Optional[Array] = None) -> plan:
     """GELU: exact (erf) or ``approximate="tanh"``, as PyTorch spells it."""
     if approximate not in ("none", "tanh"):
         raise invalid_argument(f"approximate must be 'none' or 'tanh', not {approximate!r}")
     alg = _ALG.eltwise_gelu_tanh if approximate == "tanh" else _ALG.eltwise_gelu_erf
-    return call(_eltwise_plan, x, alg, None, None, out)
+    return _eltwise_plan(x, alg, None, None, out)
 
 
-def sigmoid(x: Any, *, out: Any = None) -> Any:
+def sigmoid(x: Array, *, out: Optional[Array] = None) -> plan:
     """1 / (1 + exp(-x)) (oneDNN's logistic)."""
-    return call(_eltwise_plan, x, _ALG.eltwise_logistic, None, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_logistic, None, None, out)
 
 
-def tanh(x: Any, *, out: Any = None) -> Any:
+def tanh(x: Array, *, out: Optional[Array] = None) -> plan:
     """tanh(x)."""
-    return call(_eltwise_plan, x, _ALG.eltwise_tanh, None, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_tanh, None, None, out)
 
 
-def silu(x: Any, *, out: Any = None) -> Any:
+def silu(x: Array, *, out: Optional[Array] = None) -> plan:
     """x * sigmoid(x) (oneDNN's swish with alpha 1)."""
-    return call(_eltwise_plan, x, _ALG.eltwise_swish, 1.0, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_swish, 1.0, None, out)
 
 
-def exp(x: Any, *, out: Any = None) -> Any:
+def exp(x: Array, *, out: Optional[Array] = None) -> plan:
     """e ** x."""
-    return call(_eltwise_plan, x, _ALG.eltwise_exp, None, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_exp, None, None, out)
 
 
-def log(x: Any, *, out: Any = None) -> Any:
+def log(x: Array, *, out: Optional[Array] = None) -> plan:
     """Natural logarithm."""
-    return call(_eltwise_plan, x, _ALG.eltwise_log, None, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_log, None, None, out)
 
 
-def sqrt(x: Any, *, out: Any = None) -> Any:
+def sqrt(x: Array, *, out: Optional[Array] = None) -> plan:
     """Square root."""
-    return call(_eltwise_plan, x, _ALG.eltwise_sqrt, None, None, out)
+    return _eltwise_plan(x, _ALG.eltwise_sqrt, None, None, out)
 
 
-def clip(x: Any, lower: float, upper: float, *, out: Any = None) -> Any:
+def clip(x: Array, lower: float, upper: float, *, out: Optional[Array] = None) -> plan:
     """min(max(x, lower), upper)."""
-    return call(_clip_plan, x, lower, upper, out)
-
-
-def _clip_plan(x: Any, lower: Any, upper: Any, out: Any) -> plan:
     lower, upper = number(lower, "lower"), number(upper, "upper")
     if not lower <= upper:
         raise invalid_argument(f"lower, upper: lower {lower} must not exceed upper {upper}")
@@ -142,9 +138,9 @@ def _broadcast_shape(x: Any, y: Any) -> tuple:
     return tuple(shape)
 
 
-@operation
-def binary(a: Any, b: Any, algorithm: Any, *, post_ops: Any = (), out: Any = None,
-           dtype: Any = None) -> plan:
+def binary(a: Array, b: Union[Array, float], algorithm: Union[str, _core.algorithm], *,
+           post_ops: PostOps = (), out: Optional[Array] = None,
+           dtype: Optional[DType] = None) -> plan:
     """oneDNN's binary ``algorithm`` (``"add"``, ``"sub"``, ``"mul"``,
     ``"div"``, ``"max"``/``"maximum"``, ``"min"``/``"minimum"``, and the
     comparisons ``"ge"``, ``"gt"``, ``"le"``, ``"lt"``, ``"eq"``, ``"ne"``,
@@ -169,34 +165,40 @@ def _binary(a: Any, b: Any, alg: Any, post_ops: Any, out: Any, dtype: Any) -> pl
     return _binary_plan(a, b, alg, post_ops, out, dtype)
 
 
-def add(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def add(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+        out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """a + b (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_add, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_add, post_ops, out, dtype)
 
 
-def sub(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def sub(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+        out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """a - b (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_sub, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_sub, post_ops, out, dtype)
 
 
-def mul(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def mul(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+        out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """a * b (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_mul, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_mul, post_ops, out, dtype)
 
 
-def div(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def div(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+        out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """a / b (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_div, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_div, post_ops, out, dtype)
 
 
-def maximum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def maximum(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+            out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """The larger of a and b, element by element (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_max, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_max, post_ops, out, dtype)
 
 
-def minimum(a: Any, b: Any, *, post_ops: Any = (), out: Any = None, dtype: Any = None) -> Any:
+def minimum(a: Array, b: Union[Array, float], *, post_ops: PostOps = (),
+            out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """The smaller of a and b, element by element (see :func:`binary`)."""
-    return call(_binary, a, b, _ALG.binary_min, post_ops, out, dtype)
+    return _binary(a, b, _ALG.binary_min, post_ops, out, dtype)
 
 
 def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
@@ -215,13 +217,13 @@ def _softmax_plan(x: Any, axis: int, alg: Any, out: Any, dtype: Any) -> plan:
     return p
 
 
-@operation
-def softmax(x: Any, axis: int = -1, *, out: Any = None, dtype: Any = None) -> plan:
+def softmax(x: Array, axis: int = -1, *, out: Optional[Array] = None,
+            dtype: Optional[DType] = None) -> plan:
     """exp(x) / sum(exp(x)) along ``axis`` (oneDNN's softmax_accurate)."""
     return _softmax_plan(x, axis, _ALG.softmax_accurate, out, dtype)
 
 
-@operation
-def log_softmax(x: Any, axis: int = -1, *, out: Any = None, dtype: Any = None) -> plan:
+def log_softmax(x: Array, axis: int = -1, *, out: Optional[Array] = None,
+                dtype: Optional[DType] = None) -> plan:
     """x - log(sum(exp(x))) along ``axis`` (oneDNN's softmax_log)."""
     return _softmax_plan(x, axis, _ALG.softmax_log, out, dtype)

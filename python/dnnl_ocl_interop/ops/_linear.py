@@ -1,17 +1,30 @@
-"""Operations with weights: matmul, inner_product, convolution,
-deconvolution, and weights prepared once in the layout oneDNN prefers."""
+"""Planners of the operations with weights: matmul, inner_product,
+convolution, deconvolution; and weights prepared once in the layout oneDNN
+prefers (the data: ``_weights`` prepares them). Each public planner has its
+ops function's parameters and docstring (``ops/__init__.py`` makes the
+function)."""
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union
 
 from .. import _core
 from .._errors import invalid_argument
-from . import _context, _plan
-from ._operands import (accumulating_type, array_operand, broadcast_to, dense_strides,
-                        new_array, operand, prepend, result_type)
-from ._plan import operation, plan
+from ._operands import (DType, accumulating_type, array_operand, broadcast_to, dense_strides,
+                        operand, prepend, result_type)
+from ._plans import plan
+from ._post_ops import PostOps
 from ._spatial import output_sizes, paddings, per_dim, spatial_count
+
+if TYPE_CHECKING:
+    from pyopencl.array import Array
+
+#: A spatial argument: an int for every spatial dimension, or one per dimension
+Spatial = Union[int, Sequence[int]]
+#: Padding: as Spatial, (left, right) pairs per dimension, "valid" or "same"
+Padding = Union[int, str, Sequence[Union[int, Tuple[int, int]]]]
+#: A scale: a number, or a float32 array of per-channel factors
+Scale = Union[float, "Array"]
 
 _FI = _core.prop_kind.forward_inference
 _A = _core
@@ -90,10 +103,11 @@ def _bias(bias: Any, channels: int, dims: Tuple[int, ...], axis: int) -> operand
     return op
 
 
-@operation
-def matmul(a: Any, b: Any, bias: Any = None, *, transpose_a: bool = False,
-           transpose_b: bool = False, post_ops: Any = (), out: Any = None, dtype: Any = None,
-           a_scale: Any = None, b_scale: Any = None, out_scale: Any = None) -> plan:
+def matmul(a: Array, b: Union[Array, prepared_weights], bias: Optional[Array] = None, *,
+           transpose_a: bool = False, transpose_b: bool = False, post_ops: PostOps = (),
+           out: Optional[Array] = None, dtype: Optional[DType] = None,
+           a_scale: Optional[Scale] = None, b_scale: Optional[Scale] = None,
+           out_scale: Optional[Scale] = None) -> plan:
     """``a @ b (+ bias)``, then ``post_ops``, as NumPy's matmul: batched
     over leading dimensions that broadcast (equal or 1; a lower-rank operand
     gets leading 1s). ``a`` is ``[..., M, K]`` (``[..., K, M]`` with
@@ -153,9 +167,9 @@ def matmul(a: Any, b: Any, bias: Any = None, *, transpose_a: bool = False,
     return p
 
 
-@operation
-def inner_product(x: Any, weights: Any, bias: Any = None, *, post_ops: Any = (),
-                  out: Any = None, dtype: Any = None) -> plan:
+def inner_product(x: Array, weights: Union[Array, prepared_weights], bias: Optional[Array] = None,
+                  *, post_ops: PostOps = (), out: Optional[Array] = None,
+                  dtype: Optional[DType] = None) -> plan:
     """oneDNN's inner product (a fully connected layer): ``x`` ``[N, C,
     spatial...]`` (or ``[N, C]``) times ``weights`` ``[OC, C, spatial...]``
     summed over all but N, plus ``bias`` ``[OC]``: the result is ``[N,
@@ -242,10 +256,10 @@ def _window_operands(function: str, x: Any, weights: Any, groups: Any, stride: A
             per_dim(dilation, n, "dilation", 1))
 
 
-@operation
-def convolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padding: Any = 0,
-                dilation: Any = 1, groups: int = 1, post_ops: Any = (), out: Any = None,
-                dtype: Any = None) -> plan:
+def convolution(x: Array, weights: Union[Array, prepared_weights], bias: Optional[Array] = None,
+                *, stride: Spatial = 1, padding: Padding = 0, dilation: Spatial = 1,
+                groups: int = 1, post_ops: PostOps = (), out: Optional[Array] = None,
+                dtype: Optional[DType] = None) -> plan:
     """Convolution of ``x`` ``[N, C, (D,) (H,) W]`` (1 to 3 spatial
     dimensions) with ``weights`` ``[OC, C / groups, k...]`` plus ``bias``
     ``[OC]``, as PyTorch's ``conv1d/2d/3d``: ``stride``, ``padding`` (int,
@@ -269,10 +283,11 @@ def convolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padd
                         "padding")
 
 
-@operation
-def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, padding: Any = 0,
-                  output_padding: Any = 0, dilation: Any = 1, groups: int = 1,
-                  post_ops: Any = (), out: Any = None, dtype: Any = None) -> plan:
+def deconvolution(x: Array, weights: Union[Array, prepared_weights],
+                  bias: Optional[Array] = None, *, stride: Spatial = 1, padding: Padding = 0,
+                  output_padding: Spatial = 0, dilation: Spatial = 1, groups: int = 1,
+                  post_ops: PostOps = (), out: Optional[Array] = None,
+                  dtype: Optional[DType] = None) -> plan:
     """Transposed convolution (oneDNN's deconvolution; PyTorch's
     ``conv_transpose1d/2d/3d``) of ``x`` ``[N, C, spatial...]`` with
     ``weights`` ``[C, OC / groups, k...]`` (PyTorch's layout) plus ``bias``
@@ -325,54 +340,7 @@ def deconvolution(x: Any, weights: Any, bias: Any = None, *, stride: Any = 1, pa
                         "stride or dilation")
 
 
-_WEIGHTED = {"matmul": matmul, "inner_product": inner_product, "convolution": convolution,
-             "deconvolution": deconvolution}
-
-
-def prepare_weights(function: Any, *args: Any, **kwargs: Any) -> prepared_weights:
-    """The weights of a call reordered once into the layout oneDNN prefers
-    for it: ``prepare_weights(ops.matmul, x, w, transpose_b=True)`` takes
-    the arguments of the call ``ops.matmul(x, w, transpose_b=True)`` and
-    returns a :class:`prepared_weights` to pass in place of ``w`` in later
-    calls with the same options and weights shape (other ``x`` shapes are
-    tried and refused by oneDNN with ``dnnl.error`` if the layout does not
-    suit them).
-
-    ``function`` is :func:`matmul`, :func:`inner_product`,
-    :func:`convolution` or :func:`deconvolution`. The call's primitive
-    descriptor is made with the weights' layout left to oneDNN
-    (``format_tag.any``; no primitive is compiled for it); the weights are
-    reordered on their own queue into a new array made with their allocator
-    (no host wait: the prepared array's events are the reorder's).
-    """
-    planner = _plan.planner_of(function)
-    name = getattr(function, "__name__", "")
-    if planner is None or _WEIGHTED.get(name) is not function:
-        raise TypeError("function must be ops.matmul, ops.inner_product, ops.convolution or "
-                        f"ops.deconvolution, not {function!r}")
-    p = planner(*args, **kwargs)
-    W = p.operands[1]
-    if isinstance(W.array, prepared_weights) or W.desc is not None:
-        raise TypeError(f"{W.name} is prepared already")
-    any_layout = _core.memory.desc(list(W.dims), W.data_type, _core.memory.format_tag.any)
-    source = operand(W.name, _A.ARG_FROM, W.array, W.dims, W.strides, W.data_type)
-    W.desc = any_layout
-    pd, _, _ = _plan.primitive_desc_of(p, _context.of_queue(_plan.queue_of(p)).engine)
-    chosen = pd.weights_desc()
-    dtype = W.array.dtype
-    queue = W.array.queue
-    if queue is None:
-        raise invalid_argument(f"{W.name} has no queue: give it one (array.with_queue(queue))")
-    array = new_array(queue, _context.of_queue(queue).cl_context,
-                      (chosen.get_size() // dtype.itemsize,), dtype, W.array.allocator)
-    _plan.run(_reorder_into(source, array, chosen))
-    options = {"transpose_b": bool(kwargs.get("transpose_b", False))} if name == "matmul" else \
-        {} if name == "inner_product" else {"groups": kwargs.get("groups", 1)}
-    return prepared_weights(name, W.array.shape, dtype, options, W.dims, W.data_type, chosen,
-                            array)
-
-
-def _reorder_into(source: operand, flat: Any, desc: Any) -> plan:
+def reorder_into(source: operand, flat: Any, desc: Any) -> plan:
     """A reorder of `source` into `flat` (a 1-D array) laid out as `desc`."""
     def make_pd(engine: Any, d: Any, dst_desc: Any, attr: Any) -> Any:
         return _A.reorder.primitive_desc(engine, d[0], engine, dst_desc, attr)

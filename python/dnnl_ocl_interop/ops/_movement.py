@@ -1,18 +1,24 @@
-"""Moving data: reorder (layouts, type conversion, int8 scales), transpose,
-copy, concat and sum."""
+"""Planners of data movement: reorder (layouts, type conversion, int8
+scales), transpose, copy, concat and sum; and the copy of an operand as a
+primitive sees it (``_run``'s remedies run it). Each public planner has its
+ops function's parameters and docstring (``ops/__init__.py`` makes the
+function)."""
 
 from __future__ import annotations
 
 import builtins
-import threading
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from .. import _core
 from .._errors import invalid_argument
 from ._context import ones_like_queue
 from ._elementwise import binary_operands_plan
-from ._operands import array_operand, number, operand, result_type
-from ._plan import operation, plan, run
+from ._linear import Scale
+from ._operands import DType, array_operand, number, operand, result_type
+from ._plans import plan
+
+if TYPE_CHECKING:
+    from pyopencl.array import Array
 
 _A = _core
 
@@ -60,9 +66,9 @@ def _reorder_plan(dims: Any, X: operand, dtype: Any, src_scale: Any, dst_scale: 
     return p
 
 
-@operation
-def reorder(x: Any, dtype: Any = None, *, src_scale: Any = None, dst_scale: Any = None,
-            axis: Optional[int] = None, out: Any = None) -> plan:
+def reorder(x: Array, dtype: Optional[DType] = None, *, src_scale: Optional[Scale] = None,
+            dst_scale: Optional[Scale] = None, axis: Optional[int] = None,
+            out: Optional[Array] = None) -> plan:
     """A copy of ``x`` (any strides) into a new dense array, or into ``out``
     (any strides), converted to ``dtype`` (``"f32"``, ``"f16"``, ``"bf16"``
     (uint16), ``"s8"``, ``"u8"``, ``"s32"`` or a NumPy dtype), as oneDNN's
@@ -74,33 +80,32 @@ def reorder(x: Any, dtype: Any = None, *, src_scale: Any = None, dst_scale: Any 
     return _reorder_plan(X.dims, X, dtype, src_scale, dst_scale, axis, out)
 
 
-def astype(x: Any, dtype: Any, *, out: Any = None) -> Any:
+def astype(x: Array, dtype: DType, *, out: Optional[Array] = None) -> plan:
     """``x`` converted to ``dtype`` (see :func:`reorder`)."""
     return reorder(x, dtype, out=out)
 
 
-def copy(x: Any, *, out: Any = None) -> Any:
+def copy(x: Array, *, out: Optional[Array] = None) -> plan:
     """A dense copy of ``x`` (for instance of a strided view)."""
     return reorder(x, out=out)
 
 
-def quantize(x: Any, scale: Any, dtype: Any = "s8", *, axis: Optional[int] = None,
-             out: Any = None) -> Any:
+def quantize(x: Array, scale: Scale, dtype: DType = "s8", *, axis: Optional[int] = None,
+             out: Optional[Array] = None) -> plan:
     """``round(x / scale)`` saturated to ``dtype`` (s8 or u8); ``scale`` a
     number or a float32 array of factors along ``axis``."""
     return reorder(x, dtype, dst_scale=scale, axis=axis, out=out)
 
 
-def dequantize(x: Any, scale: Any, dtype: Any = "f32", *, axis: Optional[int] = None,
-               out: Any = None) -> Any:
+def dequantize(x: Array, scale: Scale, dtype: DType = "f32", *, axis: Optional[int] = None,
+               out: Optional[Array] = None) -> plan:
     """``x * scale`` as ``dtype`` (f32, f16 or bf16); ``scale`` a number or
     a float32 array of factors along ``axis``."""
     return reorder(x, dtype, src_scale=scale, axis=axis, out=out)
 
 
-@operation
-def transpose(x: Any, axes: Optional[Sequence[int]] = None, *, dtype: Any = None,
-              out: Any = None) -> plan:
+def transpose(x: Array, axes: Optional[Sequence[int]] = None, *, dtype: Optional[DType] = None,
+              out: Optional[Array] = None) -> plan:
     """NumPy's ``x.transpose(axes)`` (reversed axes by default) as a new dense
     array (a reorder: the data moves), converted to ``dtype`` if given."""
     X = array_operand("x", _A.ARG_FROM, x)
@@ -114,8 +119,7 @@ def transpose(x: Any, axes: Optional[Sequence[int]] = None, *, dtype: Any = None
     return _reorder_plan(X.dims, X, dtype, None, None, None, out)
 
 
-@operation
-def concat(arrays: Sequence[Any], axis: int = 0, *, out: Any = None) -> plan:
+def concat(arrays: Sequence[Array], axis: int = 0, *, out: Optional[Array] = None) -> plan:
     """The arrays joined along ``axis`` (same dtype, same shape elsewhere)."""
     if not isinstance(arrays, (list, tuple)) or not arrays:
         raise TypeError("arrays must be a non-empty list or tuple of pyopencl arrays")
@@ -141,9 +145,8 @@ def concat(arrays: Sequence[Any], axis: int = 0, *, out: Any = None) -> plan:
                 result_type(first.data_type, None, out), out, make_pd)
 
 
-@operation
-def sum(arrays: Sequence[Any], scales: Optional[Sequence[float]] = None, *,
-        out: Any = None) -> plan:
+def sum(arrays: Sequence[Array], scales: Optional[Sequence[float]] = None, *,
+        out: Optional[Array] = None) -> plan:
     """``scales[0] * arrays[0] + scales[1] * arrays[1] + ...`` (scales default
     to 1) of arrays of one shape, as oneDNN's sum primitive.
 
@@ -189,21 +192,11 @@ def _sum_plan(arrays: Sequence[Any], values: Sequence[float], order: Sequence[in
     return p
 
 
-def copy_as_seen(op: operand) -> Any:
-    """A new dense array of ``op.dims`` holding what a primitive reads
-    through `op` (its dims and strides over its array), for a plan whose
-    descriptor the binding refused for a known problem naming that operand
-    (_plan._remedy)."""
+def copy_as_seen(op: operand) -> plan:
+    """The plan of a new dense array of ``op.dims`` holding what a primitive
+    reads through `op` (its dims and strides over its array), for a plan
+    whose descriptor the binding refused for a known problem naming that
+    operand (``_run._remedy`` runs it)."""
     X = operand(op.name, _A.ARG_FROM, op.array, op.dims, op.strides, op.data_type,
                 offset=op.offset)
-    copying = _copying.__dict__.setdefault("arrays", set())
-    if id(op.array) in copying:  # the copy's own remedy asks for a copy of it again
-        return None
-    copying.add(id(op.array))
-    try:
-        return run(_reorder_plan(op.dims, X, None, None, None, None, None))
-    finally:
-        copying.discard(id(op.array))
-
-
-_copying = threading.local()  # the arrays copy_as_seen is copying, per thread
+    return _reorder_plan(op.dims, X, None, None, None, None, None)

@@ -1,14 +1,20 @@
-"""Normalization for inference (layer, RMS, batch, group) and pooling."""
+"""Planners of normalization for inference (layer, RMS, batch, group) and
+pooling. Each public planner has its ops function's parameters and
+docstring (``ops/__init__.py`` makes the function)."""
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import TYPE_CHECKING, Any, List, Optional
 
 from .. import _core
 from .._errors import invalid_argument
-from ._operands import array_operand, number, operand, result_type
-from ._plan import operation, plan
+from ._linear import Padding, Spatial
+from ._operands import DType, array_operand, number, operand, result_type
+from ._plans import plan
 from ._spatial import output_sizes, paddings, per_dim, spatial_count
+
+if TYPE_CHECKING:
+    from pyopencl.array import Array
 
 _FI = _core.prop_kind.forward_inference
 _A = _core
@@ -61,26 +67,25 @@ def _layer_plan(x: Any, weight: Any, bias: Any, eps: Any, out: Any, dtype: Any,
     return p
 
 
-@operation
-def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5, *,
-               out: Any = None, dtype: Any = None) -> plan:
+def layer_norm(x: Array, weight: Optional[Array] = None, bias: Optional[Array] = None,
+               eps: float = 1e-5, *, out: Optional[Array] = None,
+               dtype: Optional[DType] = None) -> plan:
     """Normalize ``x`` over its last axis (mean 0, variance 1, with ``eps``
     added to the variance), then ``* weight + bias`` (each of the last
     axis's size, optional; f32, f16 or bf16, both of one dtype)."""
     return _layer_plan(x, weight, bias, eps, out, dtype, rms=False)
 
 
-@operation
-def rms_norm(x: Any, weight: Any = None, eps: float = 1e-6, *, out: Any = None,
-             dtype: Any = None) -> plan:
+def rms_norm(x: Array, weight: Optional[Array] = None, eps: float = 1e-6, *,
+             out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """``x / sqrt(mean(x**2) + eps)`` over the last axis, ``* weight``
     (optional): oneDNN's layer normalization with the rms_norm flag."""
     return _layer_plan(x, weight, None, eps, out, dtype, rms=True)
 
 
-@operation
-def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None,
-               eps: float = 1e-5, *, out: Any = None, dtype: Any = None) -> plan:
+def batch_norm(x: Array, mean: Array, var: Array, weight: Optional[Array] = None,
+               bias: Optional[Array] = None, eps: float = 1e-5, *, out: Optional[Array] = None,
+               dtype: Optional[DType] = None) -> plan:
     """Batch normalization for inference over the channels (axis 1) of ``x``
     ``[N, C, ...]``, with the running ``mean`` and ``var`` (float32 ``[C]``),
     then ``* weight + bias`` (float32 ``[C]``, optional)."""
@@ -103,9 +108,9 @@ def batch_norm(x: Any, mean: Any, var: Any, weight: Any = None, bias: Any = None
     return p
 
 
-@operation
-def group_norm(x: Any, groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5,
-               *, out: Any = None, dtype: Any = None) -> plan:
+def group_norm(x: Array, groups: int, weight: Optional[Array] = None,
+               bias: Optional[Array] = None, eps: float = 1e-5, *,
+               out: Optional[Array] = None, dtype: Optional[DType] = None) -> plan:
     """Group normalization for inference: the channels (axis 1) of ``x``
     ``[N, C, ...]`` in ``groups`` groups, each normalized over its channels
     and the spatial axes, then ``* weight + bias`` (float32 ``[C]``,
@@ -153,9 +158,9 @@ def _pool_plan(x: Any, algorithm: Any, kernel_size: Any, stride: Any, padding: A
                 result_type(X.data_type, None, out), out, make_pd, sized_by="padding")
 
 
-@operation
-def max_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
-             dilation: Any = 1, *, out: Any = None) -> plan:
+def max_pool(x: Array, kernel_size: Spatial, stride: Optional[Spatial] = None,
+             padding: Padding = 0, dilation: Spatial = 1, *,
+             out: Optional[Array] = None) -> plan:
     """Max pooling over the spatial axes of ``x`` ``[N, C, spatial...]`` (1
     to 3), as PyTorch's ``max_pool1d/2d/3d``: ``stride`` defaults to the
     kernel size; padding as in :func:`convolution`; output sizes rounded
@@ -165,9 +170,9 @@ def max_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
     return _pool_plan(x, _A.algorithm.pooling_max, kernel_size, stride, padding, dilation, out)
 
 
-@operation
-def avg_pool(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
-             count_include_pad: bool = True, *, out: Any = None) -> plan:
+def avg_pool(x: Array, kernel_size: Spatial, stride: Optional[Spatial] = None,
+             padding: Padding = 0, count_include_pad: bool = True, *,
+             out: Optional[Array] = None) -> plan:
     """Average pooling, as PyTorch's ``avg_pool1d/2d/3d``: the padding counts
     in the divisor with ``count_include_pad`` (oneDNN's
     pooling_avg_include_padding), else not (pooling_avg_exclude_padding)."""

@@ -1,71 +1,37 @@
 """The operands of ``dnnl.ops`` calls: pyopencl arrays as oneDNN sees them
 (dims, strides in elements, data type; reinterpreted for transposes,
-broadcasts and grouped weights), shared as memory through
-``dnnl.arrays.as_memory``, results made as new arrays, and errors that name
-the argument."""
+broadcasts and grouped weights) and their data types, and errors that name
+the argument. Plan data: nothing here runs."""
 
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Dict, Sequence, Tuple, Union
 
 import numpy as np
 
-from .. import _core, arrays
+from .. import _array_memory, _core, arrays
 from .._errors import invalid_argument
 
 _dt = _core.memory.data_type
+#: What a ``dtype=`` argument takes: a NumPy dtype (or what ``numpy.dtype``
+#: takes), a name ("f32", "bf16", ...) or a ``dnnl.memory.data_type``
+DType = Union[str, "np.dtype[Any]", type, _core.memory.data_type]
 INT64_MAX = 2 ** 63 - 1  # oneDNN's dims, strides and sizes are int64
 _desc = _core.memory.desc
-_as_memory = arrays._as_memory  # as_memory with the descriptor's checks done once
+element_offset = _array_memory.element_offset  # a view's sub-memory offset, in elements
 
 # Loaded on first use: importing dnnl_ocl_interop must not touch OpenCL
 # (the emulated device is enabled before the process's first OpenCL call).
 _Array: Any = None
 _empty: Any = None
-_enqueue_marker: Any = None
-_MemoryObjectHolder: Any = None
 
 
 def _load_pyopencl() -> None:
-    global _Array, _empty, _enqueue_marker, _MemoryObjectHolder
-    import pyopencl as cl
+    global _Array, _empty
     import pyopencl.array as cla
 
-    _Array, _empty, _MemoryObjectHolder = cla.Array, cla.empty, cl.MemoryObjectHolder
-    # Called as (queue, wait_for). pyopencl's public enqueue_marker asks the
-    # device's OpenCL version on every call (0.4 µs of its 1.0); oneDNN needs
-    # OpenCL 1.2, whose marker that wrapper ends in: call it directly.
-    _enqueue_marker = getattr(cl._cl, "_enqueue_marker_with_wait_list", cl.enqueue_marker)
-
-
-_fast_arrays = True  # pyopencl's internal fast constructor works (see new_array)
-
-
-def new_array(queue: Any, cl_context: Any, shape: Tuple[int, ...], dtype: Any,
-              allocator: Any) -> Any:
-    """A new dense (C-order) pyopencl array: the result of a call.
-
-    pyopencl's public constructor (``cla.empty``) spends ~12 µs in Python
-    per array on the emulated device; the fast path pyopencl itself uses for
-    views (``_fast=True``) ~1.3 µs. That path is pyopencl's private
-    signature: if it is refused, ``cla.empty`` is used from then on.
-    """
-    global _fast_arrays
-    if _empty is None:
-        _load_pyopencl()
-    if _fast_arrays:
-        size = 1
-        for n in shape:
-            size *= n
-        item = dtype.itemsize
-        try:
-            return _Array(None, shape, dtype, allocator=allocator,
-                          strides=tuple(s * item for s in dense_strides(shape)), _fast=True,
-                          _size=size, _context=cl_context, _queue=queue)
-        except TypeError:
-            _fast_arrays = False
-    return _empty(queue, shape, dtype, allocator=allocator)
+    _Array, _empty = cla.Array, cla.empty
 
 
 # -- data types -----------------------------------------------------------------
@@ -183,7 +149,7 @@ class operand:
         self.data_type = data_type
         self.desc = desc
         # Elements from the aligned byte the array's memory starts at to its
-        # first element (arrays._element_offset): a sub-memory offset
+        # first element (element_offset): a sub-memory offset
         self.offset = offset
         # Keys hold enum members by name: Enum.__hash__ is Python code
         self.key = key if key is not None else (dims, strides, data_type._name_, offset)
@@ -202,7 +168,8 @@ class operand:
             return self.desc
         with naming(self.name):
             if self.offset:
-                return arrays._at_element_offset(self.dims, self.data_type, self.strides, self.offset)
+                return _array_memory.at_element_offset(self.dims, self.data_type, self.strides,
+                                                        self.offset)
             return _desc(list(self.dims), self.data_type, list(self.strides))
 
 
@@ -240,7 +207,7 @@ def array_operand(name: str, arg: int, array: Any) -> operand:
     if not shape:
         raise invalid_argument(f"{name}: array is 0-dimensional: reshape it to (1,) first")
     return operand(name, arg, array, shape, row_major_ones(shape, element_strides(array)),
-                   data_type_of(array, name), offset=arrays._element_offset(array) if array.offset else 0)
+                   data_type_of(array, name), offset=element_offset(array) if array.offset else 0)
 
 
 def prepend(op: operand, count: int) -> None:
@@ -292,16 +259,6 @@ def prefix(error: BaseException, text: str) -> None:
         error.args = (text + error.args[0],) + error.args[1:]
 
 
-def memory_of(array: Any, name: str, engine: Any, facts: Any) -> Any:
-    """(memory, events) of an array: dnnl.arrays.as_memory with a
-    descriptor whose facts it found once, errors named."""
-    try:
-        return _as_memory(array, engine, facts)
-    except (TypeError, ValueError) as e:
-        prefix(e, f"{name}: ")
-        raise
-
-
 def number(value: Any, name: str) -> float:
     """`value` as a float; TypeError naming it unless it is a real number."""
     if type(value) is float:
@@ -309,32 +266,3 @@ def number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, not {type(value).__name__}")
     return float(value)
-
-
-# -- storage ----------------------------------------------------------------------
-
-_STORAGE = "_dnnl_ocl_interop_ops_storage"  # the array attribute keeping storage_of's answer
-
-
-def storage_of(array: Any) -> Tuple[Any, Any, int]:
-    """(base_data, root, origin) of an array that as_memory took: ``root``
-    names the cl_mem its bytes are in (the handle of ``base_data``, or of
-    its parent if ``base_data`` is a sub-buffer: two pyopencl objects of one
-    cl_mem, or a buffer and its sub-buffer, have one root), ``origin`` is
-    where ``base_data`` starts in the root (bytes; the array's first element
-    is at ``origin + array.offset``). Kept on the array: ``_plan._launch``
-    reads it there without asking whether ``base_data`` is still the same
-    object (pyopencl never changes an array's storage; this function, used
-    everywhere else, does ask)."""
-    base = array.base_data
-    found = array.__dict__.get(_STORAGE)
-    if found is not None and found[0] is base:
-        return found
-    if _MemoryObjectHolder is None:
-        _load_pyopencl()
-    if not isinstance(base, _MemoryObjectHolder):  # as_memory refuses it: no root
-        return (base, base, 0)
-    root, origin = arrays._root_buffer(base)
-    found = (base, root.int_ptr, origin)
-    array.__dict__[_STORAGE] = found
-    return found

@@ -6,7 +6,7 @@ factors (numbers as one f32 in device memory, arrays per channel)."""
 from __future__ import annotations
 
 import numbers
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import _core, arrays
 from .._errors import invalid_argument
@@ -15,6 +15,9 @@ from ._operands import array_operand, broadcast_to, number, operand
 _dt = _core.memory.data_type
 _desc = _core.memory.desc
 _ALG = _core.algorithm
+#: What ``post_ops=`` takes: a list of names ("relu") and tuples (("add",
+#: array), ("eltwise", name, alpha), ("sum", scale), ...; docs/ops.md)
+PostOps = Sequence[Union[str, Tuple[Any, ...]]]
 
 
 # -- post-ops ---------------------------------------------------------------------
