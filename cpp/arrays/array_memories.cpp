@@ -147,7 +147,8 @@ void put(py::handle array, kept k) {
     auto made = std::make_shared<kept>(std::move(k));
     std::shared_ptr<kept> replaced; // compared outside the lock
     for (auto &item : s->snapshot())
-        if (item->engine.ptr() == made->engine.ptr() && same(item->token.ptr(), made->token.ptr())) {
+        if (item->engine.ptr() == made->engine.ptr()
+                && same(item->token.ptr(), made->token.ptr())) {
             replaced = item;
             break;
         }

@@ -322,8 +322,8 @@ const helpers &python_helpers() {
 void take_operand(PyObject *array, const operand_spec &op, const step &s, arguments &into) {
     dnnl::memory memory;
     if (!array_memories::find(array, op.token.ptr(), s.engine.ptr(), memory)) {
-        py::object made = python_helpers().memory_of(py::handle(array), op.name, s.engine,
-                op.facts, op.token);
+        py::object made = python_helpers().memory_of(py::handle(array), op.name, s.engine, op.facts,
+                op.token);
         memory = made.cast<const memory_object &>().memory;
     }
     into.args.push_back({op.arg, memory.get()});
@@ -358,11 +358,11 @@ cl_event submit(const primitive_object &prim, const stream_object &stream, argum
     cl_event event = nullptr;
     // The GIL is kept, as in primitive.execute (core/primitive.cpp).
     auto execute = [&] {
-        dnnl::error::wrap_c_api(
-                dnnl_ocl_interop_primitive_execute(prim.primitive.get(), stream.stream.get(),
-                        static_cast<int>(into.args.size()), into.args.data(),
-                        into.deps.empty() ? nullptr : into.deps.data(),
-                        static_cast<int>(into.deps.size()), &event),
+        dnnl::error::wrap_c_api(dnnl_ocl_interop_primitive_execute(prim.primitive.get(),
+                                        stream.stream.get(), static_cast<int>(into.args.size()),
+                                        into.args.data(),
+                                        into.deps.empty() ? nullptr : into.deps.data(),
+                                        static_cast<int>(into.deps.size()), &event),
                 "could not execute a primitive");
         return 0;
     };
@@ -411,9 +411,8 @@ void bind(py::module_ &m) {
 
     py::class_<step>(m, "step",
             "A dnnl.ops cache entry's primitive and how its arguments are taken from arrays.")
-            .def(py::init(&make_step), py::arg("primitive"), py::arg("engine"),
-                    py::arg("operands"), py::arg("dst"), py::arg("in_place"), py::arg("op"),
-                    py::arg("use"),
+            .def(py::init(&make_step), py::arg("primitive"), py::arg("engine"), py::arg("operands"),
+                    py::arg("dst"), py::arg("in_place"), py::arg("op"), py::arg("use"),
                     "operands: [(arg, name, token, facts)]; dst: (arg, token, facts, shape, "
                     "byte strides, dtype) of a new result.")
             .def_property_readonly("use", [](const step &s) { return s.use_object; });
@@ -423,25 +422,25 @@ void bind(py::module_ &m) {
             "array whose queue runs it, scale factors given as numbers).")
             .def(py::init([](py::object step_object, std::vector<Py_ssize_t> indexes,
                                   Py_ssize_t out, Py_ssize_t holder, py::list scalars) {
-                bound_call b;
-                b.s = &step_object.cast<const step &>();
-                b.step_object = std::move(step_object);
-                if (indexes.size() != b.s->operands.size())
-                    throw_invalid_argument("indexes: one per operand of the step");
-                b.indexes = std::move(indexes);
-                b.out = out;
-                b.holder = holder;
-                for (py::handle item : scalars) {
-                    auto t = item.cast<py::tuple>();
-                    t[1].cast<const memory_object &>(); // checked here, not per call
-                    b.scalars.emplace_back(t[0].cast<int>(), t[1]);
-                }
-                Py_ssize_t most = std::max(out, holder);
-                for (Py_ssize_t i : b.indexes) most = std::max(most, i);
-                if (holder < 0) throw_invalid_argument("holder: an index");
-                b.needed = most + 1;
-                return b;
-            }),
+        bound_call b;
+        b.s = &step_object.cast<const step &>();
+        b.step_object = std::move(step_object);
+        if (indexes.size() != b.s->operands.size())
+            throw_invalid_argument("indexes: one per operand of the step");
+        b.indexes = std::move(indexes);
+        b.out = out;
+        b.holder = holder;
+        for (py::handle item : scalars) {
+            auto t = item.cast<py::tuple>();
+            t[1].cast<const memory_object &>(); // checked here, not per call
+            b.scalars.emplace_back(t[0].cast<int>(), t[1]);
+        }
+        Py_ssize_t most = std::max(out, holder);
+        for (Py_ssize_t i : b.indexes) most = std::max(most, i);
+        if (holder < 0) throw_invalid_argument("holder: an index");
+        b.needed = most + 1;
+        return b;
+    }),
                     py::arg("step"), py::arg("indexes"), py::arg("out"), py::arg("holder"),
                     py::arg("scalars"))
             .def("__call__", &bound_call::run, py::arg("arrays"), py::arg("ctx") = py::none(),
@@ -471,13 +470,13 @@ void bind(py::module_ &m) {
         py::object signed_call = signature(planner, args, kwargs);
         if (signed_call.is_none()) return signed_call;
         PyObject *key = PyTuple_GET_ITEM(signed_call.ptr(), 0);
-        py::object keep = py_refs::dict_get(python_helpers().bound.ptr(), key); // ours: another thread may drop it
+        py::object keep = py_refs::dict_get(python_helpers().bound.ptr(),
+                key); // ours: another thread may drop it
         if (!keep) return signed_call;
         py::object result = keep.cast<const bound_call &>().run(
                 PyTuple_GET_ITEM(signed_call.ptr(), 1), py::none());
         return result ? result : signed_call;
-    },
-            py::arg("planner"), py::arg("args"), py::arg("kwargs"),
+    }, py::arg("planner"), py::arg("args"), py::arg("kwargs"),
             "Run the bound call of this call's signature: its result; or (signature, arrays) "
             "when none runs it (plan it), or None when the call has no signature.");
 }

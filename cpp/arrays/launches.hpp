@@ -96,12 +96,12 @@ void give_event(PyObject *array, cl_event event);
 
 // The Python helpers and tables the calls use (set once, at import).
 struct helpers {
-    pybind11::object memory_of;  // (array, name, engine, facts, token) -> dnnl.memory
-    pybind11::object overlap;    // (op, in_place, arg, name, array, out) -> None or raises
-    pybind11::object new_array;  // (queue, cl_context, shape, dtype, allocator) -> array
+    pybind11::object memory_of;      // (array, name, engine, facts, token) -> dnnl.memory
+    pybind11::object overlap;        // (op, in_place, arg, name, array, out) -> None or raises
+    pybind11::object new_array;      // (queue, cl_context, shape, dtype, allocator) -> array
     pybind11::object element_offset; // (array) -> int
-    pybind11::object contexts;   // {cl_command_queue handle: ops context}
-    pybind11::object bound;      // {signature: bound call}
+    pybind11::object contexts;       // {cl_command_queue handle: ops context}
+    pybind11::object bound;          // {signature: bound call}
 };
 const helpers &python_helpers();
 

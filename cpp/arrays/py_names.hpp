@@ -7,8 +7,8 @@
 namespace dnnl_ocl_interop {
 
 struct py_names {
-    PyObject *base_data, *offset, *shape, *strides, *dtype, *events, *queue, *allocator,
-            *int_ptr, *shelf, *engine, *stream, *cl_context;
+    PyObject *base_data, *offset, *shape, *strides, *dtype, *events, *queue, *allocator, *int_ptr,
+            *shelf, *engine, *stream, *cl_context;
 };
 
 // Made at the first call (with the GIL), kept for the process.
