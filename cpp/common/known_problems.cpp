@@ -318,14 +318,6 @@ std::vector<std::atomic<bool>> &switches() {
 }
 
 // (by C string, without allocating: the rules ask on execute paths too)
-size_t index_of(const char *id) {
-    const auto &rows = all();
-    for (size_t i = 0; i < rows.size(); ++i)
-        if (std::strcmp(id, rows[i].id) == 0) return i;
-    throw status_error(dnnl_invalid_arguments,
-            std::string("no known problem has the id '") + id + "'");
-}
-
 bool older_than(const dnnl_version_t &v, const release &r) {
     if (v.major != r.major) return v.major < r.major;
     if (v.minor != r.minor) return v.minor < r.minor;
@@ -370,11 +362,26 @@ const problem *find(const std::string &id) {
     return nullptr;
 }
 
-bool applies(const char *id) {
-    const size_t i = index_of(id);
+size_t index_of(const char *id) {
+    const auto &rows = all();
+    for (size_t i = 0; i < rows.size(); ++i)
+        if (std::strcmp(id, rows[i].id) == 0) return i;
+    throw status_error(dnnl_invalid_arguments,
+            std::string("no known problem has the id '") + id + "'");
+}
+
+namespace {
+
+bool applies_at(size_t i) {
     if (!switches()[i].load(std::memory_order_relaxed)) return false;
     const release &fixed = all()[i].fixed;
     return fixed.major == 0 || older_than(*dnnl::version(), fixed);
+}
+
+} // namespace
+
+bool applies(const char *id) {
+    return applies_at(index_of(id));
 }
 
 const char *implementation_of(const dnnl::primitive_desc_base &pd) {
@@ -385,14 +392,16 @@ const char *implementation_of(const dnnl::primitive_desc_base &pd) {
     return pd.impl_info_str();
 }
 
-const implementation *applies_to(const char *id, const dnnl::primitive_desc_base &pd) {
-    if (!pd || !applies(id)) return nullptr;
-    const problem &p = all()[index_of(id)];
-    const char *impl = implementation_of(pd);
-    const auto k = pd.get_kind();
-    for (const implementation &named : p.implementations)
+const implementation *applies_to(size_t index, dnnl::primitive::kind k, const char *impl) {
+    if (!applies_at(index)) return nullptr;
+    for (const implementation &named : all()[index].implementations)
         if (names_implementation(named, k, impl)) return &named;
     return nullptr;
+}
+
+const implementation *applies_to(const char *id, const dnnl::primitive_desc_base &pd) {
+    if (!pd) return nullptr;
+    return applies_to(index_of(id), pd.get_kind(), implementation_of(pd));
 }
 
 bool names(const std::string &id, dnnl::primitive::kind k, const char *impl) {

@@ -75,6 +75,14 @@ bool applies(const char *id);
 // The entry of `id` naming oneDNN's chosen implementation of `pd` (the name
 // the scope view shows, see below) when its rule applies, else nullptr.
 const implementation *applies_to(const char *id, const dnnl::primitive_desc_base &pd);
+// The position of problem `id` in all(); an unknown id raises
+// invalid_arguments naming it.
+size_t index_of(const char *id);
+// applies_to() for the problem at `index` of all(), on a descriptor of kind
+// `k` whose implementation name (implementation_of) the caller read once:
+// the rules of one descriptor ask in turn on every creation, so each asks
+// without looking its id up or querying the descriptor again.
+const implementation *applies_to(size_t index, dnnl::primitive::kind k, const char *impl);
 // Whether problem `id` names implementation `impl` of primitives of `kind`
 // (whatever its switch).
 bool names(const std::string &id, dnnl::primitive::kind kind, const char *impl);

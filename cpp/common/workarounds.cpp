@@ -702,10 +702,19 @@ const struct {
 
 refusal known_wrong(const dnnl::primitive_desc_base &pd) {
     if (!pd || !is_gpu(pd)) return {};
-    for (const auto &r : pd_rules) {
-        const known_problems::implementation *named = applies_to(r.id, pd);
+    // Asked on every creation: each rule's row looked up once per process,
+    // the descriptor's kind and implementation read once per descriptor.
+    static const std::vector<size_t> rows = [] {
+        std::vector<size_t> at;
+        for (const auto &r : pd_rules) at.push_back(known_problems::index_of(r.id));
+        return at;
+    }();
+    const auto k = pd.get_kind();
+    const char *impl = impl_of(pd);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const known_problems::implementation *named = known_problems::applies_to(rows[i], k, impl);
         if (!named) continue;
-        refusal found = r.rule(pd, *named);
+        refusal found = pd_rules[i].rule(pd, *named);
         if (found) return found;
     }
     return {};
