@@ -161,6 +161,7 @@ GRAPH_THREADS = 8
 GRAPH_ITERATIONS = 200  # with the live table's mutex removed, 2 of 10 runs failed at 200 (0 of 4 at 12)
 
 
+@pytest.mark.test_hooks  # the binding's live allocation and allocator counts
 @pytest.mark.timeout(600, method="thread")
 def test_graph_executes_with_python_allocators_from_eight_threads(cl_context, cl_device):
     """Eight threads execute the attention partition: the even ones a
