@@ -9,8 +9,12 @@ Each interpreter must have the package installed (the free-threaded one by
 ``PYTHON=PATH bash .ci/setup``: docs/building.md, "A free-threaded
 Python"). run.py runs under each in turn, K chunks of N/K rounds each, the
 interpreter that goes first alternating by chunk, so that a state of the
-machine lasting minutes meets both; the free-threaded one with
-``PYTHON_GIL=0`` (pyopencl turns the GIL on at import otherwise). Each
+machine lasting minutes meets both; the free-threaded one as pyopencl
+leaves it: with the GIL, which pyopencl turns on at import until it
+declares free-threading support (forcing it off with ``PYTHON_GIL=0``
+crashes pyopencl when threads make its objects at once:
+docs/building.md, "A free-threaded Python"; the run of docs/benchmarks.md
+predates that finding). Each
 interpreter's rounds are pooled and judged as run.py judges them (the
 per-round ratio or difference against C++, measured in the same round, with
 a 95 % bootstrap interval over rounds).
@@ -42,12 +46,10 @@ THROUGHPUT_GOAL = 0.95
 THREAD_KINDS = ("matmul throughput", "graph throughput")
 
 
-def run_rounds(python, rounds, free_threaded):
+def run_rounds(python, rounds):
     """One run.py of `rounds` rounds under `python`; its JSON report."""
     env = dict(os.environ)
-    env.pop("PYTHON_GIL", None)
-    if free_threaded:
-        env["PYTHON_GIL"] = "0"
+    env.pop("PYTHON_GIL", None)  # each interpreter as pyopencl leaves it
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "report.json")
         done = subprocess.run([python, os.path.join(run.ROOT, "benchmarks", "run.py"), "--rounds",
@@ -93,14 +95,13 @@ def main(argv=None):
     parser.add_argument("--chunks", type=int, default=2, help="alternations of the interpreters")
     parser.add_argument("--json", metavar="PATH", help="also write both reports and the table as JSON")
     args = parser.parse_args(argv)
-    sides = {"GIL": (args.gil, False), "free-threaded": (args.free_threaded, True)}
+    sides = {"GIL": args.gil, "free-threaded": args.free_threaded}
     reports = {name: [] for name in sides}
     per_chunk = [args.rounds // args.chunks + (i < args.rounds % args.chunks) for i in range(args.chunks)]
     for chunk, rounds in enumerate(per_chunk):
         order = list(sides) if chunk % 2 == 0 else list(reversed(sides))
         for name in order:
-            python, free_threaded = sides[name]
-            report = run_rounds(python, rounds, free_threaded)
+            report = run_rounds(sides[name], rounds)
             reports[name].append(report)
             print(f"chunk {chunk + 1}/{args.chunks}: {name} ({report['machine']['python']}), {rounds} "
                   f"rounds, load {report['machine']['load_average']} → {report['load_average_at_end']}",

@@ -7,7 +7,10 @@ so importing the package alone, without pyopencl, leaves the GIL off; its
 shared state is immutable after import or guarded (docs/api.md, "Threads and
 the GIL"). Each check runs in a child process of this interpreter, without
 ``PYTHON_GIL`` in its environment (the suite's own process has imported
-pyopencl, which turns the GIL on unless ``PYTHON_GIL=0`` keeps it off).
+pyopencl, which turns the GIL on: pyopencl does not declare that it runs
+without it, and forcing it off crashes pyopencl itself,
+tools/pyopencl_without_gil.py; :func:`test_pyopencl_still_turns_the_gil_on`
+watches for the day that changes).
 
 On a build with a GIL these tests are skipped, saying so: there is no GIL to
 leave off. ``.ci/run`` runs this file on the free-threaded 3.13t when
@@ -68,6 +71,29 @@ def test_the_module_declares_that_it_does_not_need_the_gil():
         print(sys._is_gil_enabled(), core.__spec__.origin == spec.origin)
     """)
     assert out.split() == ["False", "True"], out
+
+
+@free_threaded_only
+def test_pyopencl_still_turns_the_gil_on():
+    """Why the suite runs on 3.13t with the GIL (.ci/run): pyopencl, imported
+    in a process that has not forced the GIL off, turns it on, as a module
+    that does not declare free-threading support does. When a pyopencl
+    declares it, this fails: run the 3.13t stage without the GIL then (and
+    tools/pyopencl_without_gil.py to see that pyopencl's objects survive
+    threads)."""
+    out = _child("""
+        import sys, warnings
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            import pyopencl
+        named = [str(w.message) for w in seen if "pyopencl" in str(w.message)]
+        print(sys._is_gil_enabled(), pyopencl.VERSION_TEXT, bool(named))
+    """)
+    gil, version, warned = out.split()
+    assert gil == "True", (
+        f"pyopencl {version} left the GIL off: it declares free-threading support now. Run .ci/run's "
+        "3.13t stage without the GIL (and docs/building.md, A free-threaded Python, says so)")
+    assert warned == "True", f"pyopencl {version} turned the GIL on without its RuntimeWarning: {out!r}"
 
 
 def test_enum_conversions_met_first_by_many_threads_at_once():
