@@ -96,11 +96,7 @@ shelf *shelf_of(py::handle array, bool make) {
     return shelf_held(in_dict.ptr());
 }
 
-py::object attribute(PyObject *object, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(object, name);
-    if (!value) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(value);
-}
+using py_refs::attribute;
 
 bool same(PyObject *a, PyObject *b) {
     if (a == b) return true;

@@ -1,6 +1,6 @@
 // _core._arrays, the compiled part under dnnl.arrays and dnnl.ops: memory
-// kept on pyopencl arrays (arrays/array_memories) and ops' launches
-// (arrays/launches).
+// kept on pyopencl arrays (arrays/array_memories), ops' launches
+// (arrays/launches) and captured programs' replays (arrays/replays).
 #pragma once
 
 #include <pybind11/pybind11.h>

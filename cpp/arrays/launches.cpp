@@ -12,6 +12,7 @@
 #include "arrays/arrays_bindings.hpp"
 #include "arrays/py_names.hpp"
 #include "arrays/py_refs.hpp"
+#include "arrays/replays.hpp"
 #include "common/cl_handles.hpp"
 #include "common/errors.hpp"
 #include "common/fork_guard.hpp"
@@ -28,6 +29,10 @@ namespace launches {
 namespace {
 
 std::atomic<uint64_t> use_clock {0};
+// Whether this thread is capturing ops calls (ops/_capture.py): its calls
+// are planned and run through Python's run, which records them, instead of
+// by their bound calls.
+thread_local bool capturing = false;
 std::atomic<uint64_t> bound_hits {0};
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS
 // Executes submitted, and the dependencies they were given (after the
@@ -42,13 +47,9 @@ helpers &mutable_helpers() {
     return *h;
 }
 
-py::object attribute(PyObject *object, PyObject *name) {
-    PyObject *value = PyObject_GetAttr(object, name);
-    if (!value) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(value);
-}
+using py_refs::attribute;
 
-void add_events(PyObject *array, std::vector<cl_event> &deps) {
+void add_events_of(PyObject *array, std::vector<cl_event> &deps) {
     py::object events = attribute(array, names().events);
     // A tuple of its items (one operation on pyopencl's list: another
     // thread may change it while this one reads), or of any sequence.
@@ -116,24 +117,7 @@ step make_step(py::object primitive, py::object engine, py::list operands, py::t
     return s;
 }
 
-// A step run on arrays given per call: which of the call's arrays each
-// operand is, out= (or a new result), whose queue runs the call, and the
-// scale factors given as numbers (memory made once).
-struct bound_call {
-    py::object step_object;
-    const step *s = nullptr;
-    std::vector<Py_ssize_t> indexes;
-    Py_ssize_t out = -1;
-    Py_ssize_t holder = 0;
-    std::vector<std::pair<int, py::object>> scalars;
-    Py_ssize_t needed = 0; // arrays a call must give
-
-    // The call on `arrays`; with `ctx` None a bound call (its context found
-    // by the holder's queue, a hit counted), which gives a null object when
-    // it cannot run here (no context for the queue yet, its entry evicted):
-    // the caller plans it.
-    py::object run(py::handle arrays, py::handle ctx_given) const;
-};
+} // namespace
 
 py::object bound_call::run(py::handle arrays_object, py::handle ctx_given) const {
     PyObject *seq = arrays_object.ptr();
@@ -193,6 +177,8 @@ py::object bound_call::run(py::handle arrays_object, py::handle ctx_given) const
     give_event(result.ptr(), submit(*s->prim, stream, call));
     return result;
 }
+
+namespace {
 
 // What a call's arguments say of it (see signature()): false where a value
 // has no part in a signature.
@@ -319,16 +305,21 @@ const helpers &python_helpers() {
     return mutable_helpers();
 }
 
-void take_operand(PyObject *array, const operand_spec &op, const step &s, arguments &into) {
+dnnl::memory memory_for(PyObject *array, const operand_spec &op, const step &s) {
     dnnl::memory memory;
     if (!array_memories::find(array, op.token.ptr(), s.engine.ptr(), memory)) {
         py::object made = python_helpers().memory_of(py::handle(array), op.name, s.engine, op.facts,
                 op.token);
         memory = made.cast<const memory_object &>().memory;
     }
+    return memory;
+}
+
+void take_operand(PyObject *array, const operand_spec &op, const step &s, arguments &into) {
+    dnnl::memory memory = memory_for(array, op, s);
     into.args.push_back({op.arg, memory.get()});
     into.held.push_back(std::move(memory));
-    add_events(array, into.deps);
+    add_events_of(array, into.deps);
 }
 
 py::object new_result(const step &s, PyObject *holder, py::handle queue, py::handle ctx,
@@ -346,34 +337,51 @@ py::object new_result(const step &s, PyObject *holder, py::handle queue, py::han
     return array;
 }
 
-cl_event submit(const primitive_object &prim, const stream_object &stream, arguments &into) {
-    cl_command_queue queue = oi::get_command_queue(stream.stream);
-    if (!stream.out_of_order && !into.deps.empty()) keep_foreign(into.deps, queue);
+void add_events(PyObject *array, std::vector<cl_event> &deps) {
+    add_events_of(array, deps);
+}
+
+void order_after(const stream_object &stream, std::vector<cl_event> &deps) {
+    if (!stream.out_of_order && !deps.empty())
+        keep_foreign(deps, oi::get_command_queue(stream.stream));
+    check_same_context(deps, stream.engine);
+    wait_in_order(stream, deps);
+}
+
+cl_event execute(const primitive_object &prim, const stream_object &stream,
+        const std::vector<dnnl_exec_arg_t> &args, const std::vector<cl_event> &deps) {
 #ifdef DNNL_OCL_INTEROP_TEST_HOOKS
     submitted.fetch_add(1);
-    deps_given.fetch_add(into.deps.size());
+    deps_given.fetch_add(deps.size());
 #endif
-    check_same_context(into.deps, stream.engine);
-    wait_in_order(stream, into.deps);
     cl_event event = nullptr;
     // The GIL is kept, as in primitive.execute (core/primitive.cpp).
-    auto execute = [&] {
+    auto run = [&] {
         dnnl::error::wrap_c_api(dnnl_ocl_interop_primitive_execute(prim.primitive.get(),
-                                        stream.stream.get(), static_cast<int>(into.args.size()),
-                                        into.args.data(),
-                                        into.deps.empty() ? nullptr : into.deps.data(),
-                                        static_cast<int>(into.deps.size()), &event),
+                                        stream.stream.get(), static_cast<int>(args.size()),
+                                        args.data(), deps.empty() ? nullptr : deps.data(),
+                                        static_cast<int>(deps.size()), &event),
                 "could not execute a primitive");
         return 0;
     };
     if (profiling::active())
-        profiling::recorded(stream, prim.subject(), execute);
+        profiling::recorded(stream, prim.subject(), run);
     else
-        execute();
-    if (!event) // in-order: a marker stands for the primitive
-        check_cl(clEnqueueMarkerWithWaitList(queue, 0, nullptr, &event),
-                "clEnqueueMarkerWithWaitList");
+        run();
     return event;
+}
+
+cl_event marker_after(const stream_object &stream, cl_event event) {
+    if (event) return event;
+    cl_event marker = nullptr; // in-order: a marker stands for what was enqueued before it
+    check_cl(clEnqueueMarkerWithWaitList(oi::get_command_queue(stream.stream), 0, nullptr, &marker),
+            "clEnqueueMarkerWithWaitList");
+    return marker;
+}
+
+cl_event submit(const primitive_object &prim, const stream_object &stream, arguments &into) {
+    order_after(stream, into.deps);
+    return marker_after(stream, execute(prim, stream, into.args, into.deps));
 }
 
 void give_event(PyObject *array, cl_event event) {
@@ -415,7 +423,9 @@ void bind(py::module_ &m) {
                     py::arg("dst"), py::arg("in_place"), py::arg("op"), py::arg("use"),
                     "operands: [(arg, name, token, facts)]; dst: (arg, token, facts, shape, "
                     "byte strides, dtype) of a new result.")
-            .def_property_readonly("use", [](const step &s) { return s.use_object; });
+            .def_property_readonly("use", [](const step &s) {
+        return s.use_object;
+    }).def_property_readonly("engine", [](const step &s) { return s.engine; });
 
     py::class_<bound_call>(m, "bound_call",
             "A step run on a call's arrays (operands by index, out= or a new result, the "
@@ -446,7 +456,11 @@ void bind(py::module_ &m) {
             .def("__call__", &bound_call::run, py::arg("arrays"), py::arg("ctx") = py::none(),
                     "Run on `arrays`: with `ctx` (an ops context) as planned; without, as a "
                     "bound call (None when it cannot run here: plan it).")
-            .def_property_readonly("step", [](const bound_call &b) { return b.step_object; });
+            .def_property_readonly("step", [](const bound_call &b) { return b.step_object; })
+            .def_property_readonly("indexes", [](const bound_call &b) { return b.indexes; },
+                    "Which of a call's arrays each operand of the step is.")
+            .def_property_readonly("out", [](const bound_call &b) { return b.out; },
+                    "Which of a call's arrays out= is (-1: a new result).");
 
     m.def("set_helpers",
             [](py::object memory_of, py::object overlap, py::object new_array,
@@ -462,13 +476,16 @@ void bind(py::module_ &m) {
             py::arg("memory_of"), py::arg("overlap"), py::arg("new_array"),
             py::arg("element_offset"), py::arg("contexts"), py::arg("bound"),
             "The Python helpers and tables of dnnl.ops the calls use (set once, at import).");
+    m.def("set_capturing", [](bool on) { capturing = on; }, py::arg("on"),
+            "Whether this thread's ops calls are planned (and recorded by ops/_run.py) "
+            "instead of run by their bound calls.");
     m.def("signature", &signature, py::arg("planner"), py::arg("args"), py::arg("kwargs"),
             "(signature, arrays) of a call of `planner`, or None if it has none: see "
             "dnnl_ocl_interop/ops/_call.py.");
     m.def("dispatch",
             [](py::handle planner, py::handle args, py::handle kwargs) -> py::object {
         py::object signed_call = signature(planner, args, kwargs);
-        if (signed_call.is_none()) return signed_call;
+        if (signed_call.is_none() || capturing) return signed_call;
         PyObject *key = PyTuple_GET_ITEM(signed_call.ptr(), 0);
         py::object keep = py_refs::dict_get(python_helpers().bound.ptr(),
                 key); // ours: another thread may drop it
@@ -485,6 +502,7 @@ void bind(py::module_ &m) {
 void bind_arrays(py::module_ &m) {
     array_memories::bind(m);
     launches::bind(m);
+    replays::bind(m);
 }
 
 } // namespace dnnl_ocl_interop

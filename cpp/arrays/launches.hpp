@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <CL/cl.h>
@@ -74,6 +75,29 @@ struct arguments {
     std::vector<cl_event> deps;
 };
 
+// A step run on arrays given per call: which of the call's arrays each
+// operand is, out= (or a new result), whose queue runs the call, and the
+// scale factors given as numbers (memory made once).
+struct bound_call {
+    pybind11::object step_object;
+    const step *s = nullptr;
+    std::vector<Py_ssize_t> indexes;
+    Py_ssize_t out = -1;
+    Py_ssize_t holder = 0;
+    std::vector<std::pair<int, pybind11::object>> scalars;
+    Py_ssize_t needed = 0; // arrays a call must give
+
+    // The call on `arrays`; with `ctx` None a bound call (its context found
+    // by the holder's queue, a hit counted), which gives a null object when
+    // it cannot run here (no context for the queue yet, its entry evicted):
+    // the caller plans it.
+    pybind11::object run(pybind11::handle arrays, pybind11::handle ctx_given) const;
+};
+
+// Memory for operand `op` on `array`: kept on it, or made by Python's
+// helper, which names the operand in its errors.
+dnnl::memory memory_for(PyObject *array, const operand_spec &op, const step &s);
+
 // Memory for operand `op` on `array` (kept, or made by Python's helper,
 // which names the operand in its errors), added to `into` with the array's
 // pending events.
@@ -90,6 +114,25 @@ pybind11::object new_result(const step &s, PyObject *holder, pybind11::handle qu
 // wait for them), on an out-of-order one after all; returns the primitive's
 // event, or on an in-order stream a marker's enqueued after it (owned).
 cl_event submit(const primitive_object &prim, const stream_object &stream, arguments &into);
+
+// Appends `array`'s pending events (pyopencl Events) to `deps` (borrowed
+// handles: the caller holds the array, which holds its events).
+void add_events(PyObject *array, std::vector<cl_event> &deps);
+
+// What submit() does before executing: `deps` narrowed to the events an
+// in-order stream's queue does not order already, checked to be of the
+// stream's context, and waited for by the binding's barrier where oneDNN
+// needs it; they are to be given to the execute too.
+void order_after(const stream_object &stream, std::vector<cl_event> &deps);
+
+// Executes `prim` on `stream` with `args` after `deps` (recorded when
+// profiling); oneDNN's event (owned), or null on an in-order stream.
+cl_event execute(const primitive_object &prim, const stream_object &stream,
+        const std::vector<dnnl_exec_arg_t> &args, const std::vector<cl_event> &deps);
+
+// `event`, or on an in-order stream (null event) a marker's enqueued after
+// everything before it (owned).
+cl_event marker_after(const stream_object &stream, cl_event event);
 
 // `array.events[:] = [event]`, the event (owned) wrapped as a pyopencl.Event.
 void give_event(PyObject *array, cl_event event);

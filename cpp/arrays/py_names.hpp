@@ -8,7 +8,7 @@ namespace dnnl_ocl_interop {
 
 struct py_names {
     PyObject *base_data, *offset, *shape, *strides, *dtype, *events, *queue, *allocator, *int_ptr,
-            *shelf, *engine, *stream, *cl_context;
+            *shelf, *engine, *stream, *cl_context, *context;
 };
 
 // Made at the first call (with the GIL), kept for the process.
@@ -22,7 +22,7 @@ inline const py_names &names() {
         return py_names {intern("base_data"), intern("offset"), intern("shape"), intern("strides"),
                 intern("dtype"), intern("events"), intern("queue"), intern("allocator"),
                 intern("int_ptr"), intern("_dnnl_ocl_interop_memories"), intern("engine"),
-                intern("stream"), intern("cl_context")};
+                intern("stream"), intern("cl_context"), intern("context")};
     }();
     return made;
 }

@@ -37,5 +37,12 @@ inline pybind11::object dict_set_default(PyObject *dict, PyObject *key, PyObject
 #endif
 }
 
+// object.name (a new reference); raises what getattr raises.
+inline pybind11::object attribute(PyObject *object, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(object, name);
+    if (!value) throw pybind11::error_already_set();
+    return pybind11::reinterpret_steal<pybind11::object>(value);
+}
+
 } // namespace py_refs
 } // namespace dnnl_ocl_interop

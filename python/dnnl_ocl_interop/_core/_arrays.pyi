@@ -5,7 +5,7 @@ The compiled part under dnnl.arrays and dnnl.ops: memory kept on pyopencl arrays
 from __future__ import annotations
 import collections.abc
 import typing
-__all__: list[str] = ['MEMORIES_PER_ARRAY', 'bound_call', 'bound_hits', 'dispatch', 'keep_memory', 'kept_memory', 'reset_bound_hits', 'set_helpers', 'signature', 'step', 'storage_of', 'use']
+__all__: list[str] = ['MEMORIES_PER_ARRAY', 'bound_call', 'bound_hits', 'dispatch', 'keep_memory', 'kept_memory', 'replay_program', 'reset_bound_hits', 'set_capturing', 'set_helpers', 'signature', 'step', 'storage_of', 'use']
 class use:
     """
     When a dnnl.ops cache entry was last used (a stamp of one process-wide clock) and whether it has left the cache.
@@ -35,6 +35,9 @@ class step:
         operands: [(arg, name, token, facts)]; dst: (arg, token, facts, shape, byte strides, dtype) of a new result.
         """
     @property
+    def engine(self) -> typing.Any:
+        ...
+    @property
     def use(self) -> typing.Any:
         ...
 class bound_call:
@@ -48,8 +51,38 @@ class bound_call:
     def __init__(self, step: typing.Any, indexes: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], out: typing.SupportsInt | typing.SupportsIndex, holder: typing.SupportsInt | typing.SupportsIndex, scalars: list) -> None:
         ...
     @property
+    def indexes(self) -> list[int]:
+        """
+        Which of a call's arrays each operand of the step is.
+        """
+    @property
+    def out(self) -> int:
+        """
+        Which of a call's arrays out= is (-1: a new result).
+        """
+    @property
     def step(self) -> typing.Any:
         ...
+class replay_program:
+    """
+    A captured sequence of dnnl.ops launches, replayed in one call (ops/_capture.py makes it; see cpp/arrays/replays.hpp).
+    """
+    def __call__(self, *args) -> typing.Any:
+        """
+        Replay on new inputs (arrays of the captured shapes, strides, dtypes and context): the outputs, on the first input's queue.
+        """
+    def __init__(self, launches: list, inputs: typing.SupportsInt | typing.SupportsIndex, input_facts: list, slots: typing.SupportsInt | typing.SupportsIndex, constants: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], outputs: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], single: bool, refuse: typing.Any, prepare: typing.Any) -> None:
+        """
+        launches: [(bound call, operand slots, destination slot)]; slots: inputs first, then the arrays captured by reference and the results made inside.
+        """
+    def _queues(self) -> int:
+        """
+        How many queues the program keeps results on.
+        """
+    def _release(self) -> None:
+        """
+        Forget every queue's results (the arrays and memories the program keeps).
+        """
 def bound_hits() -> int:
     """
     Calls run by their binding since the last reset_bound_hits().
@@ -68,6 +101,10 @@ def kept_memory(array: typing.Any, token: typing.Any, engine: typing.Any) -> typ
     """
 def reset_bound_hits() -> None:
     ...
+def set_capturing(on: bool) -> None:
+    """
+    Whether this thread's ops calls are planned (and recorded by ops/_run.py) instead of run by their bound calls.
+    """
 def set_helpers(memory_of: typing.Any, overlap: typing.Any, new_array: typing.Any, element_offset: typing.Any, contexts: dict, bound: dict) -> None:
     """
     The Python helpers and tables of dnnl.ops the calls use (set once, at import).

@@ -59,6 +59,7 @@ the operation and its operands.
 
 from . import _elementwise, _linear, _movement, _normalization
 from ._cache import cache_info, clear_cache, get_cache_capacity, set_cache_capacity
+from ._capture import capture, program
 from ._call import operation
 from ._linear import prepared_weights
 from ._weights import prepare_weights
@@ -68,7 +69,7 @@ from ._weights import prepare_weights
 # bottom up: plan data (_operands, _post_ops, _spatial, _plans), the
 # engines, streams and cache (_context, _cache), the planners
 # (_elementwise, _linear, _normalization, _movement), the run (_run), the
-# call binding (_call), what runs calls (_weights), and this module;
+# call binding (_call), what runs calls (_weights, _capture), and this module;
 # tests/test_ops_layers.py keeps every import pointing down.
 eltwise = operation(_elementwise.eltwise)
 relu = operation(_elementwise.relu)
@@ -109,10 +110,10 @@ concat = operation(_movement.concat)
 sum = operation(_movement.sum)
 
 __all__ = [
-    "add", "astype", "avg_pool", "batch_norm", "binary", "cache_info", "clear_cache", "clip",
+    "add", "astype", "avg_pool", "batch_norm", "binary", "cache_info", "capture", "clear_cache", "clip",
     "concat", "convolution", "copy", "deconvolution", "dequantize", "div", "eltwise", "exp",
     "gelu", "get_cache_capacity", "group_norm", "inner_product", "layer_norm", "log",
     "log_softmax", "matmul", "max_pool", "maximum", "minimum", "mul", "prepare_weights",
-    "prepared_weights", "quantize", "relu", "reorder", "rms_norm", "set_cache_capacity",
+    "prepared_weights", "program", "quantize", "relu", "reorder", "rms_norm", "set_cache_capacity",
     "sigmoid", "silu", "softmax", "sqrt", "sub", "sum", "tanh", "transpose",
 ]

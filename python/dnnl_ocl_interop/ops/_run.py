@@ -313,7 +313,20 @@ def run(p: plan) -> Any:
                                 scalars(entry, p))
     result = launch(arrays_of_call, ctx)
     p.entry = entry
+    recorder = recording.recorder
+    if recorder is not None:
+        recorder(launch, arrays_of_call, result)
     return result
+
+
+class _recording(threading.local):
+    """Per thread: what records each launch :func:`run` makes (``_capture``),
+    or None. Called as ``recorder(launch, arrays of the call, result)``."""
+
+    recorder: Optional[Callable[[Any, List[Any], Any], None]] = None
+
+
+recording = _recording()
 
 
 def scalars(entry: _entry, p: plan) -> List[Tuple[int, Any]]:
