@@ -11,7 +11,7 @@
 // computes, make_memory and get_memory_kind the memory they made or asked
 // about.
 // Usage: baseline ITERATIONS WARMUP MATMUL_SIZE [ROW]
-// With ROW ("large matmul", "small network", "graph execute with allocator",
+// With ROW ("large matmul", "small network", "20-op network", "graph execute with allocator",
 // "graph execute with caching pool" or "primitive creation (cold, fresh
 // process)"), only that row is set up and run: WARMUP calls of its work, then
 // ITERATIONS timed calls (the graph rows in batches of 20 executes and a
@@ -656,6 +656,48 @@ samples_t small_network_us(const dnnl::engine &eng, dnnl::stream &s_in, int warm
     return us;
 }
 
+// Twenty small operations in a chain, what dnnl.ops' capture exists for:
+// ten times a binary add of a [1, 64] bias row to a [16, 64] tensor, then a
+// tanh, each into a destination of its own, on pattern() inputs; one wait.
+// Its output is checked (run.py's "20-op network" and, against it, "20-op
+// network replayed" and "20-op network with ops").
+samples_t chain_network_us(const dnnl::engine &eng, dnnl::stream &s_in, int warmup, int repeats) {
+    using namespace dnnl;
+    const memory::desc rows({16, 64}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc bias_row({1, 64}, memory::data_type::f32, memory::format_tag::ab);
+    binary add(binary::primitive_desc(eng, algorithm::binary_add, rows, bias_row, rows));
+    eltwise_forward tanh(eltwise_forward::primitive_desc(eng, prop_kind::forward_inference,
+            algorithm::eltwise_tanh, rows, rows));
+    memory x(rows, eng), bias(bias_row, eng);
+    fill(x);
+    fill(bias);
+    std::vector<memory> dst;
+    for (int i = 0; i < 20; ++i) dst.emplace_back(rows, eng);
+    // The arguments made once, as a hand-written loop keeps them; executed
+    // through ocl_interop::execute, the entry point dnnl.ops' replay uses
+    // (the quickest of oneDNN's: no event kept for the stream's own
+    // dependencies).
+    std::vector<std::unordered_map<int, memory>> args;
+    for (int i = 0; i < 10; ++i) {
+        const memory &src = i == 0 ? x : dst[2 * i - 1];
+        args.push_back({{DNNL_ARG_SRC_0, src}, {DNNL_ARG_SRC_1, bias}, {DNNL_ARG_DST, dst[2 * i]}});
+        args.push_back({{DNNL_ARG_SRC, dst[2 * i]}, {DNNL_ARG_DST, dst[2 * i + 1]}});
+    }
+    const primitive *steps[2] = {&add, &tanh};
+    auto run_network = [&] {
+        for (int i = 0; i < 20; ++i) {
+            cl_event event = ocl_interop::execute(*steps[i % 2], s_in, args[i]);
+            if (event) clReleaseEvent(event);
+        }
+        s_in.wait();
+    };
+    warm_up(run_network, [] {}, 1, warmup);
+    for (auto &m : dst) poison(m);
+    samples_t us = samples_us(repeats, 1, run_network);
+    check_output("20-op network", read(dst.back()));
+    return us;
+}
+
 // What a primitive a creation row made computes: its output for pattern()
 // input into a POISON-filled destination of `desc` (run.py's
 // made_relu_output and its children's check).
@@ -739,6 +781,10 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
         dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
         us = small_network_us(eng, s_in, warmup, iterations);
+    } else if (row == "20-op network") {
+        dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
+        dnnl::stream s_in = dnnl::ocl_interop::make_stream(eng, in_order);
+        us = chain_network_us(eng, s_in, warmup, iterations);
     } else if (row == "primitive creation (cold, fresh process)") {
         // ITERATIONS creations, each compiling its kernels; the fastest.
         dnnl::engine eng = dnnl::ocl_interop::make_engine(device, context);
@@ -752,7 +798,7 @@ void run_one_row(const std::string &row, int iterations, int warmup, int matmul_
         dnnl::stream s = dnnl::ocl_interop::make_stream(eng, in_order);
         check_output(row, output_of_made(made, eng, s, tiny));
     } else {
-        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, graph "
+        throw std::runtime_error("unknown row \"" + row + "\" (large matmul, small network, 20-op network, graph "
                                  "execute with allocator, graph execute with caching pool, "
                                  "graph trace, primitive creation (cold, fresh process))");
     }
@@ -930,6 +976,9 @@ int main(int argc, char **argv) try {
 
     turn("small network");
     rows["small network"] = small_network_us(eng, s_in, 3, 15);
+
+    turn("20-op network");
+    rows["20-op network"] = chain_network_us(eng, s_in, 3, 15);
 
     turn("execute and wait");
     // execute, then a wait, beside nothing: the C++ counterpart of the

@@ -151,15 +151,32 @@ POOL_ROW = "graph execute with caching pool"
 OPS_CALL_ROW = "ops call (cached)"
 OPS_NETWORK_ROW = "small network with ops"
 OPS_CALL_UNITS = round(50 * EMPTY_TO_UNIT)
+# dnnl.ops against C++'s execute of the same primitive (issue 45): a cached
+# call with out= may add OPS_OUT_CPP_UNITS (75 of dnnl._core._empty()'s
+# units, 3 µs where the unit takes UNIT_REFERENCE_US), one making its result
+# array OPS_NEW_CPP_UNITS (125: 5 µs there); the small network replayed
+# (ops.capture) one call's budget over C++'s network, and twenty small
+# operations replayed within REPLAY_GOAL_RATIO of the same twenty in C++.
+OPS_OUT_CPP_ROW = "ops call (cached, out=), against C++'s execute"
+OPS_NEW_CPP_ROW = "ops call (cached, new result), against C++'s execute"
+OPS_OUT_CPP_UNITS = round(75 * EMPTY_TO_UNIT)
+OPS_NEW_CPP_UNITS = round(125 * EMPTY_TO_UNIT)
+OPS_REPLAY_ROW = "small network replayed"
+CHAIN_ROW = "20-op network"
+CHAIN_OPS_ROW = "20-op network with ops"
+CHAIN_REPLAY_ROW = "20-op network replayed"
+REPLAY_GOAL_RATIO = 1.01
 # Rows with no C++ counterpart: the note holding their reference's time, per round.
 PYTHON_REFERENCES = {BUSY_ROW: "solo execute and wait",
                      PERSISTENT_CACHE_ROW: "primitive creation (persistent cache, cold)",
                      OPS_CALL_ROW: "the same call by hand"}
 # Rows judged against another row's C++ time.
-CPP_REFERENCES = {OPS_NETWORK_ROW: "small network"}
+CPP_REFERENCES = {OPS_NETWORK_ROW: "small network", OPS_REPLAY_ROW: "small network",
+                  CHAIN_OPS_ROW: CHAIN_ROW, CHAIN_REPLAY_ROW: CHAIN_ROW,
+                  OPS_OUT_CPP_ROW: "execute(in-order)", OPS_NEW_CPP_ROW: "execute(in-order)"}
 # Rows --only can measure alone.
 ONLY_ROWS = [PERSISTENT_CACHE_ROW, FRESH_COLD_ROW, "large matmul", GRAPH_ROW, POOL_ROW,
-             OPS_CALL_ROW, OPS_NETWORK_ROW]
+             OPS_CALL_ROW, OPS_NETWORK_ROW, OPS_REPLAY_ROW, CHAIN_OPS_ROW, CHAIN_REPLAY_ROW]
 # The attention partition of the graph rows: B x S x D. Softmax rows of S =
 # 16 elements: right on the emulated device (docs/known-problems.md).
 ATTENTION_SHAPE = (2, 16, 16)
@@ -263,6 +280,16 @@ def network_reference():
     return pooled.reshape(n, -1) @ fw.T + fb
 
 
+def chain_reference():
+    """Ten times ``tanh(y + bias)`` on pattern() tensors ([16, 64], the bias a
+    [1, 64] row), as chain_row and baseline.cpp's chain_network_us run them."""
+    y = pattern(16 * 64).astype(np.float64).reshape(16, 64)
+    bias = pattern(64).astype(np.float64).reshape(1, 64)
+    for _ in range(10):
+        y = np.tanh(y + bias)
+    return y
+
+
 # oneDNN's C values of ocl_interop::memory_kind (dnnl_ocl_types.h), as both
 # sides report the kind of the memory a row made or asked about.
 MEMORY_KIND_VALUES = {"usm": 0, "buffer": 1}
@@ -297,6 +324,9 @@ def expected_outputs(matmul_size, kernel_enqueues):
            PERSISTENT_CACHE_ROW: cache_relu, PYTHON_REFERENCES[PERSISTENT_CACHE_ROW]: cache_relu,
            "small network": network_reference(), "large matmul": matmul_reference(matmul_size),
            OPS_NETWORK_ROW: network_reference(), OPS_CALL_ROW: relu, PYTHON_REFERENCES[OPS_CALL_ROW]: relu,
+           OPS_REPLAY_ROW: network_reference(), CHAIN_ROW: chain_reference(),
+           CHAIN_OPS_ROW: chain_reference(), CHAIN_REPLAY_ROW: chain_reference(),
+           OPS_OUT_CPP_ROW: relu, OPS_NEW_CPP_ROW: relu,
            GRAPH_ROW: attention, POOL_ROW: attention,
            "opencl kernel enqueue": np.full(TINY, float(kernel_enqueues))}
     for n in THREAD_COUNTS:  # every thread's output, one after the other
@@ -589,10 +619,17 @@ def python_rows(iterations, warmup, matmul_size):
     turn("small network")  # and the same network with ops, judged against it
     rows["small network"], digests["small network"] = network_row(engine, s_in)
     rows[OPS_NETWORK_ROW], digests[OPS_NETWORK_ROW] = ops_network_row(in_order)
+    rows[OPS_REPLAY_ROW], digests[OPS_REPLAY_ROW] = ops_network_row(in_order, replayed=True)
+    turn("20-op network")  # CHAIN_ROW: twenty small operations with ops, eager and replayed, judged against C++'s
+    rows[CHAIN_OPS_ROW], digests[CHAIN_OPS_ROW] = chain_row(in_order, replayed=False)
+    rows[CHAIN_REPLAY_ROW], digests[CHAIN_REPLAY_ROW] = chain_row(in_order, replayed=True)
     turn("execute and wait")  # the baseline's reference for the busy-thread row; Python's own rows
     hand = PYTHON_REFERENCES[OPS_CALL_ROW]
-    rows[OPS_CALL_ROW], notes[hand], digests[OPS_CALL_ROW], digests[hand] = \
+    rows[OPS_CALL_ROW], notes[hand], digests[OPS_CALL_ROW], digests[hand], new_us, new_digest = \
         ops_call_row(device, context, in_order, repeats, warmup)
+    # the same ops.relu(x, out=y) judged against C++'s execute; and ops.relu(x)
+    rows[OPS_OUT_CPP_ROW], digests[OPS_OUT_CPP_ROW] = rows[OPS_CALL_ROW], digests[OPS_CALL_ROW]
+    rows[OPS_NEW_CPP_ROW], digests[OPS_NEW_CPP_ROW] = new_us, new_digest
 
     # execute() and wait(), as a user calls them, beside a thread spinning in
     # pure Python, against the same alone: what the GIL policy of execute
@@ -755,10 +792,12 @@ def network_row(engine, stream):
     return median_us(15, 1, run_network), digest(dnnl.arrays.read(steps[-1][1][dnnl.ARG_DST]))
 
 
-def ops_network_row(queue):
+def ops_network_row(queue, replayed=False):
     """The small network of network_row written with dnnl.ops, as a user
     would: each call makes its result array and the host waits once at the
-    end: (median µs, digest of the output). The arrays come from a
+    end: (median µs, digest of the output). With `replayed`, the same calls
+    captured once (ops.capture) and the program replayed, then a wait: its
+    results are the capture's arrays, poisoned before the timed runs. The arrays come from a
     pyopencl.tools.MemoryPool, as C++'s network reuses its buffers: with
     pyopencl's default allocator every result is a new buffer, whose first
     touch costs the emulated device's host memory about 240 µs for the
@@ -778,6 +817,23 @@ def ops_network_row(queue):
                                        allocator=pool)
                          for shape in shapes.values())
     result = []
+    if replayed:
+        from dnnl_ocl_interop import ops
+
+        program = ops.capture(lambda x: ops_network_calls(x, cw, cb, fw, fb), x)
+
+        def run_network():
+            result[:] = [program(x)]
+            queue.finish()
+
+        warm_up(run_network, least=3)
+        # (the program's results, kept by it: its arrays on this queue)
+        for made in program._captured[1:]:
+            if all(made is not held for held in program.captured_by_reference):
+                made.fill(POISON)
+        queue.finish()
+        us = median_us(15, 1, run_network)
+        return us, digest(result[0].get())
 
     def run_network():
         result[:] = [ops_network(queue, x, cw, cb, fw, fb)]
@@ -802,23 +858,85 @@ def ops_network(queue, x, cw, cb, fw, fb):
     """The small network written with dnnl.ops on pyopencl arrays, as a user
     would: each call makes its result (ReLU in place), one wait at the end;
     returns the output array."""
+    out = ops_network_calls(x, cw, cb, fw, fb)
+    queue.finish()
+    return out
+
+
+def ops_network_calls(x, cw, cb, fw, fb):
+    """The small network's four dnnl.ops calls; the output array."""
     from dnnl_ocl_interop import ops
 
     y = ops.convolution(x, cw, cb, padding=1)
     y = ops.relu(y, out=y)
     y = ops.max_pool(y, 2)
-    out = ops.inner_product(y, fw, fb)
+    return ops.inner_product(y, fw, fb)
+
+
+def chain_calls(y, bias):
+    """CHAIN_ROW's twenty operations with dnnl.ops: ten times an add of the
+    bias row and a tanh, each call making its result."""
+    from dnnl_ocl_interop import ops
+
+    for _ in range(10):
+        y = ops.tanh(ops.add(y, bias))
+    return y
+
+
+def chain_row(queue, replayed):
+    """The twenty operations of baseline.cpp's chain_network_us with
+    dnnl.ops, then a wait: eager (each call makes its result, from a
+    pyopencl.tools.MemoryPool holding only poisoned blocks, as
+    ops_network_row), or captured once and replayed (its results poisoned
+    before the timed runs): (median µs, digest of the output)."""
+    import pyopencl.array as cla
+    import pyopencl.tools as cltools
+    from dnnl_ocl_interop import ops
+
+    pool = cltools.MemoryPool(cltools.ImmediateAllocator(queue))
+    x = cla.to_device(queue, pattern(16 * 64).reshape(16, 64), allocator=pool)
+    bias = cla.to_device(queue, pattern(64).reshape(1, 64), allocator=pool)
+    result = []
+    if replayed:
+        program = ops.capture(lambda x: chain_calls(x, bias), x)
+
+        def run_chain():
+            result[:] = [program(x)]
+            queue.finish()
+
+        warm_up(run_chain, least=3)
+        for made in program._captured[1:]:  # the results (the bias is captured by reference)
+            if made is not bias:
+                made.fill(POISON)
+    else:
+        def run_chain():
+            result[:] = [chain_calls(x, bias)]
+            queue.finish()
+
+        warm_up(run_chain, least=3)
+        result.clear()
+        pool.free_held()
+        poisoned = [cla.empty(queue, (16, 64), np.float32, allocator=pool).fill(POISON)
+                    for _ in range(22)]
+        queue.finish()
+        del poisoned  # back to the pool, held
     queue.finish()
-    return out
+    managed = pool.managed_bytes
+    us = median_us(15, 1, run_chain)
+    if pool.managed_bytes != managed:
+        raise RuntimeError(f"{CHAIN_OPS_ROW}: the timed runs took blocks that were not poisoned")
+    return us, digest(result[0].get())
 
 
 def ops_call_row(device, context, queue, repeats, warmup):
-    """(ops µs, by hand µs, ops digest, by hand digest): ``ops.relu(x, out=y)`` on 64 floats, its
+    """(ops µs, by hand µs, ops digest, by hand digest, new-result µs, its
+    digest): ``ops.relu(x, out=y)`` on 64 floats, its
     primitive cached, against the work a user writes for the same call by
     hand with the same cached primitive: memory on both arrays
     (dnnl.arrays.as_memory), execute after their events, and the result's
     event attached (a marker's on this in-order queue, as ops does)."""
     import pyopencl.array as cla
+    import pyopencl.tools
     from dnnl_ocl_interop import ops
 
     oi = dnnl.ocl_interop
@@ -857,7 +975,31 @@ def ops_call_row(device, context, queue, repeats, warmup):
     hand_digest = digest(y.get())
     y.fill(POISON)
     with_ops_us = median_us(repeats, BATCH, with_ops, queue.finish)
-    return with_ops_us, hand, digest(y.get()), hand_digest
+    with_ops_digest = digest(y.get())
+
+    # ops.relu(x) making its result: x's allocator, a pyopencl MemoryPool
+    # holding only poisoned blocks (each call's result goes back to it when
+    # the next replaces it)
+    pool = pyopencl.tools.MemoryPool(pyopencl.tools.ImmediateAllocator(queue))
+    x_pooled = cla.to_device(queue, pattern(64), allocator=pool)
+    made = []
+
+    def new_result():
+        made[:] = [ops.relu(x_pooled)]
+
+    for _ in range(warmup):
+        new_result()
+    queue.finish()
+    made.clear()
+    pool.free_held()
+    poisoned = [cla.empty(queue, (64,), np.float32, allocator=pool).fill(POISON) for _ in range(2)]
+    queue.finish()
+    del poisoned
+    managed = pool.managed_bytes
+    new_us = median_us(repeats, BATCH, new_result, queue.finish)
+    if pool.managed_bytes != managed:
+        raise RuntimeError(f"{OPS_NEW_CPP_ROW}: the timed calls took blocks that were not poisoned")
+    return with_ops_us, hand, with_ops_digest, hand_digest, new_us, digest(made[0].get())
 
 
 def graph_row(device, context, queue, repeats, warmup):
@@ -1171,8 +1313,10 @@ def single_row(name, iterations, warmup, matmul_size):
     repeats = max(iterations // BATCH, 5)
     notes = {"unit": measure_unit(repeats, warmup)}
     digests = {}
-    if name == OPS_NETWORK_ROW:
-        py, digests[name] = ops_network_row(queue)
+    if name in (OPS_NETWORK_ROW, OPS_REPLAY_ROW):
+        py, digests[name] = ops_network_row(queue, replayed=name == OPS_REPLAY_ROW)
+    elif name in (CHAIN_OPS_ROW, CHAIN_REPLAY_ROW):
+        py, digests[name] = chain_row(queue, replayed=name == CHAIN_REPLAY_ROW)
     elif name == "large matmul":
         engine = dnnl.ocl_interop.make_engine(device, context)
         run_matmul, matmul_dst = large_matmul(engine, dnnl.ocl_interop.make_stream(engine, queue), matmul_size)
@@ -1187,7 +1331,8 @@ def single_row(name, iterations, warmup, matmul_size):
         py, digests[name] = pool_row(device, context, queue, graph_repeats_of(iterations), warmup)
     elif name == OPS_CALL_ROW:
         hand = PYTHON_REFERENCES[name]
-        py, notes[hand], digests[name], digests[hand] = ops_call_row(device, context, queue, repeats, warmup)
+        py, notes[hand], digests[name], digests[hand], _, _ = ops_call_row(device, context, queue,
+                                                                           repeats, warmup)
     else:
         raise ValueError(f"no Python side of its own for --only {name!r}")
     return {name: py}, notes, digests
@@ -1197,7 +1342,7 @@ def single_row_cpp(name, iterations, warmup, matmul_size):
     """--only NAME's C++ side: (C++ µs, digests, the baseline's rows), the
     same work as single_row's (the ops network against C++'s network,
     CPP_REFERENCES)."""
-    if name == OPS_NETWORK_ROW:
+    if name in (OPS_NETWORK_ROW, OPS_REPLAY_ROW, CHAIN_OPS_ROW, CHAIN_REPLAY_ROW):
         cpp, cpp_digests = run_baseline(15, 3, matmul_size, CPP_REFERENCES[name])
     elif name == "large matmul":
         cpp, cpp_digests = run_baseline(9, 1, matmul_size, name)
@@ -1326,6 +1471,20 @@ def goal_of(name, notes, unit_us, cpp_us=None):
         units = 5 * PER_CALL_UNITS + 4 * OPS_CALL_UNITS
         return (f"≤ {units} units = {units * unit_us:.2f} µs over C++'s small network (4 ops "
                 "calls and a wait; ratio for information)", ("overhead", units * unit_us))
+    if name == OPS_REPLAY_ROW:
+        return calls_goal(1, "a replay of the 4 ops calls and a wait, against 4 executes and a wait; "
+                          "ratio for information", unit_us)
+    if name == CHAIN_OPS_ROW:
+        units = 21 * PER_CALL_UNITS + 20 * OPS_CALL_UNITS
+        return (f"≤ {units} units = {units * unit_us:.2f} µs over C++'s 20 executes and a wait (20 ops "
+                "calls and a wait; ratio for information)", ("overhead", units * unit_us))
+    if name == CHAIN_REPLAY_ROW:
+        return (f"ratio ≤ {REPLAY_GOAL_RATIO:g} against C++'s 20 executes and a wait (one replay and "
+                "a wait)", ("ratio", REPLAY_GOAL_RATIO))
+    if name in (OPS_OUT_CPP_ROW, OPS_NEW_CPP_ROW):
+        units = OPS_OUT_CPP_UNITS if name == OPS_OUT_CPP_ROW else OPS_NEW_CPP_UNITS
+        return (f"≤ {units} units = {units * unit_us:.2f} µs over C++'s execute of the same primitive",
+                ("overhead", units * unit_us))
     if name == "large matmul":
         return calls_goal(2, "execute and wait; ratio for information", unit_us, cpp_us, name)
     if name == "small network":

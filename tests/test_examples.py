@@ -65,6 +65,15 @@ def test_cnn_training():
 
 
 @pytest.mark.timeout(600)
+def test_ops_replay():
+    out = run_example("ops_replay.py")
+    assert "3 launches>, 6 arrays by reference" in out
+    assert "replayed: 3 new inputs" in out and "results kept on 2 queues" in out
+    assert "refused:  inputs[0] (x): shape (32, 64) where the capture had (16, 64)" in out
+    assert out.rstrip().endswith("ops_replay: OK")
+
+
+@pytest.mark.timeout(600)
 def test_ops_mlp(tmp_path):
     trace = tmp_path / "trace.json"
     out = run_example("ops_mlp.py", trace)
