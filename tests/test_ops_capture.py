@@ -144,7 +144,8 @@ X = r"inputs\[0\] \(x\): "
     (lambda q: cla.to_device(q, rand(4, 24).astype(np.float16)),
      X + r".*dtype float16 where the capture had float32"),
     (lambda q: cla.to_device(q, rand(24, 4)).T, X + r"strides \(4, 16\) where the capture had \(96, 4\)"),
-    (lambda q: cla.to_device(q, rand(5, 24))[1:], X + r"sub-memory offset 24 where the capture had 0"),
+    # 4 bytes into a buffer: an element offset on any device (no base address is 4-byte aligned)
+    (lambda q: cla.to_device(q, rand(97))[1:].reshape(4, 24), X + r"sub-memory offset 1 where the capture had 0"),
 ])
 def test_an_input_unlike_the_captures_is_refused_naming_it(queue, bad, message):
     layer = _Layer(queue)
@@ -298,3 +299,61 @@ def test_a_program_holds_its_primitives_when_the_cache_drops_them(queue):
     ops.clear_cache()
     xh = rand(8)
     np.testing.assert_allclose(program(cla.to_device(queue, xh)).get(), np.exp(xh + 1.0), rtol=1e-5)
+
+
+def test_a_view_of_an_input_is_refused_at_the_capture(queue):
+    """A view is another Python object on the input's storage: captured by
+    reference, a replay would read the capture's input through it."""
+    def f(x):
+        return ops.relu(x.reshape(2, 8))
+
+    with pytest.raises(ValueError, match=r"reads a view of inputs\[0\] \(x\)"):
+        ops.capture(f, cla.to_device(queue, rand(16)))
+
+
+def test_an_input_a_launch_writes_gets_the_replays_event(queue):
+    """out= into an input: the input's events hold the replay's event after
+    it (not only the outputs'), and two inputs sharing storage are refused
+    then."""
+    def f(x, y):
+        ops.relu(x, out=x)
+        return ops.add(x, y)
+
+    x0, y0 = cla.to_device(queue, rand(32)), cla.to_device(queue, rand(32))
+    program = ops.capture(f, x0, y0)
+    xh, yh = rand(32), rand(32)
+    x, y = cla.to_device(queue, xh), cla.to_device(queue, yh)
+    out = program(x, y)
+    assert len(x.events) == 1 and x.events[0].int_ptr == out.events[0].int_ptr
+    np.testing.assert_allclose(x.get(), np.maximum(xh, 0))
+    np.testing.assert_allclose(out.get(), np.maximum(xh, 0) + yh, rtol=1e-6)
+    both = cla.to_device(queue, rand(64))
+    with pytest.raises(ValueError, match=r"inputs\[1\] \(y\) shares storage with an earlier input"):
+        program(both[:32], both[32:])
+
+
+def test_release_and_replay_on_an_out_of_order_queue(cl_context, cl_device):
+    """The first replay after the capture, and after release(), waits for the
+    work still pending on the results it writes again."""
+    ooo = cl.CommandQueue(cl_context, cl_device,
+                          properties=cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
+
+    def f(x):
+        y = x
+        for _ in range(8):
+            y = ops.exp(ops.mul(y, -0.5))
+        return y
+
+    def want(xh):
+        y = xh.astype(np.float64)
+        for _ in range(8):
+            y = np.exp(y * -0.5)
+        return y
+
+    x0 = rand(256)
+    program = ops.capture(f, cla.to_device(ooo, x0))
+    x1 = rand(256)
+    np.testing.assert_allclose(program(cla.to_device(ooo, x1)).get(), want(x1), rtol=1e-5)
+    program.release()
+    x2 = rand(256)
+    np.testing.assert_allclose(program(cla.to_device(ooo, x2)).get(), want(x2), rtol=1e-5)

@@ -65,7 +65,11 @@ struct queue_set {
     std::vector<bool> takes_input;                  // per step
     std::vector<dnnl::memory> held;
     std::vector<uintptr_t> roots; // storage of the results made inside
-    cl_event last = nullptr;      // out-of-order: the last replay's event (owned; program mutex)
+    // One replay at a time on these results, from reading the events it
+    // waits for to giving its own (waited for with the GIL released).
+    std::mutex order;
+    bool first = true;       // no replay yet: wait for the results' own pending work
+    cl_event last = nullptr; // out-of-order: the last replay's event (owned)
     ~queue_set() {
         if (last) clReleaseEvent(last);
     }
@@ -76,6 +80,8 @@ struct program {
     Py_ssize_t inputs = 0, slots = 0;
     std::vector<py::object> input_facts; // per input: (shape, strides, dtype, element offset)
     std::vector<Py_ssize_t> constants, outputs;
+    std::vector<Py_ssize_t> written; // inputs and captured arrays a launch writes (out=)
+    bool writes_inputs = false;
     bool single = true;
     // Python's (ops/_capture.py): refuse(program, reason, index, array)
     // raises naming the input; prepare(program, queue) -> (ctx, arrays of
@@ -150,8 +156,16 @@ std::shared_ptr<queue_set> program::set_for(py::handle self, PyObject *queue) {
     }
     py::tuple made = prepare(self, py::handle(queue));
     auto set = build(py::reinterpret_borrow<py::object>(queue), made[0], made[1]);
-    std::lock_guard<std::mutex> lock(mutex);
-    return sets.emplace(handle, std::move(set)).first->second; // another thread's first
+    std::shared_ptr<queue_set> kept;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto found = sets.find(handle);
+        if (found != sets.end())
+            kept = found->second; // another thread's first (ours goes after the unlock)
+        else
+            kept = sets.emplace(handle, set).first->second;
+    }
+    return kept;
 }
 
 // Whether `a` and `b` are equal (Python's ==).
@@ -197,7 +211,7 @@ py::object program::replay(py::handle self, py::args args) {
     if (queue.is_none()) refused(self, "queue", 0, in[0]);
     std::shared_ptr<queue_set> set = set_for(self, queue.ptr());
     const stream_object &stream = *set->stream;
-    std::vector<cl_event> deps;
+    std::vector<uintptr_t> input_roots;
     for (Py_ssize_t i = 0; i < inputs; ++i) {
         PyObject *a = in[i];
         if (i > 0 && handle_of(attribute(a, n.context).ptr()) != set->cl_context)
@@ -205,72 +219,109 @@ py::object program::replay(py::handle self, py::args args) {
         uintptr_t root = array_memories::storage_of(py::handle(a)).root;
         if (std::find(set->roots.begin(), set->roots.end(), root) != set->roots.end())
             refused(self, "aliases", i, a);
-        launches::add_events(a, deps);
+        // (a launch writes an input: another input may not share its storage,
+        // as an eager call's out= may not share an operand's)
+        if (writes_inputs
+                && std::find(input_roots.begin(), input_roots.end(), root) != input_roots.end())
+            refused(self, "aliases_input", i, a);
+        input_roots.push_back(root);
     }
+    std::vector<dnnl::memory> memories; // the inputs' (made by Python on a miss)
+    memories.reserve(set->uses.size());
+    for (const auto &use : set->uses) {
+        const launch &l = launches[use.step_index];
+        memories.push_back(launches::memory_for(in[use.slot], *use.spec, *l.bound->s));
+    }
+
+    std::unique_lock<std::mutex> one_at_a_time(set->order, std::defer_lock);
+    {
+        py::gil_scoped_release unlocked;
+        one_at_a_time.lock();
+    }
+    // What the first launch waits for, each retained while it is used:
+    // another thread may drop an array's events meanwhile.
+    std::vector<cl_event> deps;
+    for (Py_ssize_t i = 0; i < inputs; ++i) launches::add_events(in[i], deps);
     for (Py_ssize_t slot : constants) // captured by reference: their pending work first
         launches::add_events(set->arrays[slot].ptr(), deps);
-    cl_event previous = nullptr; // owned
+    if (set->first) // the capture's (or the allocation's) work on the results
+        for (Py_ssize_t slot = inputs; slot < slots; ++slot)
+            launches::add_events(set->arrays[slot].ptr(), deps);
+    if (stream.out_of_order && set->last) // the last replay wrote the results this one writes
+        deps.push_back(set->last);
+    for (cl_event event : deps) clRetainEvent(event);
+    struct release_all {
+        std::vector<cl_event> events;
+        ~release_all() {
+            for (cl_event event : events) clReleaseEvent(event);
+        }
+    } retained {deps};
+
+    cl_event previous = nullptr; // owned: the last launch's event (out-of-order)
     struct release_on_exit {
         cl_event &event;
         ~release_on_exit() {
             if (event) clReleaseEvent(event);
         }
     } release_previous {previous};
-    if (stream.out_of_order) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (set->last) { // the last replay on this queue wrote the results this one writes
-            clRetainEvent(set->last);
-            previous = set->last;
-        }
-    }
-    if (previous) deps.push_back(previous);
-    std::vector<dnnl::memory> memories;
-    memories.reserve(set->uses.size());
-    for (const auto &use : set->uses) {
-        const launch &l = launches[use.step_index];
-        memories.push_back(launches::memory_for(in[use.slot], *use.spec, *l.bound->s));
-    }
     launches::order_after(stream, deps);
     std::vector<dnnl_exec_arg_t> patched;
     std::vector<cl_event> after;
     size_t next_use = 0;
-    for (size_t k = 0; k < launches.size(); ++k) {
-        const std::vector<dnnl_exec_arg_t> *args = &set->args[k];
-        if (set->takes_input[k]) {
-            patched = *args;
-            for (; next_use < set->uses.size() && set->uses[next_use].step_index == k; ++next_use)
-                patched[set->uses[next_use].position].memory = memories[next_use].get();
-            args = &patched;
+    try {
+        for (size_t k = 0; k < launches.size(); ++k) {
+            const std::vector<dnnl_exec_arg_t> *args = &set->args[k];
+            if (set->takes_input[k]) {
+                patched = *args;
+                for (; next_use < set->uses.size() && set->uses[next_use].step_index == k;
+                        ++next_use)
+                    patched[set->uses[next_use].position].memory = memories[next_use].get();
+                args = &patched;
+            }
+            // The first launch after the inputs' and captured arrays' events;
+            // on an out-of-order queue each later one after the one before.
+            const std::vector<cl_event> *wait = &after;
+            after.clear();
+            if (k == 0)
+                wait = &deps;
+            else if (stream.out_of_order && previous)
+                after.push_back(previous);
+            cl_event event = launches::execute(*launches[k].bound->s->prim, stream, *args, *wait);
+            if (stream.out_of_order) {
+                if (previous) clReleaseEvent(previous);
+                previous = event;
+            }
         }
-        // The first step after the inputs' and captured arrays' events; on
-        // an out-of-order queue each later one after the step before it.
-        const std::vector<cl_event> *wait = &after;
-        after.clear();
-        if (k == 0)
-            wait = &deps;
-        else if (stream.out_of_order && previous)
-            after.push_back(previous);
-        cl_event event = launches::execute(*launches[k].bound->s->prim, stream, *args, *wait);
-        if (stream.out_of_order) {
-            if (previous) clReleaseEvent(previous);
-            previous = event;
+    } catch (...) {
+        // what was launched is still the last work on these results
+        if (stream.out_of_order && previous) {
+            if (set->last) clReleaseEvent(set->last);
+            set->last = previous;
+            previous = nullptr;
         }
+        throw;
     }
     cl_event done = launches::marker_after(stream, previous);
     previous = nullptr; // `done` owns it now (or is the marker)
     if (stream.out_of_order) {
         clRetainEvent(done);
-        std::lock_guard<std::mutex> lock(mutex);
         if (set->last) clReleaseEvent(set->last);
         set->last = done;
     }
+    set->first = false;
+    // The outputs, and the inputs and captured arrays a launch wrote, wait
+    // for the replay from now on: each gets a reference to its event.
+    size_t receivers = outputs.size() + written.size();
+    for (size_t r = 1; r < receivers; ++r) clRetainEvent(done);
     py::tuple results(outputs.size());
     for (size_t o = 0; o < outputs.size(); ++o) {
         PyObject *array = set->arrays[outputs[o]].ptr();
-        if (o + 1 < outputs.size()) clRetainEvent(done);
-        launches::give_event(array, done); // each output owns a reference
+        launches::give_event(array, done);
         results[o] = py::handle(array);
     }
+    for (Py_ssize_t slot : written)
+        launches::give_event(slot < inputs ? in[slot] : set->arrays[slot].ptr(), done);
+    one_at_a_time.unlock();
     if (single) return results[0];
     return std::move(results);
 }
@@ -319,6 +370,17 @@ void bind(py::module_ &m) {
         for (Py_ssize_t slot : outputs) check_slot(slot);
         if (outputs.empty() || (single && outputs.size() != 1))
             throw_invalid_argument("outputs: one, or any number when not single");
+        std::vector<bool> is_constant(slots, false), is_output(slots, false), seen(slots, false);
+        for (Py_ssize_t slot : constants) is_constant[slot] = true;
+        for (Py_ssize_t slot : outputs) is_output[slot] = true;
+        for (const launch &l : p->launches) {
+            Py_ssize_t slot = l.dst_slot;
+            if ((slot < inputs || is_constant[slot]) && !is_output[slot] && !seen[slot]) {
+                seen[slot] = true;
+                p->written.push_back(slot);
+            }
+            if (slot < inputs) p->writes_inputs = true;
+        }
         p->constants = std::move(constants);
         p->outputs = std::move(outputs);
         p->single = single;
@@ -342,13 +404,25 @@ void bind(py::module_ &m) {
         std::lock_guard<std::mutex> lock(p.mutex);
         return p.sets.size();
     }, "How many queues the program keeps results on.")
-            .def("_release", [](program &p) {
+            .def("_release",
+                    [](program &p) {
         std::unordered_map<uintptr_t, std::shared_ptr<queue_set>> gone;
         {
             std::lock_guard<std::mutex> lock(p.mutex);
             gone.swap(p.sets);
         }
-    }, "Forget every queue's results (the arrays and memories the program keeps).");
+        // An out-of-order queue's last replay may still be writing results
+        // that a new set on that queue (the capture's arrays) writes again.
+        py::gil_scoped_release unlocked;
+        for (auto &entry : gone) {
+            std::lock_guard<std::mutex> lock(entry.second->order);
+            if (entry.second->last)
+                check_cl(clWaitForEvents(1, &entry.second->last), "clWaitForEvents");
+        }
+    },
+                    "Forget every queue's results (the arrays and memories the program keeps), "
+                    "after "
+                    "their last replays on out-of-order queues complete.");
 }
 
 } // namespace replays

@@ -9,13 +9,16 @@
 // the inputs against the capture's (Python names a mismatch), waits for the
 // inputs' and the captured arrays' pending events, executes every step in
 // order (on an out-of-order queue each after the previous one), and gives
-// the outputs the last step's event.
+// the outputs, and the inputs and captured arrays a step wrote, the last
+// step's event.
 //
 // Shared state: a program's sets, by queue handle, under its mutex (held
 // for no Python call; a set is built outside it and the first one inserted
-// is kept), and each set's last event (out-of-order queues) under the same
-// mutex; a set's arguments are read-only once built (a replay copies the
-// steps that take an input).
+// is kept); each set's replays one at a time under the set's own lock,
+// waited for with the GIL released, from reading the events a replay waits
+// for to giving its event (its last event on an out-of-order queue, whether
+// it has replayed yet); a set's arguments are read-only once built (a
+// replay copies the launches that take an input).
 #pragma once
 
 #include <pybind11/pybind11.h>

@@ -81,7 +81,7 @@ class replay_program:
         """
     def _release(self) -> None:
         """
-        Forget every queue's results (the arrays and memories the program keeps).
+        Forget every queue's results (the arrays and memories the program keeps), after their last replays on out-of-order queues complete.
         """
 def bound_hits() -> int:
     """

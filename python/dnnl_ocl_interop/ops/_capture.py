@@ -125,6 +125,9 @@ def _refuse(p: program, reason: str, index: int, array: Any) -> None:
     if reason == "context":
         raise invalid_argument(f"{name} belongs to another OpenCL context than {_name(p, 0)} "
                                "(the program replays on the first input's queue)")
+    if reason == "aliases_input":
+        raise invalid_argument(f"{name} shares storage with an earlier input, and the program "
+                               "writes into an input (out=): give inputs storage of their own")
     if reason == "aliases":
         raise invalid_argument(f"{name} shares storage with a result this program keeps on that "
                                "queue (an output of an earlier replay?): the replay would write it "
@@ -199,9 +202,9 @@ def capture(function: Callable[..., Any], *inputs: Any) -> program:
     def record(launch: Any, arrays: List[Any], result: Any) -> None:
         recorded.append((launch, list(arrays), result))
 
-    _run.recording.recorder = record
-    _arrays.set_capturing(True)
     try:
+        _run.recording.recorder = record
+        _arrays.set_capturing(True)
         returned = function(*inputs)
     finally:
         _arrays.set_capturing(False)
@@ -247,6 +250,13 @@ def _program_of(recorded: Sequence[Tuple[Any, List[Any], Any]], inputs: Sequence
             captured.append(result)
             results.append(dst)
         launches.append((launch, [call_slots[i] for i in launch.indexes], dst))
+    input_roots = {_array_memory.storage_of(a)[0]: i for i, a in enumerate(inputs)}
+    for slot in constants:
+        index = input_roots.get(_array_memory.storage_of(captured[slot])[0])
+        if index is not None:
+            raise invalid_argument(f"a call reads a view of inputs[{index}] ({names[index]}) "
+                                   "(a reshape, a slice, another queue's view): a replay would read "
+                                   "the capture's input through it; make the view the input")
     result_roots = {_array_memory.storage_of(captured[s])[0] for s in results}
     for slot in constants:
         if _array_memory.storage_of(captured[slot])[0] in result_roots and only_here is None:
