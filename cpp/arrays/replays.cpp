@@ -233,8 +233,8 @@ py::object program::replay(py::handle self, py::args args) {
         memories.push_back(launches::memory_for(in[use.slot], *use.spec, *l.bound->s));
     }
 
-    std::unique_lock<std::mutex> one_at_a_time(set->order, std::defer_lock);
-    {
+    std::unique_lock<std::mutex> one_at_a_time(set->order, std::try_to_lock);
+    if (!one_at_a_time.owns_lock()) { // another replay on these results: wait without the GIL
         py::gil_scoped_release unlocked;
         one_at_a_time.lock();
     }
