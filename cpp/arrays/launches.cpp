@@ -263,12 +263,6 @@ struct signer {
     }
 };
 
-PyObject *pyopencl_array_type() {
-    static PyObject *const type
-            = py::object(py::module_::import("pyopencl.array").attr("Array")).release().ptr();
-    return type;
-}
-
 // (signature, arrays) of a call, or None.
 py::object signature(py::handle planner, py::handle args, py::handle kwargs) {
     signer sign {pyopencl_array_type(), py::list(), py::list(), {}};
@@ -296,6 +290,12 @@ py::object signature(py::handle planner, py::handle args, py::handle kwargs) {
 }
 
 } // namespace
+
+PyObject *pyopencl_array_type() {
+    static PyObject *const type
+            = py::object(py::module_::import("pyopencl.array").attr("Array")).release().ptr();
+    return type;
+}
 
 void use::touch() {
     stamp.store(use_clock.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -137,6 +137,9 @@ cl_event marker_after(const stream_object &stream, cl_event event);
 // `array.events[:] = [event]`, the event (owned) wrapped as a pyopencl.Event.
 void give_event(PyObject *array, cl_event event);
 
+// pyopencl.array.Array (looked up once, kept for the process).
+PyObject *pyopencl_array_type();
+
 // The Python helpers and tables the calls use (set once, at import).
 struct helpers {
     pybind11::object memory_of;      // (array, name, engine, facts, token) -> dnnl.memory

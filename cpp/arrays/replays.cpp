@@ -176,12 +176,6 @@ bool equal(PyObject *a, PyObject *b) {
     return same == 1;
 }
 
-PyObject *pyopencl_array_type() {
-    static PyObject *const type
-            = py::object(py::module_::import("pyopencl.array").attr("Array")).release().ptr();
-    return type;
-}
-
 py::object program::replay(py::handle self, py::args args) {
     PyObject *given = args.ptr();
     Py_ssize_t count = PyTuple_GET_SIZE(given);
@@ -191,8 +185,8 @@ py::object program::replay(py::handle self, py::args args) {
     fork_guard::check();
     for (Py_ssize_t i = 0; i < inputs; ++i) {
         PyObject *a = in[i];
-        if (Py_TYPE(a) != reinterpret_cast<PyTypeObject *>(pyopencl_array_type())) {
-            int is_array = PyObject_IsInstance(a, pyopencl_array_type());
+        if (Py_TYPE(a) != reinterpret_cast<PyTypeObject *>(launches::pyopencl_array_type())) {
+            int is_array = PyObject_IsInstance(a, launches::pyopencl_array_type());
             if (is_array < 0) throw py::error_already_set();
             if (!is_array) refused(self, "type", i, a);
         }
